@@ -1,0 +1,48 @@
+from django.contrib import admin
+
+from annotator.models import Annotation, Invite, Membership, Project, ProjectIssue, Resolution
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+    raw_id_fields = ["user"]
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ["name", "taxonomy_version", "annotations_per_issue", "created_at"]
+    inlines = [MembershipInline]
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ["user", "project", "role", "pseudonym"]
+    list_filter = ["project", "role"]
+
+
+@admin.register(ProjectIssue)
+class ProjectIssueAdmin(admin.ModelAdmin):
+    list_display = ["issue", "project", "status", "is_pilot", "position"]
+    list_filter = ["project", "status", "is_pilot"]
+    raw_id_fields = ["issue"]
+
+
+@admin.register(Annotation)
+class AnnotationAdmin(admin.ModelAdmin):
+    list_display = ["issue", "annotator", "revision", "is_current", "label_code", "created_at"]
+    list_filter = ["project", "is_current", "is_pilot", "is_false_positive"]
+    raw_id_fields = ["issue", "issue_type", "theme", "sub_theme"]
+
+
+@admin.register(Resolution)
+class ResolutionAdmin(admin.ModelAdmin):
+    list_display = ["issue", "project", "label_code", "method", "decided_by", "is_current"]
+    list_filter = ["project", "method", "is_current"]
+    raw_id_fields = ["issue", "issue_type", "theme", "sub_theme"]
+
+
+@admin.register(Invite)
+class InviteAdmin(admin.ModelAdmin):
+    list_display = ["project", "role", "email", "created_at", "expires_at", "used_at"]
+    readonly_fields = ["token_hash", "used_at", "used_by"]

@@ -1,0 +1,26 @@
+"""System checks for settings that must hold outside development."""
+
+from django.conf import settings
+from django.core.checks import Error, Tags, Warning, register
+
+
+@register(Tags.security, deploy=True)
+def check_production_settings(app_configs, **kwargs):
+    problems = []
+    if settings.DEBUG:
+        problems.append(
+            Error("DEBUG is on.", hint="Unset DEBUG in production.", id="annotator.E001")
+        )
+    if not settings.ALLOWED_HOSTS:
+        problems.append(
+            Error("ALLOWED_HOSTS is empty.", hint="Set ALLOWED_HOSTS.", id="annotator.E002")
+        )
+    if settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+        problems.append(
+            Warning(
+                "The embedded SQLite database is for a first look only.",
+                hint="Set DATABASE_URL to a PostgreSQL database.",
+                id="annotator.W001",
+            )
+        )
+    return problems

@@ -1,0 +1,139 @@
+"""Pages of the labeling app that are not about one annotation: home, project, invites."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.db import connection
+from django.db.models import Count, Q
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from annotator.accounts import InviteUnusable, accept_invite, check_invite, create_volunteer
+from annotator.forms import AcceptInviteForm, InviteForm, VolunteerForm
+from annotator.models import LEAD_ROLES, Invite, Project, ProjectIssue
+from annotator.permissions import membership_or_404
+
+
+def healthz(request):
+    """Liveness and database check for load balancers and docker compose."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    return HttpResponse("ok", content_type="text/plain")
+
+
+def _project_counts(project_ids):
+    rows = (
+        ProjectIssue.objects.filter(project_id__in=project_ids)
+        .values("project_id")
+        .annotate(
+            total=Count("id"),
+            final=Count("id", filter=Q(status="final")),
+            disagreements=Count("id", filter=Q(status="disagreement")),
+        )
+    )
+    return {row["project_id"]: row for row in rows}
+
+
+@login_required
+def home(request):
+    memberships = list(request.user.memberships.select_related("project"))
+    if request.user.is_superuser:
+        member_of = {m.project_id for m in memberships}
+        memberships += [
+            type("M", (), {"project": p, "role": "admin", "project_id": p.pk})
+            for p in Project.objects.exclude(pk__in=member_of)
+        ]
+    counts = _project_counts([m.project_id for m in memberships])
+    rows = []
+    for m in memberships:
+        c = counts.get(m.project_id, {"total": 0, "final": 0, "disagreements": 0})
+        percent = round(100 * c["final"] / c["total"]) if c["total"] else 0
+        rows.append({"project": m.project, "role": m.role, "percent": percent, **c})
+    return render(request, "annotator/home.html", {"rows": rows})
+
+
+@login_required
+def project_detail(request, project_id: int):
+    membership = membership_or_404(request.user, project_id)
+    project = membership.project
+    is_lead = membership.role in LEAD_ROLES
+    counts = _project_counts([project.pk]).get(
+        project.pk, {"total": 0, "final": 0, "disagreements": 0}
+    )
+    context = {
+        "project": project,
+        "membership": membership,
+        "is_lead": is_lead,
+        "counts": counts,
+        "percent": round(100 * counts["final"] / counts["total"]) if counts["total"] else 0,
+    }
+    if is_lead:
+        context["members"] = project.memberships.select_related("user")
+        context["invites"] = project.invites.filter(used_at__isnull=True)[:20]
+        context["invite_form"] = InviteForm()
+        context["volunteer_form"] = VolunteerForm()
+    return render(request, "annotator/project_detail.html", context)
+
+
+@login_required
+@require_POST
+def create_invite(request, project_id: int):
+    membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
+    form = InviteForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"Invite not created: {form.errors.as_text()}")
+        return redirect("project_detail", project_id=project_id)
+    _, token = Invite.issue_for(
+        membership.project,
+        form.cleaned_data["role"],
+        request.user,
+        email=form.cleaned_data["email"],
+        days=form.cleaned_data["days"],
+    )
+    link = request.build_absolute_uri(reverse("accept_invite", args=[token]))
+    # The link is shown once; only its hash is stored.
+    messages.success(request, f"Invite link (shown once, single use): {link}")
+    return redirect("project_detail", project_id=project_id)
+
+
+@login_required
+@require_POST
+def add_volunteer(request, project_id: int):
+    membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
+    form = VolunteerForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        create_volunteer(
+            membership.project, data["username"], data["password"], data["role"], data["email"]
+        )
+        messages.success(request, f"Account {data['username']} created as {data['role']}.")
+    else:
+        messages.error(request, f"Account not created: {form.errors.as_text()}")
+    return redirect("project_detail", project_id=project_id)
+
+
+def invite(request, token: str):
+    try:
+        invitation = check_invite(token)
+    except InviteUnusable as exc:
+        return render(
+            request, "registration/invite_unusable.html", {"reason": str(exc)}, status=410
+        )
+    form = AcceptInviteForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            membership = accept_invite(
+                token, form.cleaned_data["username"], form.cleaned_data["password"]
+            )
+        except InviteUnusable as exc:
+            return render(
+                request, "registration/invite_unusable.html", {"reason": str(exc)}, status=410
+            )
+        login(request, membership.user, backend="django.contrib.auth.backends.ModelBackend")
+        messages.success(request, f"Welcome! You joined {membership.project} as {membership.role}.")
+        return redirect("project_detail", project_id=membership.project_id)
+    return render(request, "registration/accept_invite.html", {"form": form, "invite": invitation})

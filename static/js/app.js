@@ -1,0 +1,7 @@
+// Small site-wide behaviour. Page-specific scripts live beside this file.
+document.addEventListener("change", (event) => {
+  const picker = event.target.closest(".version-picker");
+  if (picker) {
+    window.location = picker.dataset.urlTemplate.replace("/0/", `/${picker.value}/`);
+  }
+});

@@ -1,0 +1,242 @@
+"""Read the study's taxonomy detail CSVs into a three-level tree and store it as a version.
+
+The study published one file per issue type with the columns `rootcause,subcategory,symptoms`:
+one row per sub-theme, rows of a theme contiguous, the third cell a comma-separated list of
+details (items may contain the Chinese comma `、`, which is not a separator). Parsing is pure
+and names file and line on any error; storing is one transaction, so a bad file loads nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.db import transaction
+
+from taxonomy.models import Taxonomy, TaxonomyNode, TaxonomyVersion
+
+# The study's three files, in the order of the paper's types.
+TYPE_FILES = [
+    ("A", "Question", "question_intents.csv"),
+    ("B", "Requirement", "requirement_expections.csv"),
+    ("C", "Bug", "bug_symptoms.csv"),
+]
+REQUIRED_COLUMNS = ("rootcause", "subcategory", "symptoms")
+DEFAULT_DIR = Path(__file__).resolve().parent / "data" / "study"
+
+# Where the paper numbers sub-themes differently from the CSV's row order.
+PAPER_SUB_THEME_ORDER: dict[str, list[str]] = {
+    "B.2": [
+        "API and Interface",
+        "Distributed Support",
+        "Performance and Resource Optimization",
+        "Data Support",
+        "Model Expansion",
+        "Training Workflow",
+        "Quantization and Inference Support",
+    ],
+    "B.4": ["Documentation and Tutorial Support", "Collaboration Workflows"],
+}
+
+ROMAN = [
+    "i",
+    "ii",
+    "iii",
+    "iv",
+    "v",
+    "vi",
+    "vii",
+    "viii",
+    "ix",
+    "x",
+    "xi",
+    "xii",
+    "xiii",
+    "xiv",
+    "xv",
+    "xvi",
+    "xvii",
+    "xviii",
+    "xix",
+    "xx",
+]
+
+
+class TaxonomyFileError(ValueError):
+    """A taxonomy file that cannot be loaded; the message names the file and line."""
+
+    def __init__(self, path: str, line: int | None, message: str) -> None:
+        self.path, self.line = path, line
+        where = f"{path}, line {line}" if line else path
+        super().__init__(f"{where}: {message}")
+
+
+@dataclass
+class NodeSpec:
+    code: str
+    name: str
+    level: int
+    description: str = ""
+    details: list[str] = field(default_factory=list)
+    children: list[NodeSpec] = field(default_factory=list)
+
+    def walk(self):
+        yield self
+        for child in self.children:
+            yield from child.walk()
+
+
+def split_details(cell: str) -> list[str]:
+    """Split on the ASCII comma only; the Chinese comma `、` stays inside an item."""
+    return [item.strip() for item in cell.split(",") if item.strip()]
+
+
+def roman(n: int) -> str:
+    return ROMAN[n - 1] if n <= len(ROMAN) else str(n)
+
+
+def _paper_rank(theme_code: str, sub_name: str) -> int | None:
+    order = PAPER_SUB_THEME_ORDER.get(theme_code)
+    if not order:
+        return None
+    for rank, prefix in enumerate(order):
+        if sub_name.lower().startswith(prefix.lower()):
+            return rank
+    return None
+
+
+def parse_type_file(text: str, path: str, type_code: str, type_name: str) -> NodeSpec:
+    """Parse one CSV's text into a type node with its themes and sub-themes."""
+    text = text.lstrip("\ufeff")
+    reader = csv.reader(io.StringIO(text))
+    try:
+        header = [h.strip().lower() for h in next(reader)]
+    except StopIteration:
+        raise TaxonomyFileError(path, 1, "the file is empty") from None
+    missing = [c for c in REQUIRED_COLUMNS if c not in header]
+    if missing:
+        raise TaxonomyFileError(path, 1, f"missing column(s): {', '.join(missing)}")
+    col = {name: header.index(name) for name in REQUIRED_COLUMNS}
+
+    type_node = NodeSpec(type_code, type_name, TaxonomyNode.Level.TYPE)
+    themes: dict[str, NodeSpec] = {}
+    rows: dict[str, list[tuple[int, str, list[str]]]] = {}
+    current: str | None = None
+    for line_no, row in enumerate(reader, start=2):
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) < len(header):
+            raise TaxonomyFileError(path, line_no, f"expected {len(header)} cells, got {len(row)}")
+        theme_name = row[col["rootcause"]].strip()
+        sub_name = row[col["subcategory"]].strip()
+        if not theme_name:
+            raise TaxonomyFileError(path, line_no, "empty theme name (rootcause)")
+        if not sub_name:
+            raise TaxonomyFileError(path, line_no, "empty sub-theme name (subcategory)")
+        if theme_name != current:
+            if theme_name in themes:
+                raise TaxonomyFileError(
+                    path,
+                    line_no,
+                    f"rows of theme {theme_name!r} are not contiguous (it appeared earlier)",
+                )
+            code = f"{type_code}.{len(themes) + 1}"
+            themes[theme_name] = NodeSpec(code, theme_name, TaxonomyNode.Level.THEME)
+            rows[theme_name] = []
+            current = theme_name
+        rows[theme_name].append((line_no, sub_name, split_details(row[col["symptoms"]])))
+
+    if not themes:
+        raise TaxonomyFileError(path, None, "no rows after the header")
+    for theme_name, theme in themes.items():
+        entries = rows[theme_name]
+        ranked = [(_paper_rank(theme.code, name), i) for i, (_, name, _) in enumerate(entries)]
+        if all(rank is not None for rank, _ in ranked):
+            entries = [entries[i] for _, i in sorted(ranked)]
+        seen: set[str] = set()
+        for n, (line_no, sub_name, details) in enumerate(entries, start=1):
+            if sub_name in seen:
+                raise TaxonomyFileError(path, line_no, f"sub-theme {sub_name!r} appears twice")
+            seen.add(sub_name)
+            theme.children.append(
+                NodeSpec(
+                    f"{theme.code}.{roman(n)}",
+                    sub_name,
+                    TaxonomyNode.Level.SUB_THEME,
+                    details=details,
+                )
+            )
+        type_node.children.append(theme)
+    return type_node
+
+
+def parse_study_dir(directory: Path) -> list[NodeSpec]:
+    """Parse the study's three files in `directory`; raise TaxonomyFileError on the first fault."""
+    types = []
+    for code, name, filename in TYPE_FILES:
+        path = directory / filename
+        if not path.exists():
+            raise TaxonomyFileError(str(path), None, "file not found")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise TaxonomyFileError(str(path), None, f"not UTF-8 ({exc})") from None
+        types.append(parse_type_file(text, str(path), code, name))
+    return types
+
+
+@transaction.atomic
+def store_version(
+    types: list[NodeSpec],
+    taxonomy_name: str,
+    source: str = "",
+    note: str = "",
+    parent: TaxonomyVersion | None = None,
+) -> TaxonomyVersion:
+    """Store a parsed tree as the next version of the named taxonomy."""
+    taxonomy, _ = Taxonomy.objects.get_or_create(name=taxonomy_name)
+    last = taxonomy.versions.select_for_update().order_by("-number").first()
+    version = TaxonomyVersion.objects.create(
+        taxonomy=taxonomy,
+        number=(last.number + 1) if last else 1,
+        source=source,
+        note=note,
+        parent=parent,
+    )
+
+    def create(spec: NodeSpec, parent_node: TaxonomyNode | None, position: int) -> None:
+        node = TaxonomyNode.objects.create(
+            version=version,
+            parent=parent_node,
+            level=spec.level,
+            code=spec.code,
+            name=spec.name,
+            description=spec.description,
+            details=spec.details,
+            position=position,
+        )
+        for i, child in enumerate(spec.children):
+            create(child, node, i)
+
+    for i, spec in enumerate(types):
+        create(spec, None, i)
+    return version
+
+
+STUDY_TAXONOMY_NAME = "LLM-centric challenges in DL frameworks"
+
+
+def load_study_taxonomy(
+    directory: Path = DEFAULT_DIR, name: str = STUDY_TAXONOMY_NAME, only_if_missing: bool = False
+) -> TaxonomyVersion:
+    """Load the study's CSVs as a new version (or return the latest one if asked and present)."""
+    if only_if_missing:
+        existing = TaxonomyVersion.objects.filter(taxonomy__name=name).order_by("-number").first()
+        if existing:
+            return existing
+    types = parse_study_dir(Path(directory))
+    return store_version(
+        types, name, source=str(directory), note="Loaded from the study's taxonomy detail CSVs."
+    )

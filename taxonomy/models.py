@@ -1,0 +1,88 @@
+"""A taxonomy is versioned data: a tree of issue types, themes and sub-themes.
+
+Each `TaxonomyVersion` holds a complete tree of `TaxonomyNode`s; a project pins one version,
+and annotations point at nodes of that version, so a label always says which taxonomy it was
+made under.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class Taxonomy(models.Model):
+    name = models.CharField(max_length=200, unique=True)
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "taxonomies"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def latest_version(self) -> TaxonomyVersion | None:
+        return self.versions.order_by("-number").first()
+
+
+class TaxonomyVersion(models.Model):
+    taxonomy = models.ForeignKey(Taxonomy, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    note = models.TextField(blank=True, help_text="What changed in this version and why.")
+    source = models.CharField(max_length=500, blank=True, help_text="Where the data came from.")
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="children"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        "auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["taxonomy", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["taxonomy", "number"], name="unique_taxonomy_version")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.taxonomy.name} v{self.number}"
+
+    def types(self) -> models.QuerySet[TaxonomyNode]:
+        return self.nodes.filter(level=TaxonomyNode.Level.TYPE)
+
+
+class TaxonomyNode(models.Model):
+    class Level(models.IntegerChoices):
+        TYPE = 1, "issue type"
+        THEME = 2, "theme"
+        SUB_THEME = 3, "sub-theme"
+
+    version = models.ForeignKey(TaxonomyVersion, on_delete=models.CASCADE, related_name="nodes")
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children"
+    )
+    level = models.PositiveSmallIntegerField(choices=Level.choices)
+    code = models.CharField(max_length=32, help_text="A, A.1, A.1.i …")
+    name = models.CharField(max_length=300)
+    description = models.TextField(blank=True)
+    # The example details annotators wrote: symptoms, question intents, feature expectations.
+    details = models.JSONField(default=list, blank=True)
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["version", "level", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["version", "code"], name="unique_node_code_per_version")
+        ]
+        indexes = [models.Index(fields=["version", "level"])]
+
+    def __str__(self) -> str:
+        return f"{self.code} {self.name}"
+
+    @property
+    def issue_type(self) -> TaxonomyNode:
+        """The type (level 1) this node belongs to."""
+        node = self
+        while node.parent_id is not None:
+            node = node.parent
+        return node

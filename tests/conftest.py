@@ -1,0 +1,141 @@
+"""Shared fixtures: the study's taxonomy, personas of a labeling project, and a browser.
+
+Personas, as in the tests of healthchecks: `lead` runs the study, `annotator` and
+`other_annotator` label, `researcher` reads final data, `outsider` belongs to no project and
+must get 404 everywhere.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+from django.contrib.auth.models import User
+
+from annotator.models import Membership, Project, ProjectIssue, Role
+from ingest.models import Issue, Repository
+from taxonomy.loader import load_study_taxonomy
+
+# Playwright's sync API runs an event loop in the test thread; the ORM calls in the same test
+# are still synchronous, so Django's async-safety guard must be told.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+PASSWORD = "correct horse battery staple"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture
+def taxonomy_version(db):
+    return load_study_taxonomy()
+
+
+def make_user(username: str, **extra) -> User:
+    return User.objects.create_user(username=username, password=PASSWORD, **extra)
+
+
+@pytest.fixture
+def lead(db):
+    return make_user("lena-lead")
+
+
+@pytest.fixture
+def annotator(db):
+    return make_user("ada-annotator")
+
+
+@pytest.fixture
+def other_annotator(db):
+    return make_user("otto-annotator")
+
+
+@pytest.fixture
+def researcher(db):
+    return make_user("rita-researcher")
+
+
+@pytest.fixture
+def outsider(db):
+    return make_user("oscar-outsider")
+
+
+@pytest.fixture
+def project(taxonomy_version, lead, annotator, other_annotator, researcher):
+    project = Project.objects.create(name="LLM issues pilot", taxonomy_version=taxonomy_version)
+    for user, role in [
+        (lead, Role.LEAD),
+        (annotator, Role.ANNOTATOR),
+        (other_annotator, Role.ANNOTATOR),
+        (researcher, Role.RESEARCHER),
+    ]:
+        Membership.objects.create(
+            project=project, user=user, role=role, pseudonym=f"rater-{user.pk}"
+        )
+    return project
+
+
+@pytest.fixture
+def repository(db):
+    return Repository.objects.create(
+        forge=Repository.Forge.GITHUB,
+        api_url="https://api.github.com",
+        owner="NVIDIA",
+        name="Megatron-LM",
+        group="Megatron",
+        is_framework=False,
+    )
+
+
+def make_issue(repository: Repository, number: int | str, **fields) -> Issue:
+    defaults = {
+        "url": f"{repository.web_url}/issues/{number}",
+        "title": f"Issue {number}",
+        "body": "Training hangs at step 0 with NCCL timeout.",
+        "state": "open",
+    }
+    defaults.update(fields)
+    return Issue.objects.create(repository=repository, number=str(number), **defaults)
+
+
+@pytest.fixture
+def issues_in_project(project, repository):
+    """Six issues in the project's scope, in queue order."""
+    issues = [make_issue(repository, 100 + i) for i in range(6)]
+    for i, issue in enumerate(issues):
+        ProjectIssue.objects.create(project=project, issue=issue, position=i)
+    return issues
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    yield page
+    context.close()
+
+
+def log_in(page, live_server, username: str, password: str = PASSWORD) -> None:
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/")
