@@ -60,6 +60,9 @@ INSTALLED_APPS = [
     "annotator",
     "taxonomy",
     "ingest",
+    "agreement",
+    "dataset",
+    "interviews",
 ]
 
 MIDDLEWARE = [

@@ -19,4 +19,9 @@ urlpatterns = [
     path("projects/<int:project_id>/invites/", views.create_invite, name="create_invite"),
     path("projects/<int:project_id>/volunteers/", views.add_volunteer, name="add_volunteer"),
     path("taxonomy/", include("taxonomy.urls")),
+    path("", include("annotator.labeling_urls")),
+    path("", include("ingest.urls")),
+    path("", include("agreement.urls")),
+    path("", include("interviews.urls")),
+    path("", include("dataset.urls")),
 ]

@@ -1,0 +1,89 @@
+"""The study's Table I: per repository, issues per year, final types and false-positive rate.
+
+Rows are grouped by the repository's study group ("PyTorch", "vLLM" …), falling back to its
+full name. Year columns count the issues still in the dataset (not excluded as false positives)
+by creation year; the type columns count final labels; the false-positive rate is the share of
+finalized issues excluded as not LLM-related. The "Sum" row adds the counts and, as the paper
+does, averages the per-repository rates.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from annotator.models import Project, ProjectIssue, Resolution
+
+YEARS = (2023, 2024, 2025)
+TYPE_COLUMNS = (("A", "Question"), ("C", "Bug"), ("B", "Requirement"))  # the paper's order
+
+
+@dataclass
+class TableOneRow:
+    name: str
+    years: dict[int, int] = field(default_factory=lambda: dict.fromkeys(YEARS, 0))
+    other_years: int = 0
+    types: dict[str, int] = field(default_factory=lambda: {c: 0 for c, _ in TYPE_COLUMNS})
+    final: int = 0
+    false_positives: int = 0
+
+    @property
+    def false_positive_rate(self) -> float | None:
+        return self.false_positives / self.final if self.final else None
+
+    def as_dict(self) -> dict:
+        return {
+            "name": self.name,
+            **{str(y): n for y, n in self.years.items()},
+            **{label: self.types[code] for code, label in TYPE_COLUMNS},
+            "false_positive_rate": self.false_positive_rate,
+        }
+
+
+def table_one(project: Project) -> tuple[list[TableOneRow], TableOneRow]:
+    """Rows per repository group for the project's issues, and the Sum row."""
+    rows: dict[str, TableOneRow] = {}
+    finals = {
+        r.issue_id: r
+        for r in Resolution.objects.filter(project=project, is_current=True).select_related(
+            "issue_type"
+        )
+    }
+    scope = ProjectIssue.objects.filter(project=project).values_list(
+        "issue_id", "issue__created_at", "issue__repository__group",
+        "issue__repository__owner", "issue__repository__name",
+    )
+    for issue_id, created_at, group, owner, name in scope.iterator(chunk_size=5000):
+        key = group or f"{owner}/{name}"
+        row = rows.setdefault(key, TableOneRow(key))
+        resolution = finals.get(issue_id)
+        if resolution is not None:
+            row.final += 1
+            if resolution.is_false_positive:
+                row.false_positives += 1
+                continue
+            if resolution.issue_type is not None:
+                row.types[resolution.issue_type.code] = (
+                    row.types.get(resolution.issue_type.code, 0) + 1
+                )
+        if created_at is not None and created_at.year in row.years:
+            row.years[created_at.year] += 1
+        else:
+            row.other_years += 1
+    ordered = sorted(rows.values(), key=lambda r: r.name.lower())
+    total = TableOneRow("Sum")
+    rates = []
+    per_type: dict[str, int] = defaultdict(int)
+    for row in ordered:
+        for year, n in row.years.items():
+            total.years[year] += n
+        total.other_years += row.other_years
+        for code, n in row.types.items():
+            per_type[code] += n
+        total.final += row.final
+        total.false_positives += row.false_positives
+        if row.false_positive_rate is not None:
+            rates.append(row.false_positive_rate)
+    total.types = {c: per_type.get(c, 0) for c, _ in TYPE_COLUMNS}
+    total.average_rate = sum(rates) / len(rates) if rates else None  # type: ignore[attr-defined]
+    return ordered, total
