@@ -1,0 +1,11 @@
+# The web app, Celery worker and beat share this image (docker-compose.yml picks the command).
+FROM python:3.11-slim
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 DATA_DIR=/data
+WORKDIR /app
+RUN apt-get update && apt-get install -y --no-install-recommends curl && rm -rf /var/lib/apt/lists/*
+COPY pyproject.toml README.md ./
+RUN pip install --no-cache-dir .
+COPY . .
+RUN mkdir -p /data && SECRET_KEY=build-only python manage.py collectstatic --no-input -v 0
+EXPOSE 8000
+CMD ["gunicorn", "annotator.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--access-logfile", "-"]

@@ -1,0 +1,28 @@
+from django.core.management.base import BaseCommand
+
+from annotator.demo import DEMO_ACCOUNTS, ensure_admin, load_demo
+
+
+class Command(BaseCommand):
+    help = "Create an admin account and the demo project (invented issues, demo accounts)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--no-admin", action="store_true", help="skip the admin account")
+
+    def handle(self, *args, **options):
+        if not options["no_admin"]:
+            admin, password_file = ensure_admin()
+            if password_file:
+                self.stdout.write(f"Created superuser '{admin.username}'; its password is in "
+                                  f"{password_file}")
+            else:
+                self.stdout.write(f"Superuser '{admin.username}' exists already.")
+        result = load_demo()
+        verb = "Created" if result.created else "Found"
+        self.stdout.write(self.style.SUCCESS(
+            f"{verb} demo project '{result.project.name}' with "
+            f"{result.project.project_issues.count()} issues."
+        ))
+        accounts = ", ".join(f"{name} ({role})" for name, role in DEMO_ACCOUNTS)
+        self.stdout.write(f"Demo accounts: {accounts}; their password is in "
+                          f"{result.password_file}")

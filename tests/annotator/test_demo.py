@@ -1,0 +1,35 @@
+"""The demo project gives a newcomer issues to label and accounts for every role."""
+
+import pytest
+from django.core.management import call_command
+
+from annotator.demo import DEMO_ACCOUNTS, DEMO_PROJECT
+from annotator.models import Membership, Project, Role
+
+
+@pytest.mark.django_db
+def test_load_demo_creates_project_accounts_and_is_idempotent(settings, tmp_path, capsys):
+    settings.DATA_DIR = tmp_path
+    call_command("load_demo")
+    call_command("load_demo")
+    project = Project.objects.get(name=DEMO_PROJECT)
+    assert project.project_issues.count() >= 24
+    assert project.taxonomy_version.nodes.filter(level=3).count() == 70
+    roles = set(Membership.objects.filter(project=project).values_list("role", flat=True))
+    assert roles == {Role.LEAD, Role.ANNOTATOR, Role.RESEARCHER}
+    assert Membership.objects.filter(project=project).count() == len(DEMO_ACCOUNTS)
+    # Issues from all three repositories, with discussions, in an interleaved order.
+    repos = [pi.issue.repository.name for pi in project.project_issues.order_by("position")[:6]]
+    assert len(set(repos)) >= 2
+    assert project.issues.filter(comments__isnull=False).distinct().count() >= 15
+    out = capsys.readouterr().out
+    assert f"password is in {tmp_path / 'admin-password.txt'}" in out
+    assert (tmp_path / "admin-password.txt").stat().st_mode & 0o077 == 0
+
+
+@pytest.mark.django_db
+def test_demo_password_is_not_in_the_output(settings, tmp_path, capsys):
+    settings.DATA_DIR = tmp_path
+    call_command("load_demo")
+    password = (tmp_path / "demo-password.txt").read_text().strip()
+    assert password not in capsys.readouterr().out
