@@ -1,3 +1,11 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from agreement import views
+
+urlpatterns = [
+    path(
+        "projects/<int:project_id>/agreement/",
+        views.agreement_report_page,
+        name="agreement_report",
+    ),
+]

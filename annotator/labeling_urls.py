@@ -1,4 +1,32 @@
-from django.urls import path  # noqa: F401
+"""URLs of labeling, progress, setup, the disagreement queue and resolutions (issue 4)."""
 
-# Labeling, the disagreement queue and resolutions (issue 4).
-urlpatterns: list = []
+from django.urls import path
+
+from annotator import labeling_views as views
+
+urlpatterns = [
+    path("projects/<int:project_id>/label/", views.label_next, name="label_next"),
+    path("projects/<int:project_id>/label/<int:item_id>/", views.label_issue, name="label_issue"),
+    path(
+        "projects/<int:project_id>/label/<int:item_id>/skip/",
+        views.skip_issue,
+        name="skip_issue",
+    ),
+    path(
+        "projects/<int:project_id>/label/taxonomy/<int:version_id>.json",
+        views.label_taxonomy,
+        name="label_taxonomy",
+    ),
+    path("projects/<int:project_id>/my-progress/", views.my_progress, name="my_progress"),
+    path("projects/<int:project_id>/setup/", views.project_setup, name="project_setup"),
+    path(
+        "projects/<int:project_id>/disagreements/",
+        views.disagreement_queue,
+        name="disagreement_queue",
+    ),
+    path(
+        "projects/<int:project_id>/resolve/<int:item_id>/",
+        views.resolve_issue,
+        name="resolve_issue",
+    ),
+]

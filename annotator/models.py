@@ -29,6 +29,11 @@ LEAD_ROLES = (Role.LEAD, Role.ADMIN)
 
 
 class Project(models.Model):
+    class Policy(models.TextChoices):
+        # A false-positive exclusion needs all K votes under either policy (the study's rule).
+        LEAD_DECIDES = "lead_decides", "a lead decides every disagreement"
+        MAJORITY = "majority", "a majority at the threshold share finalizes automatically"
+
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True)
     taxonomy_version = models.ForeignKey(
@@ -42,6 +47,17 @@ class Project(models.Model):
     members = models.ManyToManyField(
         settings.AUTH_USER_MODEL, through="Membership", related_name="projects"
     )
+    resolution_policy = models.CharField(
+        max_length=20, choices=Policy.choices, default=Policy.LEAD_DECIDES
+    )
+    majority_threshold = models.FloatField(
+        default=0.6, help_text="Share of the K votes a label needs under the majority policy."
+    )
+    # Seed of the pilot sample and of the queue shuffle, so the order can be reproduced.
+    queue_seed = models.PositiveIntegerField(default=0)
+    pilot_size = models.PositiveIntegerField(default=0)
+    # The scope last applied by the setup page (repositories, filter states, date window).
+    scope = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -93,6 +109,13 @@ class ProjectIssue(models.Model):
     # Queue order: pilot first, then a seeded shuffle so repositories interleave.
     position = models.PositiveIntegerField(default=0)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.OPEN)
+    # Distinct annotators with a current annotation; kept under the row lock so the queue
+    # can skip full issues without counting annotations.
+    annotation_count = models.PositiveSmallIntegerField(default=0)
+    # First level where the K annotations differ ("" when they agree) and how split the votes
+    # are (1 - share of the most common label): the lead queue filters and sorts on them.
+    disagreement_level = models.CharField(max_length=20, blank=True)
+    split = models.FloatField(default=0)
     added_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -170,7 +193,11 @@ class Annotation(LabelFields):
                 name="one_current_annotation",
             ),
         ]
-        indexes = [models.Index(fields=["project", "issue", "is_current"])]
+        indexes = [
+            models.Index(fields=["project", "issue", "is_current"]),
+            # "What has this annotator labeled here": the queue asks it on every next issue.
+            models.Index(fields=["project", "annotator", "is_current"]),
+        ]
 
     def __str__(self) -> str:
         return f"{self.annotator} on {self.issue} r{self.revision}: {self.label_code}"
@@ -211,6 +238,53 @@ class Resolution(LabelFields):
 
     def __str__(self) -> str:
         return f"{self.issue} in {self.project}: {self.label_code} ({self.method})"
+
+
+class Reservation(models.Model):
+    """An issue handed to an annotator; it holds one of the issue's K slots until it expires.
+
+    A skipped reservation holds no slot but keeps the issue behind the others for that annotator.
+    """
+
+    project_issue = models.ForeignKey(
+        ProjectIssue, on_delete=models.CASCADE, related_name="reservations"
+    )
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="reservations"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    skipped_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project_issue", "annotator"], name="one_reservation_per_annotator"
+            )
+        ]
+        indexes = [models.Index(fields=["annotator", "expires_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.project_issue} reserved by {self.annotator} until {self.expires_at}"
+
+
+class DiscussionMessage(models.Model):
+    """A lead's note in the discussion of a disagreement."""
+
+    project_issue = models.ForeignKey(
+        ProjectIssue, on_delete=models.CASCADE, related_name="discussion"
+    )
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    body = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["project_issue", "created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"message by {self.author} on {self.project_issue}"
 
 
 def _hash_token(token: str) -> str:

@@ -1,3 +1,48 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView
+from rest_framework.authtoken.views import obtain_auth_token
 
-urlpatterns: list = []
+from dataset import api, docs, views
+
+urlpatterns = [
+    path("projects/<int:project_id>/exports/", views.exports, name="exports"),
+    path("projects/<int:project_id>/exports/<int:job_id>/", views.export_job, name="export_job"),
+    path(
+        "projects/<int:project_id>/exports/<int:job_id>/download/",
+        views.export_download,
+        name="export_download",
+    ),
+    path("api/", api.ApiRoot.as_view(), name="api_root"),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
+    path("api/docs/", docs.api_docs, name="api_docs"),
+    path("api/token/", obtain_auth_token, name="api_token"),
+    path("api/projects/", api.ProjectList.as_view(), name="api_projects"),
+    path("api/projects/<int:project_id>/", api.ProjectDetail.as_view(), name="api_project"),
+    path("api/projects/<int:project_id>/issues/", api.IssueList.as_view(), name="api_issues"),
+    path(
+        "api/projects/<int:project_id>/annotations/",
+        api.AnnotationList.as_view(),
+        name="api_annotations",
+    ),
+    path(
+        "api/projects/<int:project_id>/resolutions/",
+        api.ResolutionList.as_view(),
+        name="api_resolutions",
+    ),
+    path(
+        "api/projects/<int:project_id>/agreement/",
+        api.AgreementView.as_view(),
+        name="api_agreement",
+    ),
+    path("api/projects/<int:project_id>/exports/", api.ExportList.as_view(), name="api_exports"),
+    path(
+        "api/projects/<int:project_id>/exports/<int:pk>/",
+        api.ExportDetail.as_view(),
+        name="api_export",
+    ),
+    path(
+        "api/projects/<int:project_id>/exports/<int:pk>/download/",
+        api.ExportDownload.as_view(),
+        name="api_export_download",
+    ),
+]

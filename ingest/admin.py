@@ -1,13 +1,51 @@
-from django.contrib import admin
+"""Admin: repositories, issues and comments; keyword sets (editable data); sync runs."""
 
-from ingest.models import Comment, Issue, Repository
+from __future__ import annotations
+
+from django.contrib import admin, messages
+
+from ingest.models import Comment, Issue, KeywordSet, PageETag, Repository, SyncRun
+from ingest.sync import refilter_repository
 
 
 @admin.register(Repository)
 class RepositoryAdmin(admin.ModelAdmin):
-    list_display = ["full_name", "forge", "group", "is_framework", "api_url"]
+    list_display = ["full_name", "forge", "group", "is_framework", "keyword_set", "last_synced_at"]
     list_filter = ["forge", "is_framework", "group"]
     search_fields = ["owner", "name", "group"]
+    actions = ["refilter"]
+
+    @admin.action(description="Re-apply the keyword filter (no refetch)")
+    def refilter(self, request, queryset):
+        for repo in queryset:
+            counts = refilter_repository(repo)
+            self.message_user(request, f"{repo}: {counts}", messages.SUCCESS)
+
+
+@admin.register(KeywordSet)
+class KeywordSetAdmin(admin.ModelAdmin):
+    list_display = ["name", "default_for_group", "size", "updated_at"]
+    search_fields = ["name", "default_for_group"]
+
+    @admin.display(description="keywords")
+    def size(self, obj: KeywordSet) -> int:
+        return len(obj.keywords or [])
+
+
+@admin.register(SyncRun)
+class SyncRunAdmin(admin.ModelAdmin):
+    list_display = [
+        "__str__", "status", "phase", "pages", "requests", "issues_new", "issues_updated",
+        "filtered_out", "quota_remaining", "created_at",
+    ]  # fmt: skip
+    list_filter = ["status", "repository"]
+    readonly_fields = [f.name for f in SyncRun._meta.fields]
+
+
+@admin.register(PageETag)
+class PageETagAdmin(admin.ModelAdmin):
+    list_display = ["repository", "url", "etag", "updated_at"]
+    list_filter = ["repository"]
 
 
 class CommentInline(admin.TabularInline):

@@ -1,8 +1,32 @@
-"""Forge data: repositories and their issues with discussions, as collected from the forges."""
+"""Forge data: repositories and their issues with discussions, as collected from the forges.
+
+Also the collection machinery's state: keyword sets (data, editable in the admin), sync runs
+with their cursor and figures, and the ETags of pages already stored.
+"""
 
 from __future__ import annotations
 
 from django.db import models
+
+
+class KeywordSet(models.Model):
+    """A keyword filter for framework repositories (the study's lists ship as defaults)."""
+
+    name = models.CharField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    keywords = models.JSONField(default=list, help_text="A list of keywords or phrases.")
+    default_for_group = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text="Used by framework repositories of this study group that name no set.",
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
 
 
 class Repository(models.Model):
@@ -32,6 +56,20 @@ class Repository(models.Model):
         default=False, help_text="Framework repositories are keyword-filtered; toolkits keep all."
     )
     include_pull_requests = models.BooleanField(default=False)
+    keyword_set = models.ForeignKey(
+        KeywordSet,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="repositories",
+        help_text="Empty: the default set of the repository's group, if any.",
+    )
+    # Incremental sync: the newest forge update time stored so far (forge clock, UTC).
+    synced_until = models.DateTimeField(null=True, blank=True)
+    last_synced_at = models.DateTimeField(null=True, blank=True)
+    sync_interval_hours = models.PositiveIntegerField(
+        default=0, help_text="Periodic re-sync through celery beat; 0 = never."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -115,3 +153,118 @@ class Comment(models.Model):
 
     def __str__(self) -> str:
         return f"comment {self.forge_id} on {self.issue}"
+
+
+class SyncRun(models.Model):
+    """One collection of a repository over a window, advanced one committed page at a time.
+
+    `phase` and `next_url` are the cursor: they are saved in the transaction that stores a page,
+    so a worker killed mid-run resumes at the first page not yet stored.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "queued"
+        RUNNING = "running", "running"
+        WAITING = "waiting", "waiting for the rate limit to reset"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+
+    class Phase(models.TextChoices):
+        ISSUES = "issues", "issues"
+        COMMENTS = "comments", "comments"
+        NOTES = "notes", "per-issue comments"
+        FINISHED = "finished", "finished"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING, Status.WAITING)
+
+    repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="sync_runs")
+    since = models.DateTimeField(null=True, blank=True, help_text="Issues updated since.")
+    until = models.DateTimeField(null=True, blank=True, help_text="Issues created until.")
+    keyword_set = models.ForeignKey(KeywordSet, null=True, blank=True, on_delete=models.SET_NULL)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    phase = models.CharField(max_length=10, choices=Phase.choices, default=Phase.ISSUES)
+    next_url = models.TextField(blank=True, help_text="Next page of the phase (no token).")
+    notes_pending = models.JSONField(default=list, blank=True)
+    # The live task chain; a task carrying another token (a stale redelivery) stops.
+    chain = models.CharField(max_length=32, blank=True)
+    # Figures.
+    pages = models.PositiveIntegerField(default=0)
+    pages_estimate = models.PositiveIntegerField(null=True, blank=True)
+    requests = models.PositiveIntegerField(default=0)
+    not_modified = models.PositiveIntegerField(default=0)
+    retries = models.PositiveIntegerField(default=0)
+    rate_limit_waits = models.PositiveIntegerField(default=0)
+    issues_seen = models.PositiveIntegerField(default=0)
+    issues_new = models.PositiveIntegerField(default=0)
+    issues_updated = models.PositiveIntegerField(default=0)
+    filtered_in = models.PositiveIntegerField(default=0)
+    filtered_out = models.PositiveIntegerField(default=0)
+    pull_requests_skipped = models.PositiveIntegerField(default=0)
+    comments_seen = models.PositiveIntegerField(default=0)
+    comments_skipped = models.PositiveIntegerField(default=0)
+    quota_remaining = models.IntegerField(null=True, blank=True)
+    quota_reset_at = models.DateTimeField(null=True, blank=True)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    max_updated_seen = models.DateTimeField(null=True, blank=True)
+    errors = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status", "heartbeat_at"])]
+
+    def __str__(self) -> str:
+        return f"sync {self.pk} of {self.repository}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE
+
+    @property
+    def percent(self) -> int | None:
+        if self.status == self.Status.DONE:
+            return 100
+        if not self.pages_estimate:
+            return None
+        return min(99, round(100 * self.pages / self.pages_estimate))
+
+    @property
+    def duration_seconds(self) -> float | None:
+        if not self.started_at:
+            return None
+        end = self.finished_at or self.heartbeat_at or self.started_at
+        return (end - self.started_at).total_seconds()
+
+    def figures(self) -> dict[str, object]:
+        names = [
+            "status", "phase", "pages", "requests", "not_modified", "retries",
+            "rate_limit_waits", "issues_seen", "issues_new", "issues_updated", "filtered_in",
+            "filtered_out", "pull_requests_skipped", "comments_seen", "comments_skipped",
+            "quota_remaining",
+        ]  # fmt: skip
+        data: dict[str, object] = {n: getattr(self, n) for n in names}
+        data["errors"] = len(self.errors)
+        data["seconds"] = round(self.duration_seconds or 0, 2)
+        return data
+
+
+class PageETag(models.Model):
+    """The ETag of a page already stored, sent back as If-None-Match (a 304 costs no quota)."""
+
+    repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="etags")
+    url = models.TextField(help_text="The page URL without any token.")
+    etag = models.CharField(max_length=200)
+    # A 304 has no body, so the page's own next link is kept with its ETag.
+    next_url = models.TextField(blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["repository", "url"], name="unique_etag_per_page")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.etag} {self.url}"

@@ -86,3 +86,137 @@ class TaxonomyNode(models.Model):
         while node.parent_id is not None:
             node = node.parent
         return node
+
+
+class NodeLineage(models.Model):
+    """One edge from a node of a version to a node of the version made from it.
+
+    Every edit copies the whole tree, so each node of the old version has at least one edge to
+    the new one; following edges forward or backward maps a label made under one version to any
+    other version of the same taxonomy, while the label keeps its original foreign key.
+    """
+
+    class Kind(models.TextChoices):
+        COPY = "copy", "unchanged"
+        RENAME = "rename", "renamed"
+        MOVE = "move", "moved"
+        MERGE = "merge", "merged into"
+        SPLIT = "split", "split off into"
+        EDIT = "edit", "description or details changed"
+
+    # The version the edge leads into (the new one); its parent is the old node's version.
+    version = models.ForeignKey(TaxonomyVersion, on_delete=models.CASCADE, related_name="lineage")
+    old_node = models.ForeignKey(TaxonomyNode, on_delete=models.CASCADE, related_name="successors")
+    new_node = models.ForeignKey(
+        TaxonomyNode, on_delete=models.CASCADE, related_name="predecessors"
+    )
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.COPY)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["old_node", "new_node"], name="unique_lineage_edge")
+        ]
+        indexes = [models.Index(fields=["version", "old_node"])]
+
+    def __str__(self) -> str:
+        return f"{self.old_node.code} → {self.new_node.code} ({self.kind})"
+
+
+class Proposal(models.Model):
+    """A volunteer's proposal of a new theme or sub-theme, decided by unanimous approval."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "open for votes"
+        ACCEPTED = "accepted", "accepted"
+        REJECTED = "rejected", "rejected"
+
+    project = models.ForeignKey(
+        "annotator.Project", on_delete=models.CASCADE, related_name="taxonomy_proposals"
+    )
+    name = models.CharField(max_length=300)
+    description = models.TextField(blank=True)
+    # The parent as it was when proposed; mapped forward through lineage when accepted.
+    parent = models.ForeignKey(TaxonomyNode, on_delete=models.PROTECT, related_name="+")
+    issues = models.ManyToManyField("ingest.Issue", blank=True, related_name="+")
+    proposed_by = models.ForeignKey(
+        "auth.User", on_delete=models.PROTECT, related_name="taxonomy_proposals"
+    )
+    source_annotation = models.OneToOneField(
+        "annotator.Annotation",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="taxonomy_proposal",
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    decided_by = models.ForeignKey(
+        "auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    rejection_reason = models.TextField(blank=True)
+    created_node = models.ForeignKey(
+        TaxonomyNode, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} under {self.parent.code} ({self.status})"
+
+    @property
+    def level_label(self) -> str:
+        return "theme" if self.parent.level == TaxonomyNode.Level.TYPE else "sub-theme"
+
+
+class ProposalVote(models.Model):
+    proposal = models.ForeignKey(Proposal, on_delete=models.CASCADE, related_name="votes")
+    voter = models.ForeignKey("auth.User", on_delete=models.CASCADE, related_name="+")
+    approve = models.BooleanField()
+    comment = models.TextField(blank=True)
+    voted_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["proposal", "voter"], name="one_vote_per_voter")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.voter} {'approves' if self.approve else 'dissents'} {self.proposal_id}"
+
+
+class DetailEntry(models.Model):
+    """An annotator's summary (symptom, intent, expectation) as reviewed under a sub-theme.
+
+    The annotation row is never edited: the lead's review (moving, merging duplicates) lives here.
+    """
+
+    project = models.ForeignKey(
+        "annotator.Project", on_delete=models.CASCADE, related_name="detail_entries"
+    )
+    annotation = models.OneToOneField(
+        "annotator.Annotation",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="detail_entry",
+    )
+    text = models.TextField()
+    # The most specific node the summary sits under, in whatever version it was set.
+    node = models.ForeignKey(TaxonomyNode, on_delete=models.PROTECT, related_name="+")
+    merged_into = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="duplicates"
+    )
+    reviewed_by = models.ForeignKey(
+        "auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "pk"]
+        verbose_name_plural = "detail entries"
+
+    def __str__(self) -> str:
+        return f"{self.node.code}: {self.text[:40]}"

@@ -1,0 +1,69 @@
+"""The agreement report page: leads and admins only (it shows who agrees with whom)."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import render
+
+from agreement.measures import LANDIS_KOCH, LEVEL_NAMES, agreement_report, report_rows
+from annotator.models import LEAD_ROLES
+from annotator.permissions import membership_or_404
+from annotator.table_one import TYPE_COLUMNS, YEARS, table_one
+
+
+def _heat_class(value: int, top: int) -> str:
+    # Ten CSS classes instead of inline colours: the CSP forbids style attributes.
+    return f"heat-{min(9, (9 * value + top - 1) // top) if top else 0}"
+
+
+@login_required
+def agreement_report_page(request, project_id: int):
+    membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
+    project = membership.project
+    report = agreement_report(project)
+    confusions = report["confusions"]
+    top = max((max(row) for row in confusions["matrix"] if row), default=0)
+    heat = [
+        {
+            "code": code,
+            "name": name,
+            "cells": [{"value": v, "cls": _heat_class(v, top)} for v in row],
+        }
+        for code, name, row in zip(
+            confusions["themes"], confusions["names"], confusions["matrix"], strict=True
+        )
+    ]
+    chart = {
+        "levels": [LEVEL_NAMES[level] for level in report["levels"]],
+        "groups": [
+            {
+                "name": g["name"],
+                "kappa": [g["levels"][level]["kappa"] for level in report["levels"]],
+                "alpha": [g["levels"][level]["alpha"] for level in report["levels"]],
+            }
+            for g in report["groups"]
+        ],
+    }
+    rows, total = table_one(project)
+    scale = [(low, high, word) for (low, _), (high, word) in pairwise(LANDIS_KOCH)]
+    return render(
+        request,
+        "agreement/report.html",
+        {
+            "project": project,
+            "report": report,
+            "rows": report_rows(report),
+            "heat": heat,
+            "chart": chart,
+            "table_one_rows": rows,
+            "table_one_total": total,
+            "table_one_average_rate": (
+                None if total.average_rate is None else round(100 * total.average_rate)
+            ),
+            "years": YEARS,
+            "type_columns": TYPE_COLUMNS,
+            "scale": scale,
+        },
+    )

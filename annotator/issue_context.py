@@ -1,0 +1,102 @@
+"""What an issue page shows: the issue with its comments rendered safely, and the taxonomy
+choices for the label form. Both are cached, since a volunteer opens hundreds of issues and
+the same taxonomy on each."""
+
+from __future__ import annotations
+
+import hashlib
+
+from django.core.cache import cache
+from django.utils.safestring import mark_safe
+
+from annotator.rendering import render_markdown
+from ingest.models import Issue
+from taxonomy.models import TaxonomyNode
+
+# Bump when the sanitizer's rules change, so no HTML rendered under the old rules is served.
+RENDER_VERSION = 1
+CACHE_SECONDS = 24 * 3600
+
+
+def _render_many(texts: list[str]) -> list[str]:
+    """Render Markdown texts, reusing cached HTML keyed by a hash of each text."""
+    keys = [
+        f"md:{RENDER_VERSION}:{hashlib.sha256(t.encode()).hexdigest()}" if t else "" for t in texts
+    ]
+    cached = cache.get_many([k for k in keys if k])
+    out, missing = [], {}
+    for text, key in zip(texts, keys, strict=True):
+        if not key:
+            out.append("")
+        elif key in cached:
+            out.append(cached[key])
+        else:
+            html = render_markdown(text)
+            missing[key] = html
+            out.append(html)
+    if missing:
+        cache.set_many(missing, CACHE_SECONDS)
+    # Safe: every string came out of the sanitizer.
+    return [mark_safe(html) for html in out]  # noqa: S308
+
+
+def issue_context(issue: Issue) -> dict:
+    # The forge payload (`raw`) can be large and is never shown.
+    comments = list(issue.comments.defer("raw"))
+    rendered = _render_many([issue.body] + [c.body for c in comments])
+    return {
+        "issue": issue,
+        "body_html": rendered[0],
+        "comments": list(zip(comments, rendered[1:], strict=True)),
+    }
+
+
+def taxonomy_payload(version_id: int) -> list[dict]:
+    """The version's nodes for the label form's filters and search (cached per version)."""
+    key = f"taxonomy-payload:{version_id}"
+    payload = cache.get(key)
+    if payload is None:
+        payload = [
+            {
+                "id": n.pk,
+                "code": n.code,
+                "name": n.name,
+                "level": n.level,
+                "parent": n.parent_id,
+                "details": n.details,
+            }
+            for n in TaxonomyNode.objects.filter(version_id=version_id).order_by(
+                "level", "position", "code"
+            )
+        ]
+        # Short-lived: a version edited in place shows up within minutes.
+        cache.set(key, payload, 300)
+    return payload
+
+
+def taxonomy_nodes(version_id: int) -> list[dict]:
+    """The version's nodes without their example details: what the label form's lists need."""
+    return [
+        {k: v for k, v in node.items() if k != "details"} for node in taxonomy_payload(version_id)
+    ]
+
+
+def label_choices(version_id: int, initial: dict | None) -> dict[str, list[dict]]:
+    """Options of the type, theme and sub-theme lists, with the current choice marked.
+
+    Built here rather than in the template: a taxonomy has about a hundred nodes, and comparing
+    each in template filters was a measurable share of the labeling page's time.
+    """
+    initial = initial or {}
+    chosen = {str(initial.get(f) or "") for f in ("issue_type", "theme", "sub_theme")}
+    levels: dict[int, list[dict]] = {1: [], 2: [], 3: []}
+    for node in taxonomy_nodes(version_id):
+        levels[node["level"]].append({**node, "selected": str(node["id"]) in chosen})
+    for node in levels[1]:
+        node["key"] = node["name"][:1].lower()
+    return {"type_options": levels[1], "theme_options": levels[2], "sub_options": levels[3]}
+
+
+def nodes_by_id(version_id: int) -> dict[int, dict]:
+    """The version's nodes (without details) by id, for validating a submitted label."""
+    return {node["id"]: node for node in taxonomy_nodes(version_id)}

@@ -1,0 +1,329 @@
+"""Submitting a label: validation against the project's taxonomy, revisions, progress.
+
+An annotation is never overwritten. Changing one's label writes a new revision and marks the
+old one as not current; once K current annotations exist the issue is compared
+(`annotator.resolution.evaluate`). Errors never mention other annotators' work: an annotator
+is blind to it until the issue is final.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.core.cache import cache
+from django.db import transaction
+from django.db.models import Count, Exists, OuterRef, Q
+
+from annotator import resolution
+from annotator.issue_context import nodes_by_id
+from annotator.models import (
+    Annotation,
+    FalsePositiveReason,
+    Project,
+    ProjectIssue,
+    Reservation,
+    Resolution,
+)
+from annotator.queue import slot_state
+from taxonomy.models import TaxonomyNode
+
+MAX_TEXT = 5000
+PROGRESS_CACHE_SECONDS = 5
+
+
+class LabelError(Exception):
+    """Bad label input; `field` names the form field at fault."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class NotYours(Exception):
+    """The user holds no reservation or annotation for the issue (shown as a 404)."""
+
+
+@dataclass
+class Label:
+    is_false_positive: bool = False
+    false_positive_reason: str = ""
+    issue_type_id: int | None = None
+    theme_id: int | None = None
+    sub_theme_id: int | None = None
+    summary: str = ""
+    note: str = ""
+    proposed_category: str = ""
+
+    def same_as(self, annotation: Annotation) -> bool:
+        return all(
+            getattr(self, name) == getattr(annotation, name)
+            for name in (
+                "is_false_positive",
+                "false_positive_reason",
+                "issue_type_id",
+                "theme_id",
+                "sub_theme_id",
+                "summary",
+                "note",
+                "proposed_category",
+            )
+        )
+
+
+def _node(project: Project, raw, level: int, field: str) -> dict | None:
+    if raw in (None, ""):
+        return None
+    try:
+        pk = int(raw)
+    except (TypeError, ValueError):
+        raise LabelError(field, f"not a valid choice: {raw!r}") from None
+    # The version's nodes come from a short-lived cache: no query per submitted field.
+    node = nodes_by_id(project.taxonomy_version_id).get(pk)
+    if node is None or node["level"] != level:
+        raise LabelError(field, "not a choice of this project's taxonomy")
+    return node
+
+
+def _text(data, field: str) -> str:
+    value = (data.get(field) or "").strip()
+    if len(value) > MAX_TEXT:
+        raise LabelError(field, f"at most {MAX_TEXT} characters")
+    return value
+
+
+def parse_label(project: Project, data) -> Label:
+    """Validate form or API data into a label; raises LabelError naming the field."""
+    label = Label(
+        summary=_text(data, "summary"),
+        note=_text(data, "note"),
+        proposed_category=_text(data, "proposed_category"),
+    )
+    fp = data.get("is_false_positive")
+    label.is_false_positive = fp in (True, "1", "true", "on", "yes")
+    if label.is_false_positive:
+        reason = data.get("false_positive_reason") or ""
+        if reason not in FalsePositiveReason.values:
+            raise LabelError("false_positive_reason", "choose one of the three reasons")
+        label.false_positive_reason = reason
+        return label
+    type_node = _node(project, data.get("issue_type"), TaxonomyNode.Level.TYPE, "issue_type")
+    theme = _node(project, data.get("theme"), TaxonomyNode.Level.THEME, "theme")
+    sub_theme = _node(project, data.get("sub_theme"), TaxonomyNode.Level.SUB_THEME, "sub_theme")
+    if type_node is None:
+        raise LabelError("issue_type", "choose a type, or mark the issue as not LLM-related")
+    if theme is None:
+        raise LabelError("theme", "choose a theme")
+    if theme["parent"] != type_node["id"]:
+        raise LabelError("theme", f"{theme['code']} is not a theme of {type_node['code']}")
+    if sub_theme is not None and sub_theme["parent"] != theme["id"]:
+        raise LabelError("sub_theme", f"{sub_theme['code']} is not a sub-theme of {theme['code']}")
+    label.issue_type_id = type_node["id"]
+    label.theme_id = theme["id"]
+    label.sub_theme_id = sub_theme["id"] if sub_theme else None
+    return label
+
+
+def own_annotation(user, project_issue: ProjectIssue) -> Annotation | None:
+    return (
+        Annotation.objects.filter(
+            project_id=project_issue.project_id,
+            issue_id=project_issue.issue_id,
+            annotator=user,
+            is_current=True,
+        )
+        .select_related("issue_type", "theme", "sub_theme")
+        .first()
+    )
+
+
+def submit(user, project: Project, project_issue: ProjectIssue, label: Label) -> Annotation:
+    """Record the user's label of an issue: a first annotation or a new revision.
+
+    Raises NotYours when the issue was never handed to the user, LabelError when it can no
+    longer take their label.
+    """
+    with transaction.atomic():
+        # Same lock as the queue takes, so the K-slot count below cannot race a reservation.
+        pi = ProjectIssue.objects.select_for_update().get(pk=project_issue.pk)
+        current = own_annotation(user, pi)
+        if pi.status == ProjectIssue.Status.FINAL:
+            if current is None:
+                raise NotYours
+            raise LabelError("__all__", "This issue is final; its label can no longer change.")
+        reservation = Reservation.objects.filter(project_issue=pi, annotator=user).first()
+        _, annotations, reserved = slot_state(pi, user)
+        if current is None:
+            if reservation is None or reservation.skipped_at is not None:
+                raise NotYours
+            if annotations + reserved >= project.annotations_per_issue:
+                raise LabelError(
+                    "__all__", "Your reservation of this issue expired; it was handed back."
+                )
+        elif label.same_as(current):
+            return current
+        if current is not None:
+            current.is_current = False
+            current.save(update_fields=["is_current"])
+        annotation = Annotation.objects.create(
+            project_id=pi.project_id,
+            issue_id=pi.issue_id,
+            annotator=user,
+            revision=current.revision + 1 if current else 1,
+            is_pilot=pi.is_pilot,
+            is_false_positive=label.is_false_positive,
+            false_positive_reason=label.false_positive_reason,
+            issue_type_id=label.issue_type_id,
+            theme_id=label.theme_id,
+            sub_theme_id=label.sub_theme_id,
+            summary=label.summary,
+            note=label.note,
+            proposed_category=label.proposed_category,
+        )
+        if reservation is not None:
+            reservation.delete()
+        if current is None:
+            # Exact: counted under the row lock just above, plus this new annotation.
+            pi.annotation_count = annotations + 1
+            pi.save(update_fields=["annotation_count"])
+        resolution.evaluate(pi, project)
+    return annotation
+
+
+def revisions(project: Project, issue_id: int, annotator=None):
+    """Every revision of the issue's annotations, oldest first (for leads, or one's own)."""
+    qs = Annotation.objects.filter(project=project, issue_id=issue_id).select_related(
+        "annotator", "issue_type", "theme", "sub_theme"
+    )
+    if annotator is not None:
+        qs = qs.filter(annotator=annotator)
+    return qs.order_by("annotator__username", "revision")
+
+
+@dataclass
+class Progress:
+    labeled: int
+    left: int
+    total: int
+    project_final: int
+    compared: int = 0
+    matched_type: int = 0
+    matched_theme: int = 0
+    matched_label: int = 0
+
+    @property
+    def percent(self) -> int:
+        done = self.labeled + self.left
+        return round(100 * self.labeled / done) if done else 100
+
+    @property
+    def project_percent(self) -> int:
+        return round(100 * self.project_final / self.total) if self.total else 0
+
+
+def _share(part: int, whole: int) -> int | None:
+    return round(100 * part / whole) if whole else None
+
+
+def project_counts(project: Project) -> dict[str, int]:
+    """Issues in the project, final, and still needing annotations; cached for a few seconds,
+    since every labeling page shows them and counting 40,000 rows each time adds up."""
+    key = f"labeling-counts:{project.pk}:{project.annotations_per_issue}"
+    counts = cache.get(key)
+    if counts is None:
+        counts = ProjectIssue.objects.filter(project=project).aggregate(
+            total=Count("id"),
+            final=Count("id", filter=Q(status=ProjectIssue.Status.FINAL)),
+            needing=Count(
+                "id",
+                filter=Q(
+                    status=ProjectIssue.Status.OPEN,
+                    annotation_count__lt=project.annotations_per_issue,
+                ),
+            ),
+        )
+        cache.set(key, counts, PROGRESS_CACHE_SECONDS)
+    return counts
+
+
+def progress_of(user, project: Project, with_agreement: bool = False) -> Progress:
+    """How many issues the user labeled, how many are left for them, and the project's state.
+
+    "Left" counts open issues the user has not labeled that still need annotations; it is an
+    upper bound, since others may fill them first.
+    """
+    counts = project_counts(project)
+    mine = Annotation.objects.filter(project=project, annotator=user, is_current=True)
+    labeled_ids = mine.values("issue_id")
+    labeled = mine.count()
+    # Driven from the user's annotations (few), not from the project's issues (many).
+    mine_needing = mine.filter(
+        Exists(
+            ProjectIssue.objects.filter(
+                project=project,
+                issue_id=OuterRef("issue_id"),
+                status=ProjectIssue.Status.OPEN,
+                annotation_count__lt=project.annotations_per_issue,
+            )
+        )
+    ).count()
+    left = max(counts["needing"] - mine_needing, 0)
+    progress = Progress(labeled, left, counts["total"], counts["final"])
+    if with_agreement:
+        finals = {
+            r.issue_id: r
+            for r in Resolution.objects.filter(
+                project=project, is_current=True, issue_id__in=labeled_ids
+            )
+        }
+        for a in Annotation.objects.filter(
+            project=project, annotator=user, is_current=True, issue_id__in=list(finals)
+        ):
+            final = finals[a.issue_id]
+            progress.compared += 1
+            progress.matched_type += (a.is_false_positive, a.issue_type_id) == (
+                final.is_false_positive,
+                final.issue_type_id,
+            )
+            progress.matched_theme += (a.is_false_positive, a.theme_id) == (
+                final.is_false_positive,
+                final.theme_id,
+            )
+            progress.matched_label += resolution.label_key(a) == resolution.label_key(final)
+    return progress
+
+
+def agreement_shares(progress: Progress) -> dict[str, int | None]:
+    return {
+        "type": _share(progress.matched_type, progress.compared),
+        "theme": _share(progress.matched_theme, progress.compared),
+        "label": _share(progress.matched_label, progress.compared),
+    }
+
+
+def my_annotations(user, project: Project):
+    """The user's current annotations with, for final issues, the final label."""
+    annotations = list(
+        Annotation.objects.filter(project=project, annotator=user, is_current=True)
+        .select_related("issue", "issue__repository", "issue_type", "theme", "sub_theme")
+        .order_by("-created_at")
+    )
+    statuses = dict(
+        ProjectIssue.objects.filter(
+            project=project, issue_id__in=[a.issue_id for a in annotations]
+        ).values_list("issue_id", "id")
+    )
+    final = {
+        r.issue_id: r
+        for r in Resolution.objects.filter(
+            project=project, is_current=True, issue_id__in=[a.issue_id for a in annotations]
+        ).select_related("issue_type", "theme", "sub_theme")
+    }
+    return [
+        {
+            "annotation": a,
+            "project_issue_id": statuses.get(a.issue_id),
+            "final": final.get(a.issue_id),
+        }
+        for a in annotations
+    ]

@@ -1,0 +1,378 @@
+"""Pages for labeling, progress, project setup and the lead's disagreement queue.
+
+Thin views: each looks the project up through `membership_or_404`, parses input, calls a
+function of `annotator.queue`, `labeling`, `resolution` or `setup`, and renders. An issue page
+an annotator has no business seeing is a 404, the same as an issue that does not exist.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+from csp.decorators import csp_update
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.cache import cache_control
+from django.views.decorators.http import require_POST
+
+from annotator import labeling, queue, resolution, setup
+from annotator.issue_context import (
+    issue_context,
+    label_choices,
+    taxonomy_nodes,
+    taxonomy_payload,
+)
+from annotator.models import (
+    LEAD_ROLES,
+    Annotation,
+    FalsePositiveReason,
+    Project,
+    ProjectIssue,
+    Resolution,
+    Role,
+)
+from annotator.permissions import membership_or_404
+from ingest.models import Issue, Repository
+from taxonomy.models import TaxonomyNode
+
+# Who may label: leads label the pilot and can take part like any volunteer.
+LABELER_ROLES = (Role.ANNOTATOR, Role.LEAD, Role.ADMIN)
+# Issue images load only on a click, from anywhere: allow them on issue pages alone.
+_issue_images = csp_update({"img-src": ["https:", "http:"]})
+
+
+def _project_issue_or_404(project: Project, item_id: int) -> ProjectIssue:
+    return get_object_or_404(
+        ProjectIssue.objects.select_related("issue", "issue__repository").defer("issue__raw"),
+        project=project,
+        pk=item_id,
+    )
+
+
+@login_required
+def label_next(request, project_id: int):
+    membership = membership_or_404(request.user, project_id, roles=LABELER_ROLES)
+    item = queue.next_issue_for(request.user, membership.project)
+    if item is None:
+        progress = labeling.progress_of(request.user, membership.project)
+        return render(
+            request,
+            "labeling/nothing_left.html",
+            {"project": membership.project, "progress": progress},
+        )
+    return redirect("label_issue", project_id=project_id, item_id=item.pk)
+
+
+@login_required
+@_issue_images
+def label_issue(request, project_id: int, item_id: int):
+    membership = membership_or_404(request.user, project_id, roles=LABELER_ROLES)
+    project = membership.project
+    item = _project_issue_or_404(project, item_id)
+    error = None
+    if request.method == "POST":
+        try:
+            label = labeling.parse_label(project, request.POST)
+            labeling.submit(request.user, project, item, label)
+        except labeling.NotYours:
+            raise Http404 from None
+        except labeling.LabelError as exc:
+            error = exc
+        else:
+            # No flash message: it would cost a session write on every submission.
+            return redirect("label_next", project_id=project_id)
+    # (A valid POST was checked by `submit`, which raises NotYours for an issue not theirs.)
+    if not queue.can_open(request.user, item):
+        raise Http404
+    own = labeling.own_annotation(request.user, item)
+    is_final = item.status == ProjectIssue.Status.FINAL
+    context = {
+        "project": project,
+        "item": item,
+        "own": own,
+        "initial": (initial := _initial(request.POST if error else None, own)),
+        **label_choices(project.taxonomy_version_id, initial),
+        "error": error,
+        "is_final": is_final,
+        # Blind until final: only the final label, never the other annotations.
+        "final": resolution.current_resolution(item) if is_final else None,
+        "reservation": None if own else queue.active_reservation(request.user, project),
+        "progress": labeling.progress_of(request.user, project),
+        "fp_reasons": FalsePositiveReason.choices,
+        "taxonomy": taxonomy_nodes(project.taxonomy_version_id),
+        **issue_context(item.issue),
+    }
+    return render(request, "labeling/label.html", context, status=400 if error else 200)
+
+
+@login_required
+@cache_control(private=True, max_age=3600)
+def label_taxonomy(request, project_id: int, version_id: int):
+    """The taxonomy with its example details, for the sub-theme search (fetched once, cached).
+
+    Kept out of the labeling page: the details are most of its weight, and they never change
+    within a taxonomy version, whose id is in the URL.
+    """
+    membership = membership_or_404(request.user, project_id)
+    if membership.project.taxonomy_version_id != version_id:
+        raise Http404
+    return JsonResponse({"nodes": taxonomy_payload(version_id)})
+
+
+@login_required
+@require_POST
+def skip_issue(request, project_id: int, item_id: int):
+    membership = membership_or_404(request.user, project_id, roles=LABELER_ROLES)
+    item = _project_issue_or_404(membership.project, item_id)
+    if not queue.skip(request.user, item):
+        raise Http404
+    return redirect("label_next", project_id=project_id)
+
+
+@login_required
+def my_progress(request, project_id: int):
+    membership = membership_or_404(request.user, project_id)
+    project = membership.project
+    progress = labeling.progress_of(request.user, project, with_agreement=True)
+    rows = Paginator(labeling.my_annotations(request.user, project), 100).get_page(
+        request.GET.get("page")
+    )
+    return render(
+        request,
+        "labeling/my_progress.html",
+        {
+            "project": project,
+            "progress": progress,
+            "shares": labeling.agreement_shares(progress),
+            "rows": rows,
+        },
+    )
+
+
+def _parse_date(raw: str, field: str) -> date | None:
+    if not raw:
+        return None
+    try:
+        return date.fromisoformat(raw)
+    except ValueError:
+        raise setup.SetupError(f"{field}: not a date (YYYY-MM-DD): {raw!r}") from None
+
+
+def _parse_int(raw: str, field: str) -> int:
+    try:
+        return int(raw)
+    except (TypeError, ValueError):
+        raise setup.SetupError(f"{field}: not a whole number: {raw!r}") from None
+
+
+@login_required
+def project_setup(request, project_id: int):
+    membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
+    project = membership.project
+    if request.method == "POST":
+        data = request.POST
+        try:
+            if data.get("action") == "scope":
+                scope = setup.Scope(
+                    repository_ids=[
+                        _parse_int(r, "repositories") for r in data.getlist("repositories")
+                    ],
+                    filter_statuses=[
+                        s for s in data.getlist("filter_statuses") if s in Issue.FilterStatus.values
+                    ],
+                    created_from=_parse_date(data.get("created_from", ""), "created_from"),
+                    created_to=_parse_date(data.get("created_to", ""), "created_to"),
+                )
+                result = setup.apply_scope(
+                    project,
+                    scope,
+                    pilot_size=_parse_int(data.get("pilot_size", "0"), "pilot_size"),
+                    seed=_parse_int(data.get("seed", "0"), "seed"),
+                )
+                messages.success(
+                    request,
+                    f"Scope applied: {result['added']} added, {result['removed']} removed, "
+                    f"{result['total']} in scope.",
+                )
+            else:
+                try:
+                    threshold = float(data.get("majority_threshold", ""))
+                except ValueError:
+                    raise setup.SetupError("majority_threshold: not a number") from None
+                setup.configure(
+                    project,
+                    k=_parse_int(data.get("annotations_per_issue"), "annotations_per_issue"),
+                    policy=data.get("resolution_policy", ""),
+                    threshold=threshold,
+                )
+                messages.success(request, "Settings saved.")
+        except setup.SetupError as exc:
+            messages.error(request, f"Not saved: {exc}")
+        return redirect("project_setup", project_id=project_id)
+    scope = project.scope or {}
+    return render(
+        request,
+        "labeling/setup.html",
+        {
+            "project": project,
+            "repositories": Repository.objects.all(),
+            "filter_statuses": Issue.FilterStatus.choices,
+            "policies": Project.Policy.choices,
+            "scope": scope,
+            "pilot_count": ProjectIssue.objects.filter(project=project, is_pilot=True).count(),
+            "issue_count": ProjectIssue.objects.filter(project=project).count(),
+        },
+    )
+
+
+@login_required
+def disagreement_queue(request, project_id: int):
+    membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
+    project = membership.project
+    filters = {
+        "repository": request.GET.get("repository", ""),
+        "type": request.GET.get("type", ""),
+        "level": request.GET.get("level", ""),
+        "sort": request.GET.get("sort", "split"),
+    }
+    items = resolution.disagreement_queue(
+        project,
+        repository_id=int(filters["repository"]) if filters["repository"].isdigit() else None,
+        type_id=int(filters["type"]) if filters["type"].isdigit() else None,
+        level=filters["level"] if filters["level"] in resolution.LEVELS else "",
+        sort=filters["sort"],
+    )
+    page = Paginator(items, 50).get_page(request.GET.get("page"))
+    for item in page.object_list:
+        item.level_name = resolution.LEVEL_NAMES.get(item.disagreement_level, "reopened")
+    context = {
+        "project": project,
+        "page": page,
+        "filters": filters,
+        "levels": resolution.LEVEL_NAMES,
+        "types": TaxonomyNode.objects.filter(
+            version_id=project.taxonomy_version_id, level=TaxonomyNode.Level.TYPE
+        ),
+        "repositories": Repository.objects.filter(
+            issues__project_issues__project=project
+        ).distinct(),
+    }
+    template = "labeling/_queue_rows.html" if request.htmx else "labeling/queue.html"
+    return render(request, template, context)
+
+
+def _label_from_annotation(annotation: Annotation) -> labeling.Label:
+    return labeling.Label(
+        is_false_positive=annotation.is_false_positive,
+        false_positive_reason=annotation.false_positive_reason,
+        issue_type_id=annotation.issue_type_id,
+        theme_id=annotation.theme_id,
+        sub_theme_id=annotation.sub_theme_id,
+    )
+
+
+def _lead_action(request, project: Project, item: ProjectIssue) -> None:
+    action = request.POST.get("action")
+    if action == "message":
+        resolution.add_message(item, request.user, request.POST.get("body", ""))
+    elif action == "reopen":
+        resolution.reopen(item, request.user, request.POST.get("note", ""))
+        messages.success(request, "Reopened; the old final label is kept in the history.")
+    elif action == "resolve":
+        source = request.POST.get("source", "new")
+        if source.isdigit():
+            chosen = Annotation.objects.filter(
+                pk=int(source), project=project, issue_id=item.issue_id, is_current=True
+            ).first()
+            if chosen is None:
+                raise labeling.LabelError("source", "not an annotation of this issue")
+            label = _label_from_annotation(chosen)
+        else:
+            label = labeling.parse_label(project, request.POST)
+        resolution.resolve(
+            item, request.user, label, request.POST.get("method", ""), request.POST.get("note", "")
+        )
+        messages.success(request, f"Final label recorded for {item.issue}.")
+    else:
+        raise labeling.LabelError("action", "unknown action")
+
+
+@login_required
+@_issue_images
+def resolve_issue(request, project_id: int, item_id: int):
+    membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
+    project = membership.project
+    item = _project_issue_or_404(project, item_id)
+    if request.method == "POST":
+        try:
+            _lead_action(request, project, item)
+        except (labeling.LabelError, resolution.ResolutionError) as exc:
+            messages.error(request, f"Not saved: {exc}")
+        return redirect("resolve_issue", project_id=project_id, item_id=item_id)
+    annotations = resolution.current_annotations(item)
+    comparison = resolution.compare(annotations, project.annotations_per_issue)
+    nodes = {
+        n.pk: n
+        for n in TaxonomyNode.objects.filter(version_id=project.taxonomy_version_id).only(
+            "code", "name"
+        )
+    }
+    votes = {
+        resolution.LEVEL_NAMES[level]: [
+            (_vote_name(level, value, nodes), count) for value, count in counter.most_common()
+        ]
+        for level, counter in comparison.votes.items()
+    }
+    context = {
+        "project": project,
+        "item": item,
+        "annotations": annotations,
+        "votes": votes,
+        "comparison": comparison,
+        "level_name": resolution.LEVEL_NAMES.get(comparison.first_disagreement, ""),
+        "final": resolution.current_resolution(item),
+        "history": resolution.resolution_history(item),
+        "revisions": labeling.revisions(project, item.issue_id),
+        "discussion": item.discussion.select_related("author"),
+        "methods": [(m, Resolution.Method(m).label) for m in resolution.LEAD_METHODS],
+        "fp_reasons": FalsePositiveReason.choices,
+        "taxonomy": taxonomy_nodes(project.taxonomy_version_id),
+        **label_choices(project.taxonomy_version_id, None),
+        **issue_context(item.issue),
+    }
+    return render(request, "labeling/resolve.html", context)
+
+
+def _initial(post, own: Annotation | None) -> dict:
+    """The label form's values: what was just posted (on an error), else one's own label."""
+    fields = ("issue_type", "theme", "sub_theme", "false_positive_reason", "summary", "note",
+              "proposed_category")  # fmt: skip
+    if post is not None:
+        initial = {f: post.get(f, "") for f in fields}
+        initial["is_false_positive"] = bool(post.get("is_false_positive"))
+        return initial
+    if own is None:
+        return {}
+    initial = {
+        "issue_type": str(own.issue_type_id or ""),
+        "theme": str(own.theme_id or ""),
+        "sub_theme": str(own.sub_theme_id or ""),
+        "false_positive_reason": own.false_positive_reason,
+        "summary": own.summary,
+        "note": own.note,
+        "proposed_category": own.proposed_category,
+    }
+    initial["is_false_positive"] = own.is_false_positive
+    return initial
+
+
+def _vote_name(level: str, value, nodes: dict) -> str:
+    if level == "false_positive":
+        return "not LLM-related" if value else "LLM-related"
+    if value is None:
+        return "—"
+    node = nodes.get(value)
+    return f"{node.code} {node.name}" if node else str(value)

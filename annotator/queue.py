@@ -1,0 +1,206 @@
+"""The labeling queue: which issue an annotator gets next, reservations, skipping.
+
+Correctness under concurrency rests on one rule: every write that changes how many of an issue's
+K slots are taken (a reservation, an annotation) happens while holding the row lock of its
+`ProjectIssue`. `next_issue_for` locks candidate rows with `FOR UPDATE SKIP LOCKED`, so two
+annotators asking at once never wait on each other, and re-counts the slots of a locked row
+before reserving it, because the candidate filter ran on a snapshot that may be stale.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from annotator.models import Annotation, Project, ProjectIssue, Reservation
+
+# Candidates locked per round; a few spare rows make a busy queue front cheap to step past.
+CANDIDATES_PER_ROUND = 4
+# Rounds to wait out rows that are only locked for a moment by other annotators.
+LOCKED_RETRIES = 20
+
+_CANDIDATES_SQL = """
+SELECT pi.id, pi.issue_id FROM annotator_projectissue pi
+WHERE pi.project_id = %(project)s AND pi.status = 'open'
+  AND NOT EXISTS (
+    SELECT 1 FROM annotator_annotation a
+    WHERE a.project_id = pi.project_id AND a.issue_id = pi.issue_id
+      AND a.annotator_id = %(user)s AND a.is_current)
+  AND (%(with_skipped)s OR NOT EXISTS (
+    SELECT 1 FROM annotator_reservation own
+    WHERE own.project_issue_id = pi.id AND own.annotator_id = %(user)s
+      AND own.skipped_at IS NOT NULL))
+  AND pi.annotation_count + (
+    SELECT count(*) FROM annotator_reservation r
+    WHERE r.project_issue_id = pi.id AND r.skipped_at IS NULL AND r.expires_at > %(now)s
+  ) < %(k)s
+ORDER BY pi.position, pi.id
+LIMIT %(limit)s
+FOR UPDATE OF pi SKIP LOCKED
+"""
+
+
+def reservation_minutes() -> int:
+    return settings.RESERVATION_MINUTES
+
+
+def active_reservation(user, project: Project) -> Reservation | None:
+    """The user's unexpired, unskipped reservation in the project, if any."""
+    return (
+        Reservation.objects.select_related("project_issue")
+        .filter(
+            project_issue__project=project,
+            project_issue__status=ProjectIssue.Status.OPEN,
+            annotator=user,
+            skipped_at__isnull=True,
+            expires_at__gt=timezone.now(),
+        )
+        .order_by("created_at")
+        .first()
+    )
+
+
+_SLOTS_SQL = """
+SELECT
+  EXISTS (SELECT 1 FROM annotator_annotation a
+          WHERE a.project_id = %(project)s AND a.issue_id = %(issue)s AND a.is_current
+            AND a.annotator_id = %(user)s),
+  (SELECT count(*) FROM annotator_annotation a
+   WHERE a.project_id = %(project)s AND a.issue_id = %(issue)s AND a.is_current),
+  (SELECT count(*) FROM annotator_reservation r
+   WHERE r.project_issue_id = %(item)s AND r.skipped_at IS NULL AND r.expires_at > %(now)s
+     AND r.annotator_id <> %(user)s
+     AND NOT EXISTS (SELECT 1 FROM annotator_annotation a
+                     WHERE a.project_id = %(project)s AND a.issue_id = %(issue)s
+                       AND a.is_current AND a.annotator_id = r.annotator_id))
+"""
+
+
+def slot_state(project_issue: ProjectIssue, user) -> tuple[bool, int, int]:
+    """(user has a current annotation, current annotations, others' active reservations).
+
+    One round trip; call it under the issue's row lock for an exact answer.
+    """
+    params = {
+        "project": project_issue.project_id,
+        "issue": project_issue.issue_id,
+        "item": project_issue.pk,
+        "user": user.pk,
+        "now": timezone.now(),
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_SLOTS_SQL, params)
+        annotated, annotations, reserved = cursor.fetchone()
+    return annotated, annotations, reserved
+
+
+_RESERVE_SQL = """
+INSERT INTO annotator_reservation
+  (project_issue_id, annotator_id, created_at, expires_at, skipped_at)
+VALUES (%(item)s, %(user)s, %(now)s, %(expires)s, NULL)
+ON CONFLICT (project_issue_id, annotator_id)
+DO UPDATE SET created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at,
+              skipped_at = NULL
+"""
+
+
+def _reserve(item_id: int, user, expires) -> None:
+    # One statement whether or not the user had an (expired or skipped) row for the issue.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _RESERVE_SQL,
+            {"item": item_id, "user": user.pk, "now": timezone.now(), "expires": expires},
+        )
+
+
+def _candidates(
+    user, project: Project, with_skipped: bool, lock: bool = True
+) -> list[tuple[int, int]]:
+    params = {
+        "project": project.pk,
+        "user": user.pk,
+        "with_skipped": with_skipped,
+        "now": timezone.now(),
+        "k": project.annotations_per_issue,
+        "limit": CANDIDATES_PER_ROUND,
+    }
+    # SQLite (the laptop default) has no row locks; it serializes writers instead.
+    lock = lock and connection.vendor == "postgresql"
+    sql = _CANDIDATES_SQL if lock else _CANDIDATES_SQL.replace("FOR UPDATE OF pi SKIP LOCKED", "")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [(row[0], row[1]) for row in cursor.fetchall()]
+
+
+def next_issue_for(user, project: Project) -> ProjectIssue | None:
+    """Reserve and return the next issue the user should label, or None when nothing is left.
+
+    Asking again while a reservation is active returns the same issue, so a reload never
+    takes a second slot.
+    """
+    existing = active_reservation(user, project)
+    if existing is not None:
+        return existing.project_issue
+    k = project.annotations_per_issue
+    expires = timezone.now() + timedelta(minutes=reservation_minutes())
+    # Skipped issues come back only when nothing else is left for this annotator.
+    for with_skipped in (False, True):
+        for attempt in range(LOCKED_RETRIES):
+            with transaction.atomic():
+                candidates = _candidates(user, project, with_skipped)
+                for pk, issue_id in candidates:
+                    pi = ProjectIssue(pk=pk, project_id=project.pk, issue_id=issue_id)
+                    # The filter above ran on a snapshot; re-count now that the row is ours.
+                    annotated, annotations, reserved = slot_state(pi, user)
+                    if annotated or annotations + reserved >= k:
+                        continue
+                    _reserve(pk, user, expires)
+                    return ProjectIssue.objects.select_related("issue").get(pk=pk)
+            # No row was taken: either nothing is left, or the rows were full on a fresh look,
+            # or locked for a moment by other annotators (who may leave a slot for this one).
+            if not _candidates(user, project, with_skipped, lock=False):
+                break
+            if not candidates:
+                time.sleep(0.002 * (attempt + 1))
+    return None
+
+
+def skip(user, project_issue: ProjectIssue) -> bool:
+    """Hand a reserved issue back: its slot frees at once and it moves behind for this user."""
+    updated = Reservation.objects.filter(
+        project_issue=project_issue, annotator=user, skipped_at__isnull=True
+    ).update(skipped_at=timezone.now(), expires_at=timezone.now())
+    return updated > 0
+
+
+def _has_annotated(user, project_issue: ProjectIssue) -> bool:
+    return Annotation.objects.filter(
+        project_id=project_issue.project_id,
+        issue_id=project_issue.issue_id,
+        annotator=user,
+        is_current=True,
+    ).exists()
+
+
+def can_open(user, project_issue: ProjectIssue) -> bool:
+    """Whether the user may see this issue's labeling page: reserved by them or labeled by them."""
+    if _has_annotated(user, project_issue):
+        return True
+    return Reservation.objects.filter(
+        Q(skipped_at__isnull=True) | Q(expires_at__gt=timezone.now()),
+        project_issue=project_issue,
+        annotator=user,
+    ).exists()
+
+
+def release_expired(project: Project | None = None) -> int:
+    """Delete expired reservations (they already hold no slot); returns how many."""
+    qs = Reservation.objects.filter(expires_at__lte=timezone.now(), skipped_at__isnull=True)
+    if project is not None:
+        qs = qs.filter(project_issue__project=project)
+    return qs.delete()[0]

@@ -1,0 +1,264 @@
+"""Comparing an issue's K annotations, finalizing it, the lead's resolution and reopening.
+
+The K current annotations are compared level by level — false positive, type, theme,
+sub-theme. Full agreement finalizes the issue (`unanimous`). Otherwise it goes to the
+disagreement queue, unless the project's majority policy finalizes it (`majority`). A
+false-positive exclusion never wins a majority: as in the study, it needs all K votes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.db.models import Exists, OuterRef, QuerySet
+from django.utils import timezone
+
+from annotator.models import (
+    Annotation,
+    DiscussionMessage,
+    Project,
+    ProjectIssue,
+    Resolution,
+)
+
+LEVELS = ("false_positive", "type", "theme", "sub_theme")
+LEVEL_NAMES = {
+    "false_positive": "not LLM-related",
+    "type": "type",
+    "theme": "theme",
+    "sub_theme": "sub-theme",
+}
+LEAD_METHODS = (Resolution.Method.CONSENSUS, Resolution.Method.LEAD_DECISION)
+
+
+class ResolutionError(Exception):
+    """A resolution step that does not apply to the issue in its current state."""
+
+
+# A label as compared: ("FP",) for a false positive, else (type, theme, sub-theme) node ids.
+LabelKey = tuple
+
+
+def label_key(label) -> LabelKey:
+    if label.is_false_positive:
+        return ("FP",)
+    return (label.issue_type_id, label.theme_id, label.sub_theme_id)
+
+
+def level_value(label, level: str):
+    if level == "false_positive":
+        return label.is_false_positive
+    if label.is_false_positive:
+        return None
+    return {"type": label.issue_type_id, "theme": label.theme_id, "sub_theme": label.sub_theme_id}[
+        level
+    ]
+
+
+@dataclass
+class Comparison:
+    k: int
+    votes: dict[str, Counter] = field(default_factory=dict)
+    labels: Counter = field(default_factory=Counter)
+
+    @property
+    def first_disagreement(self) -> str:
+        """The first level at which the annotations differ, or "" if they all agree."""
+        for level in LEVELS:
+            if len(self.votes[level]) > 1:
+                return level
+        return ""
+
+    @property
+    def top(self) -> tuple[LabelKey | None, int]:
+        if not self.labels:
+            return None, 0
+        (key, count), *rest = self.labels.most_common()
+        # A tie for first place has no winner.
+        if rest and rest[0][1] == count:
+            return None, count
+        return key, count
+
+    @property
+    def split(self) -> float:
+        """0 when all agree; grows as the votes spread over more labels."""
+        if not self.labels:
+            return 0.0
+        return round(1 - self.labels.most_common(1)[0][1] / max(self.k, 1), 4)
+
+
+def compare(annotations: list[Annotation], k: int | None = None) -> Comparison:
+    comparison = Comparison(k=k or len(annotations))
+    for level in LEVELS:
+        comparison.votes[level] = Counter(level_value(a, level) for a in annotations)
+    comparison.labels = Counter(label_key(a) for a in annotations)
+    return comparison
+
+
+def current_annotations(project_issue: ProjectIssue) -> list[Annotation]:
+    return list(
+        Annotation.objects.filter(
+            project_id=project_issue.project_id, issue_id=project_issue.issue_id, is_current=True
+        )
+        .select_related("annotator", "issue_type", "theme", "sub_theme")
+        .order_by("created_at", "id")
+    )
+
+
+def current_resolution(project_issue: ProjectIssue) -> Resolution | None:
+    return Resolution.objects.filter(
+        project_id=project_issue.project_id, issue_id=project_issue.issue_id, is_current=True
+    ).first()
+
+
+def _finalize(
+    project_issue: ProjectIssue,
+    annotations: list[Annotation],
+    key: LabelKey,
+    method: str,
+) -> Resolution:
+    winners = [a for a in annotations if label_key(a) == key]
+    reasons = Counter(a.false_positive_reason for a in winners if a.false_positive_reason)
+    sample = winners[0]
+    resolution = Resolution.objects.create(
+        project_id=project_issue.project_id,
+        issue_id=project_issue.issue_id,
+        method=method,
+        is_false_positive=sample.is_false_positive,
+        false_positive_reason=reasons.most_common(1)[0][0] if reasons else "",
+        issue_type_id=sample.issue_type_id,
+        theme_id=sample.theme_id,
+        sub_theme_id=sample.sub_theme_id,
+    )
+    project_issue.status = ProjectIssue.Status.FINAL
+    project_issue.save(update_fields=["status", "disagreement_level", "split"])
+    return resolution
+
+
+def evaluate(project_issue: ProjectIssue, project: Project | None = None) -> Resolution | None:
+    """Compare the issue's current annotations once K exist; finalize or queue it.
+
+    Call inside a transaction holding the issue's row lock. Returns the new resolution, if any.
+    """
+    project = project or project_issue.project
+    k = project.annotations_per_issue
+    if project_issue.status == ProjectIssue.Status.FINAL or project_issue.annotation_count < k:
+        return None
+    annotations = current_annotations(project_issue)
+    if len(annotations) < k:
+        return None
+    comparison = compare(annotations, k)
+    project_issue.disagreement_level = comparison.first_disagreement
+    project_issue.split = comparison.split
+    if not comparison.first_disagreement:
+        return _finalize(project_issue, annotations, label_key(annotations[0]), "unanimous")
+    key, count = comparison.top
+    if (
+        project.resolution_policy == Project.Policy.MAJORITY
+        and key is not None
+        and key != ("FP",)  # exclusion needs unanimity
+        and count / k >= project.majority_threshold
+    ):
+        return _finalize(project_issue, annotations, key, Resolution.Method.MAJORITY)
+    project_issue.status = ProjectIssue.Status.DISAGREEMENT
+    project_issue.save(update_fields=["status", "disagreement_level", "split"])
+    return None
+
+
+def resolve(
+    project_issue: ProjectIssue,
+    lead,
+    label,
+    method: str,
+    note: str = "",
+) -> Resolution:
+    """A lead's final label for an issue (one of the annotators' labels or a new one)."""
+    if method not in LEAD_METHODS:
+        raise ResolutionError(f"method: must be one of {', '.join(LEAD_METHODS)}")
+    with transaction.atomic():
+        pi = ProjectIssue.objects.select_for_update().get(pk=project_issue.pk)
+        if pi.status == ProjectIssue.Status.FINAL or current_resolution(pi) is not None:
+            raise ResolutionError("The issue is already final; reopen it first.")
+        resolution = Resolution.objects.create(
+            project_id=pi.project_id,
+            issue_id=pi.issue_id,
+            method=method,
+            decided_by=lead,
+            note=note,
+            is_false_positive=label.is_false_positive,
+            false_positive_reason=label.false_positive_reason,
+            issue_type_id=label.issue_type_id,
+            theme_id=label.theme_id,
+            sub_theme_id=label.sub_theme_id,
+        )
+        pi.status = ProjectIssue.Status.FINAL
+        pi.save(update_fields=["status"])
+    return resolution
+
+
+def reopen(project_issue: ProjectIssue, lead, note: str = "") -> Resolution:
+    """Take back a final label: it stays as history and the issue returns to the lead queue."""
+    with transaction.atomic():
+        pi = ProjectIssue.objects.select_for_update().get(pk=project_issue.pk)
+        resolution = current_resolution(pi)
+        if resolution is None:
+            raise ResolutionError("The issue has no final label to reopen.")
+        resolution.is_current = False
+        resolution.reopened_by = lead
+        resolution.reopened_at = timezone.now()
+        if note:
+            resolution.note = f"{resolution.note}\n[reopened] {note}".strip()
+        resolution.save(update_fields=["is_current", "reopened_by", "reopened_at", "note"])
+        comparison = compare(current_annotations(pi), pi.project.annotations_per_issue)
+        pi.status = ProjectIssue.Status.DISAGREEMENT
+        pi.disagreement_level = comparison.first_disagreement
+        pi.split = comparison.split
+        pi.save(update_fields=["status", "disagreement_level", "split"])
+    return resolution
+
+
+def resolution_history(project_issue: ProjectIssue) -> QuerySet[Resolution]:
+    return Resolution.objects.filter(
+        project_id=project_issue.project_id, issue_id=project_issue.issue_id
+    ).select_related("decided_by", "reopened_by", "issue_type", "theme", "sub_theme")
+
+
+def add_message(project_issue: ProjectIssue, author, body: str) -> DiscussionMessage:
+    body = body.strip()
+    if not body:
+        raise ResolutionError("message: write something first.")
+    return DiscussionMessage.objects.create(project_issue=project_issue, author=author, body=body)
+
+
+def disagreement_queue(
+    project: Project,
+    repository_id: int | None = None,
+    type_id: int | None = None,
+    level: str = "",
+    sort: str = "split",
+) -> QuerySet[ProjectIssue]:
+    """Issues waiting for a lead, filtered; most split first unless sorted by queue order."""
+    qs = ProjectIssue.objects.filter(
+        project=project, status=ProjectIssue.Status.DISAGREEMENT
+    ).select_related("issue", "issue__repository")
+    if repository_id:
+        qs = qs.filter(issue__repository_id=repository_id)
+    if type_id:
+        # Issues where at least one annotator chose the type.
+        qs = qs.filter(
+            Exists(
+                Annotation.objects.filter(
+                    project_id=project.pk,
+                    issue_id=OuterRef("issue_id"),
+                    is_current=True,
+                    issue_type_id=type_id,
+                )
+            )
+        )
+    if level:
+        qs = qs.filter(disagreement_level=level)
+    if sort == "position":
+        return qs.order_by("position", "id")
+    return qs.order_by("-split", "position", "id")

@@ -1,0 +1,148 @@
+"""Project setup for leads: which issues are in scope, K, the resolution policy, the pilot.
+
+The pilot is a seeded random sample stratified by repository; it comes first in the queue and
+its annotations carry `is_pilot`, so agreement figures can leave them out. The rest of the
+queue is a seeded shuffle, so repositories interleave and the order can be reproduced.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import date, datetime, time
+
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from annotator.models import Annotation, Project, ProjectIssue
+from ingest.models import Issue
+
+
+class SetupError(Exception):
+    """Setup input that cannot apply; the message starts with the field at fault."""
+
+
+@dataclass
+class Scope:
+    repository_ids: list[int] = field(default_factory=list)
+    filter_statuses: list[str] = field(default_factory=list)
+    created_from: date | None = None
+    created_to: date | None = None
+
+    def as_json(self) -> dict:
+        return {
+            "repository_ids": self.repository_ids,
+            "filter_statuses": self.filter_statuses,
+            "created_from": self.created_from.isoformat() if self.created_from else None,
+            "created_to": self.created_to.isoformat() if self.created_to else None,
+        }
+
+
+def issues_in_scope(scope: Scope):
+    qs = Issue.objects.all()
+    if scope.repository_ids:
+        qs = qs.filter(repository_id__in=scope.repository_ids)
+    if scope.filter_statuses:
+        qs = qs.filter(filter_status__in=scope.filter_statuses)
+    tz = timezone.get_current_timezone()
+    if scope.created_from:
+        qs = qs.filter(created_at__gte=datetime.combine(scope.created_from, time.min, tz))
+    if scope.created_to:
+        qs = qs.filter(created_at__lte=datetime.combine(scope.created_to, time.max, tz))
+    return qs
+
+
+def configure(
+    project: Project,
+    k: int,
+    policy: str,
+    threshold: float,
+) -> Project:
+    """Set K and the resolution policy. K may not drop below what an issue already has."""
+    if k < 1:
+        raise SetupError("annotations_per_issue: at least 1")
+    if policy not in Project.Policy.values:
+        raise SetupError(f"resolution_policy: unknown policy {policy!r}")
+    # Above one half, so two labels can never both hold a majority.
+    if not 0.5 < threshold <= 1:
+        raise SetupError("majority_threshold: a share above 0.5 and at most 1")
+    most = (
+        ProjectIssue.objects.filter(project=project).aggregate(m=Max("annotation_count"))["m"] or 0
+    )
+    if k < most:
+        raise SetupError(f"annotations_per_issue: an issue already has {most} annotations")
+    project.annotations_per_issue = k
+    project.resolution_policy = policy
+    project.majority_threshold = threshold
+    project.save(update_fields=["annotations_per_issue", "resolution_policy", "majority_threshold"])
+    return project
+
+
+def stratified_sample(items_by_stratum: dict[object, list[int]], n: int, seed: int) -> list[int]:
+    """A seeded sample of n ids, spread over strata in proportion to their size.
+
+    Largest-remainder allocation, so the shares add up to n exactly.
+    """
+    total = sum(len(v) for v in items_by_stratum.values())
+    n = min(n, total)
+    if n <= 0:
+        return []
+    rng = random.Random(seed)
+    strata = sorted(items_by_stratum, key=str)
+    exact = {s: n * len(items_by_stratum[s]) / total for s in strata}
+    quota = {s: int(exact[s]) for s in strata}
+    for s in sorted(strata, key=lambda s: exact[s] - quota[s], reverse=True)[
+        : n - sum(quota.values())
+    ]:
+        quota[s] += 1
+    sample = []
+    for s in strata:
+        sample += rng.sample(sorted(items_by_stratum[s]), quota[s])
+    return sample
+
+
+@transaction.atomic
+def apply_scope(project: Project, scope: Scope, pilot_size: int, seed: int) -> dict[str, int]:
+    """Put the scope's issues in the project, draw the pilot, and order the queue.
+
+    Issues that leave the scope are removed only if nobody has labeled them yet.
+    """
+    if pilot_size < 0:
+        raise SetupError("pilot_size: 0 or more")
+    wanted = dict(issues_in_scope(scope).values_list("id", "repository_id"))
+    existing = dict(ProjectIssue.objects.filter(project=project).values_list("issue_id", "id"))
+    labeled = set(Annotation.objects.filter(project=project).values_list("issue_id", flat=True))
+    removable = [i for i in existing if i not in wanted and i not in labeled]
+    ProjectIssue.objects.filter(project=project, issue_id__in=removable).delete()
+    added = [i for i in wanted if i not in existing]
+    ProjectIssue.objects.bulk_create(
+        [ProjectIssue(project=project, issue_id=i) for i in added], batch_size=2000
+    )
+    order_queue(project, pilot_size, seed)
+    project.scope = scope.as_json()
+    project.save(update_fields=["scope"])
+    return {"added": len(added), "removed": len(removable), "total": len(existing) + len(added)}
+
+
+def order_queue(project: Project, pilot_size: int, seed: int) -> None:
+    """Draw the pilot (stratified by repository) and give every issue its queue position."""
+    rows = list(
+        ProjectIssue.objects.filter(project=project).values_list("id", "issue__repository_id")
+    )
+    by_repo: dict[int, list[int]] = defaultdict(list)
+    for pk, repo in rows:
+        by_repo[repo].append(pk)
+    pilot = stratified_sample(by_repo, pilot_size, seed)
+    pilot_set = set(pilot)
+    rest = sorted(pk for pk, _ in rows if pk not in pilot_set)
+    random.Random(seed + 1).shuffle(rest)
+    rng = random.Random(seed)
+    rng.shuffle(pilot)
+    position = {pk: i for i, pk in enumerate(pilot + rest)}
+    objs = [ProjectIssue(id=pk, position=position[pk], is_pilot=pk in pilot_set) for pk, _ in rows]
+    ProjectIssue.objects.bulk_update(objs, ["position", "is_pilot"], batch_size=2000)
+    project.pilot_size = len(pilot)
+    project.queue_seed = seed
+    project.save(update_fields=["pilot_size", "queue_seed"])

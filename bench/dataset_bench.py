@@ -1,0 +1,137 @@
+"""Benchmark import, agreement and exports on a synthetic study of the full study's shape.
+
+Uses its own database (default annotator_bench_dataset, created if missing) so it never
+touches a development or test database. Each stage runs in a fresh process, so peak memory
+(ru_maxrss) is the stage's own.
+
+    .venv/bin/python bench/dataset_bench.py [--runs 3] [--db NAME]
+
+Targets (issue 5): import <= 30 s, full agreement report <= 2 s from cold, every export
+format together <= 30 s with peak memory < 300 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path("/tmp/bench-dataset")
+PROJECT = "Synthetic study"
+
+
+def _django(db: str) -> None:
+    os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{db}"
+    os.environ.setdefault("SECRET_KEY", "bench")
+    os.environ.setdefault("DEBUG", "1")
+    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/6")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotator.settings")
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+
+
+def _reset() -> None:
+    """Empty the bench database's study data (not the taxonomy) so each import starts fresh."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "TRUNCATE annotator_project, ingest_repository, dataset_exportjob CASCADE;"
+            "DELETE FROM auth_user WHERE username LIKE 'imported-%%';"
+        )
+
+
+def stage(name: str) -> dict:
+    from django.core.cache import cache
+
+    from annotator.models import Project
+
+    start = time.perf_counter()
+    if name == "import":
+        from dataset.importer import import_labels
+
+        _reset()
+        start = time.perf_counter()
+        report = import_labels(PROJECT, sorted(DATA.glob("*.csv")))
+        extra = {"annotations": report.created_annotations, "issues": report.created_issues}
+    elif name == "agreement":
+        from agreement.measures import agreement_report
+
+        cache.clear()
+        project = Project.objects.get(name=PROJECT)
+        start = time.perf_counter()
+        report = agreement_report(project)
+        extra = {"kappa": {k: round(v["kappa"], 4) for k, v in report["types"].items()}}
+    elif name == "export":
+        from dataset.exports import build_zip
+
+        project = Project.objects.get(name=PROJECT)
+        cache.clear()  # the agreement CSV is computed from cold inside the export
+        out = Path("/tmp/bench-dataset-export.zip")
+        start = time.perf_counter()
+        manifest = build_zip(project, out)
+        extra = {"zip_bytes": out.stat().st_size, "files": len(manifest["files"])}
+    else:
+        raise SystemExit(f"unknown stage {name}")
+    seconds = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"stage": name, "seconds": round(seconds, 3), "peak_mb": round(peak, 1), **extra}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--db", default="annotator_bench_dataset")
+    parser.add_argument("--stage", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.stage:
+        _django(args.db)
+        print(json.dumps(stage(args.stage)))
+        return
+
+    subprocess.run(
+        ["createdb", "-h", "127.0.0.1", "-U", "postgres", args.db], capture_output=True, check=False
+    )
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{args.db}",
+        "SECRET_KEY": "bench",
+        "DEBUG": "1",
+    }
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    subprocess.run(
+        [sys.executable, "bench/dataset_generate.py", str(DATA)], cwd=ROOT, env=env, check=True
+    )
+    results: dict[str, list[dict]] = {"import": [], "agreement": [], "export": []}
+    for _ in range(args.runs):
+        for name in results:
+            out = subprocess.run(
+                [sys.executable, __file__, "--db", args.db, "--stage", name],
+                cwd=ROOT,
+                env=env,
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            result = json.loads(out.stdout.strip().splitlines()[-1])
+            results[name].append(result)
+            print(json.dumps(result), flush=True)
+    print("\nmedians of", args.runs, "runs:")
+    for name, runs in results.items():
+        print(
+            f"  {name:<10} {statistics.median(r['seconds'] for r in runs):7.2f} s   "
+            f"peak {statistics.median(r['peak_mb'] for r in runs):6.1f} MB"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,405 @@
+"""Load benchmark of labeling: next issue and submit over HTTP against gunicorn + Postgres.
+
+    .venv/bin/python bench/labeling_load.py setup          # 40,000 issues, K = 7, users
+    .venv/bin/python bench/labeling_load.py realistic      # 50 annotators, 5 s thinking
+    .venv/bin/python bench/labeling_load.py saturation     # 20 annotators, no thinking
+    .venv/bin/python bench/labeling_load.py page           # labeling page, 100 comments
+    .venv/bin/python bench/labeling_load.py all --runs 3   # setup, then each scenario 3 times
+
+Uses its own database (BENCH_DATABASE_URL, default annotator_bench_labeling) and Redis db
+(BENCH_REDIS_URL, default db 13), starts gunicorn on 127.0.0.1 with DEBUG off, and drives it
+with a threaded `requests` client. Sessions are created directly in the database so no login
+(and no password hashing) is part of the measurement. Latencies are client-side on the
+loopback interface, so they include the server time plus a fraction of a millisecond.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DB_URL = os.environ.get(
+    "BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/annotator_bench_labeling"
+)
+REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/13")
+PORT = int(os.environ.get("BENCH_PORT", "8765"))
+BASE = f"http://127.0.0.1:{PORT}"
+ISSUES = 40_000
+K = 7
+ANNOTATORS = 50
+PROJECT = "bench-labeling"
+CSRF = "b" * 32  # an unmasked CSRF secret: the same value goes in the cookie and the header
+
+SERVER_ENV = {
+    "DATABASE_URL": DB_URL,
+    "REDIS_URL": REDIS_URL,
+    "DEBUG": "0",
+    "SECRET_KEY": "bench-" + "x" * 40,
+    "ALLOWED_HOSTS": "127.0.0.1,localhost",
+    "SECURE_SSL_REDIRECT": "0",
+    "SESSION_COOKIE_SECURE": "0",
+    "CSRF_COOKIE_SECURE": "0",
+    "LOG_LEVEL": "WARNING",
+}
+
+
+def django_setup() -> None:
+    os.environ.update(SERVER_ENV)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotator.settings")
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+
+
+def ensure_database() -> None:
+    name = DB_URL.rsplit("/", 1)[1]
+    base = DB_URL.rsplit("/", 1)[0]
+    out = subprocess.run(
+        ["psql", f"{base}/postgres", "-tAc", f"SELECT 1 FROM pg_database WHERE datname='{name}'"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    if out.stdout.strip() != "1":
+        subprocess.run(["createdb", "-h", "127.0.0.1", "-U", "postgres", name], check=True)
+
+
+def setup() -> None:
+    """(Re)build the benchmark project: 40,000 issues in a shuffled queue, K = 7."""
+    ensure_database()
+    django_setup()
+    from django.contrib.auth.models import User
+    from django.core.cache import cache
+    from django.core.management import call_command
+
+    from annotator.models import Membership, Project, ProjectIssue, Role
+    from annotator.setup import order_queue
+    from ingest.models import Comment, Issue, Repository
+    from taxonomy.loader import load_study_taxonomy
+
+    call_command("migrate", verbosity=0)
+    cache.clear()
+    Project.objects.filter(name=PROJECT).delete()
+    Repository.objects.filter(owner="bench").delete()
+    User.objects.filter(username__startswith="bench-").delete()
+    version = load_study_taxonomy(only_if_missing=True)
+    project = Project.objects.create(
+        name=PROJECT, taxonomy_version=version, annotations_per_issue=K
+    )
+    repos = [
+        Repository.objects.create(
+            forge="github", api_url="https://api.github.com", owner="bench", name=f"repo{r}"
+        )
+        for r in range(4)
+    ]
+    body = "Training hangs at step 0 with `NCCL timeout`.\n\n```\nTraceback ...\n```\n" * 3
+    issues = Issue.objects.bulk_create(
+        [
+            Issue(
+                repository=repos[n % 4],
+                number=str(n),
+                url=f"https://github.com/bench/repo{n % 4}/issues/{n}",
+                title=f"Bench issue {n}",
+                body=body,
+                state="open",
+            )
+            for n in range(ISSUES)
+        ],
+        batch_size=5000,
+    )
+    ProjectIssue.objects.bulk_create(
+        [ProjectIssue(project=project, issue=i) for i in issues], batch_size=5000
+    )
+    order_queue(project, pilot_size=0, seed=1)
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")  # fresh statistics after the bulk load, as autovacuum would
+    # One issue with 100 comments, for the page benchmark; a reader holds it.
+    heavy = issues[-1]
+    Comment.objects.bulk_create(
+        [
+            Comment(
+                issue=heavy,
+                forge_id=str(c),
+                author=f"user{c}",
+                body=f"Comment {c}: tried `torch.distributed` with **NCCL_DEBUG=INFO**.\n\n"
+                "```\nRuntimeError: NCCL error in: ../torch/csrc/distributed/c10d\n```\n"
+                "- step one\n- step two\n\n![screenshot](https://example.com/s.png)",
+            )
+            for c in range(100)
+        ]
+    )
+    users = User.objects.bulk_create(
+        [User(username=f"bench-{n}", password="!") for n in range(ANNOTATORS)]
+        + [User(username="bench-reader", password="!")]
+    )
+    Membership.objects.bulk_create(
+        [Membership(project=project, user=u, role=Role.ANNOTATOR) for u in users]
+    )
+    print(f"project {project.pk}: {ISSUES} issues, K={K}, {len(users)} users")
+
+
+def sessions(usernames: list[str]) -> dict[str, str]:
+    """Session keys for the users, created directly in the session store."""
+    django_setup()
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+    from django.contrib.auth.models import User
+    from django.contrib.sessions.backends.db import SessionStore
+
+    keys = {}
+    for user in User.objects.filter(username__in=usernames):
+        store = SessionStore()
+        store[SESSION_KEY] = str(user.pk)
+        store[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+        store[HASH_SESSION_KEY] = user.get_session_auth_hash()
+        store.create()
+        keys[user.username] = store.session_key
+    return keys
+
+
+def start_server(workers: int, threads: int = 4) -> subprocess.Popen:
+    env = {**os.environ, **SERVER_ENV}
+    proc = subprocess.Popen(
+        [
+            str(ROOT / ".venv/bin/gunicorn"),
+            "annotator.wsgi",
+            "-b",
+            f"127.0.0.1:{PORT}",
+            "-w",
+            str(workers),
+            "--worker-class",
+            "gthread" if threads > 1 else "sync",
+            "--threads",
+            str(threads),
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+        # Its own log, so a server left behind never holds the caller's output open.
+        stdout=open("/tmp/bench_labeling_gunicorn.log", "ab"),  # noqa: SIM115
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+    )
+    import requests
+
+    for _ in range(120):
+        try:
+            if requests.get(f"{BASE}/healthz", timeout=5).ok:
+                return proc
+        except requests.RequestException:
+            pass
+        time.sleep(0.5)
+    proc.terminate()
+    raise SystemExit("gunicorn did not come up")
+
+
+def client(session_key: str):
+    import requests
+    from requests.adapters import HTTPAdapter
+
+    s = requests.Session()
+    s.mount("http://", HTTPAdapter(pool_connections=1, pool_maxsize=1))
+    s.cookies.set("sessionid", session_key, domain="127.0.0.1")
+    s.cookies.set("csrftoken", CSRF, domain="127.0.0.1")
+    s.headers["X-CSRFToken"] = CSRF
+    return s
+
+
+def label_payload(project_id: int) -> list[dict]:
+    django_setup()
+    from annotator.models import Project
+    from taxonomy.models import TaxonomyNode
+
+    project = Project.objects.get(pk=project_id)
+    themes = TaxonomyNode.objects.filter(version_id=project.taxonomy_version_id, level=2)
+    # A few popular themes, so issues both agree and disagree.
+    return [
+        {"issue_type": str(t.parent_id), "theme": str(t.pk), "summary": "bench"}
+        for t in list(themes)[:3]
+    ]
+
+
+def analyze() -> None:
+    """Fresh planner statistics, as autovacuum keeps them on a database in steady use.
+
+    Without this the annotation table, grown from zero by the previous run, is estimated at
+    a handful of rows and the queue's anti-join degrades into a nested loop (36 ms, not 3).
+    """
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "ANALYZE annotator_annotation, annotator_projectissue, annotator_reservation"
+        )
+
+
+def percentile(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    values = sorted(values)
+    return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
+
+
+def drive(n_users: int, think: float, duration: float) -> dict:
+    """n_users threads: next issue, (think, view the page,) submit; for `duration` seconds."""
+    django_setup()
+    from annotator.models import Annotation, Project
+
+    project = Project.objects.get(name=PROJECT)
+    analyze()
+    names = [f"bench-{n}" for n in range(n_users)]
+    keys = sessions(names)
+    labels = label_payload(project.pk)
+    before = Annotation.objects.filter(project=project).count()
+    next_ms: list[float] = []
+    submit_ms: list[float] = []
+    ok = [0]
+    failures: list[str] = []
+    lock = threading.Lock()
+    stop = time.monotonic() + duration
+    next_url = f"{BASE}/projects/{project.pk}/label/"
+
+    def run(name: str, seed: int) -> None:
+        rng = random.Random(seed)
+        s = client(keys[name])
+        # Spread the first requests over the think time, as people arrive at different times.
+        time.sleep(rng.uniform(0, think))
+        while time.monotonic() < stop:
+            t0 = time.perf_counter()
+            r = s.get(next_url, allow_redirects=False)
+            t1 = time.perf_counter()
+            if r.status_code != 302:
+                with lock:
+                    failures.append(f"next {r.status_code}")
+                break
+            item_url = BASE + r.headers["Location"]
+            if think:
+                s.get(item_url)  # the browser loads the page; not part of the two figures
+                time.sleep(rng.uniform(0.5 * think, 1.5 * think))
+            t2 = time.perf_counter()
+            r = s.post(item_url, data=rng.choice(labels), allow_redirects=False)
+            t3 = time.perf_counter()
+            with lock:
+                next_ms.append((t1 - t0) * 1000)
+                if r.status_code == 302:
+                    submit_ms.append((t3 - t2) * 1000)
+                    ok[0] += 1
+                else:
+                    failures.append(f"submit {r.status_code}")
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=run, args=(n, i)) for i, n in enumerate(names)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.monotonic() - started
+    from django.db import connection
+    from django.db.models import Count
+
+    connection.close()
+    after = Annotation.objects.filter(project=project).count()
+    surplus = (
+        Annotation.objects.filter(project=project, is_current=True)
+        .values("issue_id")
+        .annotate(n=Count("id"))
+        .filter(n__gt=K)
+        .count()
+    )
+    return {
+        "users": n_users,
+        "think_s": think,
+        "seconds": round(elapsed, 1),
+        "submissions": ok[0],
+        "submissions_per_s": round(ok[0] / elapsed, 1),
+        "stored": after - before,
+        "lost": ok[0] - (after - before),
+        "issues_over_k": surplus,
+        "failures": len(failures),
+        "next_p50": round(percentile(next_ms, 50), 1),
+        "next_p95": round(percentile(next_ms, 95), 1),
+        "next_p99": round(percentile(next_ms, 99), 1),
+        "submit_p50": round(percentile(submit_ms, 50), 1),
+        "submit_p95": round(percentile(submit_ms, 95), 1),
+        "submit_p99": round(percentile(submit_ms, 99), 1),
+    }
+
+
+def page(requests_n: int = 50) -> dict:
+    """Time the labeling page of the 100-comment issue (first, cold, then warm)."""
+    django_setup()
+    from datetime import timedelta
+
+    from django.contrib.auth.models import User
+    from django.core.cache import cache
+    from django.utils import timezone
+
+    from annotator.models import Project, ProjectIssue, Reservation
+
+    project = Project.objects.get(name=PROJECT)
+    heavy = ProjectIssue.objects.filter(project=project).order_by("-issue_id").first()
+    reader = User.objects.get(username="bench-reader")
+    Reservation.objects.update_or_create(
+        project_issue=heavy,
+        annotator=reader,
+        defaults={"expires_at": timezone.now() + timedelta(days=1), "skipped_at": None},
+    )
+    cache.clear()  # the first request renders all 101 Markdown texts
+    s = client(sessions(["bench-reader"])["bench-reader"])
+    url = f"{BASE}/projects/{project.pk}/label/{heavy.pk}/"
+    times = []
+    for _ in range(requests_n):
+        t0 = time.perf_counter()
+        r = s.get(url)
+        times.append((time.perf_counter() - t0) * 1000)
+        assert r.status_code == 200 and r.text.count('class="comment"') == 100, r.status_code
+    warm = times[1:]
+    return {
+        "cold_ms": round(times[0], 1),
+        "warm_p50": round(percentile(warm, 50), 1),
+        "warm_p95": round(percentile(warm, 95), 1),
+        "bytes": len(r.content),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("scenario", choices=["setup", "realistic", "saturation", "page", "all"])
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=4, help="1: sync workers")
+    args = parser.parse_args()
+    if args.scenario in ("setup", "all"):
+        setup()
+        if args.scenario == "setup":
+            return
+    scenarios = ["realistic", "saturation", "page"] if args.scenario == "all" else [args.scenario]
+    server = start_server(args.workers, args.threads)
+    try:
+        for _ in range(args.runs):
+            for name in scenarios:
+                if name == "realistic":
+                    result = drive(ANNOTATORS, 5.0, args.seconds)
+                elif name == "saturation":
+                    result = drive(20, 0.0, args.seconds)
+                else:
+                    result = page()
+                print(name, result, flush=True)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,296 @@
+"""The REST API: every queryset is scoped by the caller's membership of the project.
+
+A non-member, or a member whose role may not see an endpoint, gets 404 (never 403), as
+everywhere else. Annotators see only their own annotations; researchers read final labels,
+the annotations of final issues (pseudonymous, as in the exports) and exports.
+"""
+
+from __future__ import annotations
+
+import django_filters
+from django.db.models import Case, F, Prefetch, Value, When
+from django.http import FileResponse, Http404
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, status
+from rest_framework.response import Response
+from rest_framework.reverse import reverse
+from rest_framework.views import APIView
+
+from agreement.measures import agreement_report
+from annotator.models import (
+    LEAD_ROLES,
+    Annotation,
+    Membership,
+    Project,
+    ProjectIssue,
+    Resolution,
+    Role,
+)
+from annotator.permissions import membership_or_404
+from dataset.exports import export_path, pseudonyms, start_export
+from dataset.models import ExportJob
+from dataset.serializers import (
+    AnnotationSerializer,
+    ExportJobSerializer,
+    ProjectIssueSerializer,
+    ProjectSerializer,
+    ResolutionSerializer,
+)
+from dataset.views import EXPORT_ROLES, can_use_real_names
+
+AGREEMENT_ROLES = (Role.LEAD, Role.ADMIN, Role.RESEARCHER)
+
+
+class ApiRoot(APIView):
+    @extend_schema(exclude=True)
+    def get(self, request):
+        return Response(
+            {
+                "projects": reverse("api_projects", request=request),
+                "schema": reverse("api_schema", request=request),
+                "docs": reverse("api_docs", request=request),
+                "token": reverse("api_token", request=request),
+            }
+        )
+
+
+class ProjectScoped:
+    """Looks the project up once per request through `membership_or_404`."""
+
+    roles: tuple | None = None
+
+    def membership(self) -> Membership:
+        if not hasattr(self, "_membership"):
+            self._membership = membership_or_404(
+                self.request.user, self.kwargs["project_id"], roles=self.roles
+            )
+        return self._membership
+
+    def fake(self) -> bool:
+        # drf-spectacular builds querysets without a request user to read the models.
+        return getattr(self, "swagger_fake_view", False)
+
+
+class ProjectList(generics.ListAPIView):
+    """The projects you are a member of, with your role."""
+
+    serializer_class = ProjectSerializer
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Project.objects.none()
+        if self.request.user.is_superuser:
+            return Project.objects.select_related("taxonomy_version")
+        return Project.objects.filter(memberships__user=self.request.user).select_related(
+            "taxonomy_version"
+        )
+
+    def get_serializer_context(self):
+        context = super().get_serializer_context()
+        if not getattr(self, "swagger_fake_view", False):
+            context["roles"] = dict(
+                Membership.objects.filter(user=self.request.user).values_list("project_id", "role")
+            )
+        return context
+
+
+class ProjectDetail(ProjectScoped, generics.RetrieveAPIView):
+    """One project you are a member of."""
+
+    serializer_class = ProjectSerializer
+
+    def get_object(self):
+        return self.membership().project
+
+    def get_serializer_context(self):
+        context = super().get_serializer_context()
+        if not self.fake():
+            m = self.membership()
+            context["roles"] = {m.project_id: m.role}
+        return context
+
+
+class IssueFilter(django_filters.FilterSet):
+    repository = django_filters.CharFilter(
+        method="filter_repository", help_text="repository id or owner/name"
+    )
+    state = django_filters.CharFilter(field_name="issue__state")
+    status = django_filters.ChoiceFilter(
+        field_name="shown_status", choices=ProjectIssue.Status.choices
+    )
+    final_type = django_filters.CharFilter(
+        method="filter_final", help_text="type code of the final label, e.g. C"
+    )
+    theme = django_filters.CharFilter(
+        method="filter_final", help_text="theme code of the final label, e.g. C.5"
+    )
+    created_after = django_filters.DateFilter(
+        field_name="issue__created_at", lookup_expr="date__gte"
+    )
+    created_before = django_filters.DateFilter(
+        field_name="issue__created_at", lookup_expr="date__lte"
+    )
+
+    class Meta:
+        model = ProjectIssue
+        fields = ["repository", "state", "status", "final_type", "theme"]
+
+    def filter_repository(self, queryset, name, value):
+        if value.isdigit():
+            return queryset.filter(issue__repository_id=int(value))
+        owner, _, repo = value.rpartition("/")
+        return queryset.filter(issue__repository__owner=owner, issue__repository__name=repo)
+
+    def filter_final(self, queryset, name, value):
+        node = "issue_type" if name == "final_type" else "theme"
+        final = Resolution.objects.filter(
+            project_id=self.request.parser_context["kwargs"]["project_id"],
+            is_current=True,
+            **{f"{node}__code": value},
+        ).values("issue_id")
+        return queryset.filter(issue_id__in=final)
+
+
+class IssueList(ProjectScoped, generics.ListAPIView):
+    """The project's issues in queue order, with the final label once there is one."""
+
+    serializer_class = ProjectIssueSerializer
+    filterset_class = IssueFilter
+
+    def get_queryset(self):
+        if self.fake():
+            return ProjectIssue.objects.none()
+        membership = self.membership()
+        project = membership.project
+        shown = F("status")
+        if membership.role == Role.ANNOTATOR:
+            # "In disagreement" would tell an annotator how others labeled: show it as open.
+            shown = Case(
+                When(status=ProjectIssue.Status.DISAGREEMENT, then=Value("open")),
+                default=F("status"),
+            )
+        return (
+            ProjectIssue.objects.filter(project=project)
+            .annotate(shown_status=shown)
+            .select_related("issue__repository")
+            .prefetch_related(
+                Prefetch(
+                    "issue__resolutions",
+                    queryset=Resolution.objects.filter(
+                        project=project, is_current=True
+                    ).select_related("issue_type", "theme", "sub_theme"),
+                    to_attr="current_resolutions",
+                )
+            )
+            .order_by("position", "pk")
+        )
+
+
+class AnnotationList(ProjectScoped, generics.ListAPIView):
+    """Annotations under pseudonyms: annotators get their own, researchers final issues'.
+
+    Leads and admins get all of them.
+    """
+
+    serializer_class = AnnotationSerializer
+    filterset_fields = ["issue", "is_current"]
+
+    def get_queryset(self):
+        if self.fake():
+            return Annotation.objects.none()
+        membership = self.membership()
+        qs = Annotation.objects.filter(project=membership.project)
+        if membership.role == Role.ANNOTATOR:
+            qs = qs.filter(annotator=self.request.user)
+        elif membership.role == Role.RESEARCHER:
+            # Researchers read final data only, like the exports they may download.
+            qs = qs.filter(
+                issue__project_issues__project=membership.project,
+                issue__project_issues__status=ProjectIssue.Status.FINAL,
+            )
+        elif membership.role not in LEAD_ROLES:
+            raise Http404
+        return qs.select_related("issue", "issue_type", "theme", "sub_theme").order_by(
+            "issue_id", "annotator_id", "revision"
+        )
+
+    def get_serializer_context(self):
+        context = super().get_serializer_context()
+        if not self.fake():
+            context["pseudonyms"] = pseudonyms(self.membership().project)
+        return context
+
+
+class ResolutionList(ProjectScoped, generics.ListAPIView):
+    """The current final labels."""
+
+    serializer_class = ResolutionSerializer
+    filterset_fields = ["method"]
+
+    def get_queryset(self):
+        if self.fake():
+            return Resolution.objects.none()
+        return (
+            Resolution.objects.filter(project=self.membership().project, is_current=True)
+            .select_related("issue", "issue_type", "theme", "sub_theme")
+            .order_by("issue_id")
+        )
+
+
+class AgreementView(ProjectScoped, APIView):
+    """The agreement report (Fleiss, Krippendorff, Cohen, confusions); not for annotators."""
+
+    roles = AGREEMENT_ROLES
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, project_id: int):
+        return Response(agreement_report(self.membership().project))
+
+
+class ExportList(ProjectScoped, generics.ListCreateAPIView):
+    """Export jobs; POST starts one (a ZIP of every format, built by a worker)."""
+
+    serializer_class = ExportJobSerializer
+    roles = EXPORT_ROLES
+    filter_backends: list = []
+
+    def get_queryset(self):
+        if self.fake():
+            return ExportJob.objects.none()
+        return ExportJob.objects.filter(project=self.membership().project)
+
+    @extend_schema(request=None, responses=ExportJobSerializer)
+    def post(self, request, project_id: int):
+        membership = self.membership()
+        real_names = can_use_real_names(membership) and bool(request.data.get("real_names"))
+        job = start_export(membership.project, request.user, real_names=real_names)
+        data = ExportJobSerializer(job, context={"request": request}).data
+        return Response(data, status=status.HTTP_201_CREATED)
+
+
+class ExportDetail(ProjectScoped, generics.RetrieveAPIView):
+    """One export job: status, progress, SHA-256 and download link when ready."""
+
+    serializer_class = ExportJobSerializer
+    roles = EXPORT_ROLES
+
+    def get_object(self):
+        return get_object_or_404(ExportJob, pk=self.kwargs["pk"], project=self.membership().project)
+
+
+class ExportDownload(ProjectScoped, APIView):
+    """The export's ZIP file."""
+
+    roles = EXPORT_ROLES
+
+    @extend_schema(responses={(200, "application/zip"): OpenApiTypes.BINARY})
+    def get(self, request, project_id: int, pk: int):
+        job = get_object_or_404(
+            ExportJob, pk=pk, project=self.membership().project, status=ExportJob.Status.DONE
+        )
+        path = export_path(job)
+        if not path.exists():
+            raise Http404
+        return FileResponse(open(path, "rb"), as_attachment=True, filename=job.filename)

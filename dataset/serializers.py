@@ -1,0 +1,158 @@
+"""API representations. Annotators appear only under pseudonyms."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from annotator.models import Annotation, Project, ProjectIssue, Resolution
+from dataset.models import ExportJob
+
+
+def _code(node) -> str | None:
+    return node.code if node is not None else None
+
+
+class ProjectSerializer(serializers.ModelSerializer):
+    taxonomy_version = serializers.StringRelatedField()
+    role = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Project
+        fields = ["id", "name", "description", "taxonomy_version", "annotations_per_issue", "role"]
+
+    def get_role(self, project) -> str | None:
+        return self.context.get("roles", {}).get(project.pk)
+
+
+class LabelSerializer(serializers.Serializer):
+    """The label fields shared by annotations and resolutions, as codes."""
+
+    code = serializers.CharField(source="label_code")
+    type = serializers.SerializerMethodField()
+    theme = serializers.SerializerMethodField()
+    sub_theme = serializers.SerializerMethodField()
+    is_false_positive = serializers.BooleanField()
+    false_positive_reason = serializers.CharField()
+
+    def get_type(self, obj) -> str | None:
+        return _code(obj.issue_type)
+
+    def get_theme(self, obj) -> str | None:
+        return _code(obj.theme)
+
+    def get_sub_theme(self, obj) -> str | None:
+        return _code(obj.sub_theme)
+
+
+class ProjectIssueSerializer(serializers.ModelSerializer):
+    id = serializers.IntegerField(source="issue.id")
+    url = serializers.CharField(source="issue.url")
+    repository = serializers.CharField(source="issue.repository.full_name")
+    forge = serializers.CharField(source="issue.repository.forge")
+    number = serializers.CharField(source="issue.number")
+    title = serializers.CharField(source="issue.title")
+    state = serializers.CharField(source="issue.state")
+    created_at = serializers.DateTimeField(source="issue.created_at")
+    status = serializers.CharField(source="shown_status")
+    final = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ProjectIssue
+        fields = [
+            "id",
+            "url",
+            "repository",
+            "forge",
+            "number",
+            "title",
+            "state",
+            "created_at",
+            "status",
+            "final",
+        ]
+
+    def get_final(self, obj) -> dict | None:
+        current = getattr(obj.issue, "current_resolutions", [])
+        return LabelSerializer(current[0]).data if current else None
+
+
+class AnnotationSerializer(LabelSerializer, serializers.ModelSerializer):
+    issue_url = serializers.CharField(source="issue.url")
+    annotator = serializers.SerializerMethodField()
+    is_mine = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Annotation
+        fields = [
+            "id",
+            "issue",
+            "issue_url",
+            "annotator",
+            "is_mine",
+            "revision",
+            "is_current",
+            "code",
+            "type",
+            "theme",
+            "sub_theme",
+            "is_false_positive",
+            "false_positive_reason",
+            "summary",
+            "created_at",
+        ]
+
+    def get_annotator(self, obj) -> str:
+        return self.context["pseudonyms"].get(obj.annotator_id, f"annotator-{obj.annotator_id}")
+
+    def get_is_mine(self, obj) -> bool:
+        return obj.annotator_id == self.context["request"].user.pk
+
+
+class ResolutionSerializer(LabelSerializer, serializers.ModelSerializer):
+    issue_url = serializers.CharField(source="issue.url")
+
+    class Meta:
+        model = Resolution
+        fields = [
+            "id",
+            "issue",
+            "issue_url",
+            "code",
+            "type",
+            "theme",
+            "sub_theme",
+            "is_false_positive",
+            "false_positive_reason",
+            "method",
+            "decided_at",
+        ]
+
+
+class ExportJobSerializer(serializers.ModelSerializer):
+    download_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ExportJob
+        fields = [
+            "id",
+            "status",
+            "progress",
+            "step",
+            "error",
+            "real_names",
+            "size",
+            "sha256",
+            "created_at",
+            "finished_at",
+            "download_url",
+        ]
+        read_only_fields = fields
+
+    def get_download_url(self, job) -> str | None:
+        if job.status != ExportJob.Status.DONE:
+            return None
+        from django.urls import reverse
+
+        return self.context["request"].build_absolute_uri(
+            reverse("api_export_download", args=[job.project_id, job.pk])
+        )

@@ -1,0 +1,58 @@
+"""Export pages: start a ZIP export, watch its progress (htmx polling), download it."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import FileResponse, Http404
+from django.shortcuts import get_object_or_404, redirect, render
+
+from annotator.models import Role
+from annotator.permissions import membership_or_404
+from dataset.exports import export_path, start_export
+from dataset.models import ExportJob
+
+# Exports hold every annotation (pseudonymous): not for annotators, who are blind to others.
+EXPORT_ROLES = (Role.LEAD, Role.ADMIN, Role.RESEARCHER)
+
+
+def can_use_real_names(membership) -> bool:
+    return membership.role == Role.ADMIN or membership.user.is_superuser
+
+
+@login_required
+def exports(request, project_id: int):
+    membership = membership_or_404(request.user, project_id, roles=EXPORT_ROLES)
+    project = membership.project
+    if request.method == "POST":
+        real_names = can_use_real_names(membership) and request.POST.get("real_names") == "on"
+        job = start_export(project, request.user, real_names=real_names)
+        if request.htmx:
+            return render(
+                request, "dataset/_job.html", {"project": project, "job": job, "created": True}
+            )
+        return redirect("exports", project_id=project.pk)
+    jobs = ExportJob.objects.filter(project=project)[:10]
+    return render(
+        request,
+        "dataset/exports.html",
+        {"project": project, "jobs": jobs, "may_use_real_names": can_use_real_names(membership)},
+    )
+
+
+@login_required
+def export_job(request, project_id: int, job_id: int):
+    membership = membership_or_404(request.user, project_id, roles=EXPORT_ROLES)
+    job = get_object_or_404(ExportJob, pk=job_id, project=membership.project)
+    return render(request, "dataset/_job.html", {"project": membership.project, "job": job})
+
+
+@login_required
+def export_download(request, project_id: int, job_id: int):
+    membership = membership_or_404(request.user, project_id, roles=EXPORT_ROLES)
+    job = get_object_or_404(
+        ExportJob, pk=job_id, project=membership.project, status=ExportJob.Status.DONE
+    )
+    path = export_path(job)
+    if not path.exists():
+        raise Http404
+    return FileResponse(open(path, "rb"), as_attachment=True, filename=job.filename)

@@ -1,0 +1,603 @@
+"""Forge clients for GitHub REST v3, Gitee v5 and GitLab v4 on `requests` sessions.
+
+Each client builds the first URL of a listing, fetches one page at a time (following the
+forge's own pagination: GitHub's Link header, which switches to `after=` cursors on deep
+listings; Gitee's `total_page` header; GitLab's Link or `x-next-page`), and turns forge JSON
+into field dicts for `Issue` and `Comment`, with times in UTC.
+
+Failures are classified so the caller can act without sleeping a worker:
+`RateLimited` carries the time to try again; `FatalForgeError` (401, 404, 410, 422 …) fails a
+run clearly; 5xx, timeouts, resets and unreadable JSON are retried here with a short backoff
+and become `TransientForgeError` once the retries run out. Tokens never leave this module:
+every URL or message that leaves it has been through `redact`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+import requests
+from django.conf import settings
+from django.utils import timezone
+
+from ingest.models import Repository
+
+log = logging.getLogger(__name__)
+
+PER_PAGE = 100
+TOKEN_PARAMS = {"access_token", "private_token"}
+
+
+def _setting(name: str, default: Any) -> Any:
+    return getattr(settings, name, default)
+
+
+class ForgeError(Exception):
+    """A forge request failed; the message names the status and the (redacted) URL."""
+
+
+class FatalForgeError(ForgeError):
+    """Retrying will not help: bad credentials, a missing repository, a rejected query."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class TransientForgeError(ForgeError):
+    """Server errors, timeouts or resets that outlasted the retries."""
+
+
+class RateLimited(ForgeError):
+    """The quota (or a secondary limit) is exhausted: try again at `retry_at`."""
+
+    def __init__(self, message: str, retry_at: datetime, secondary: bool = False) -> None:
+        super().__init__(message)
+        self.retry_at = retry_at
+        self.secondary = secondary
+
+
+def strip_token(url: str) -> str:
+    """The URL without token query parameters, for storing and logging."""
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)]
+    kept = [(k, v) for k, v in query if k.lower() not in TOKEN_PARAMS]
+    if len(kept) == len(query):
+        return url
+    return urlunsplit(parts._replace(query=urlencode(kept)))
+
+
+def with_params(url: str, **params: Any) -> str:
+    """The URL with query parameters set (replacing any of the same name)."""
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in params]
+    query += [(k, str(v)) for k, v in params.items() if v is not None]
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+def query_param(url: str, name: str) -> str | None:
+    for k, v in parse_qsl(urlsplit(url).query, keep_blank_values=True):
+        if k == name:
+            return v
+    return None
+
+
+def parse_time(value: str | None) -> datetime | None:
+    """An ISO 8601 forge time as an aware UTC datetime (Gitee answers in +08:00)."""
+    if not value:
+        return None
+    parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
+
+
+def format_time(value: datetime) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_link_header(header: str | None) -> dict[str, str]:
+    links: dict[str, str] = {}
+    for part in (header or "").split(","):
+        if ";" not in part:
+            continue
+        target, *params = part.split(";")
+        url = target.strip().strip("<>")
+        for param in params:
+            key, _, value = param.strip().partition("=")
+            if key == "rel":
+                for rel in value.strip('"').split():
+                    links[rel] = url
+    return links
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value not in (None, "") else None
+    except ValueError:
+        return None
+
+
+@dataclass
+class Page:
+    url: str  # without token
+    items: list[dict] = field(default_factory=list)
+    next_url: str | None = None
+    etag: str | None = None
+    not_modified: bool = False
+    pages_estimate: int | None = None
+    final_url: str | None = None  # after redirects (a moved issue), without token
+
+
+@dataclass
+class ParsedComment:
+    issue_number: str | None
+    fields: dict[str, Any]
+
+
+class ForgeClient:
+    """Shared request logic; subclasses know URLs, pagination and JSON shapes."""
+
+    forge: str = ""
+    has_repository_comments = True
+
+    def __init__(
+        self,
+        repository: Repository,
+        token: str | None = None,
+        session: requests.Session | None = None,
+    ) -> None:
+        self.repository = repository
+        self.api_url = repository.api_url.rstrip("/")
+        self.token = token if token is not None else settings.FORGE_TOKENS.get(self.forge, "")
+        self.session = session or requests.Session()
+        self.session.headers.setdefault("User-Agent", "issue-annotator-ingest")
+        self.timeout = (
+            _setting("INGEST_CONNECT_TIMEOUT", 5.0),
+            _setting("INGEST_READ_TIMEOUT", 30.0),
+        )
+        self.max_retries: int = _setting("INGEST_MAX_RETRIES", 4)
+        self.backoff: float = _setting("INGEST_BACKOFF_SECONDS", 1.0)
+        self.secondary_wait: float = _setting("INGEST_SECONDARY_WAIT_SECONDS", 60.0)
+        self.secondary_streak = 0  # rate-limit waits so far in the run: doubles the next one
+        self.requests = 0
+        self.retries = 0
+        self.quota_remaining: int | None = None
+        self.quota_reset: datetime | None = None
+
+    # -- secrets ----------------------------------------------------------------------
+    def redact(self, text: str) -> str:
+        if self.token:
+            text = text.replace(self.token, "***")
+            text = text.replace(quote(self.token, safe=""), "***")
+        return text
+
+    def auth_headers(self) -> dict[str, str]:
+        return {}
+
+    def authorize_url(self, url: str) -> str:
+        return url
+
+    # -- URLs ---------------------------------------------------------------------------
+    def issues_url(self, since: datetime | None) -> str:
+        raise NotImplementedError
+
+    def comments_url(self, since: datetime | None) -> str | None:
+        raise NotImplementedError
+
+    def issue_url(self, number: str) -> str:
+        raise NotImplementedError
+
+    def issue_comments_url(self, number: str) -> str:
+        raise NotImplementedError
+
+    def next_page(self, response: requests.Response, url: str, items: list) -> str | None:
+        raise NotImplementedError
+
+    def pages_estimate(self, response: requests.Response) -> int | None:
+        return None
+
+    # -- JSON -----------------------------------------------------------------------------
+    def parse_issue(self, raw: dict) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def parse_comment(self, raw: dict, issue_number: str | None = None) -> ParsedComment | None:
+        raise NotImplementedError
+
+    # -- requests -------------------------------------------------------------------------
+    def _read_quota(self, response: requests.Response) -> None:
+        h = response.headers
+        remaining = _int(h.get("X-RateLimit-Remaining") or h.get("RateLimit-Remaining"))
+        reset = _int(h.get("X-RateLimit-Reset") or h.get("RateLimit-Reset"))
+        if remaining is not None:
+            self.quota_remaining = remaining
+        if reset is not None:
+            self.quota_reset = datetime.fromtimestamp(reset, UTC)
+
+    def _message(self, response: requests.Response) -> str:
+        try:
+            data = response.json()
+        except ValueError:
+            return response.text[:200]
+        if isinstance(data, dict):
+            return str(data.get("message") or data.get("error") or data)[:300]
+        return str(data)[:300]
+
+    def _rate_limit(self, response: requests.Response) -> RateLimited | None:
+        """A RateLimited for a 403/429 that is a rate limit; None for another kind of 403."""
+        message = self._message(response)
+        now = timezone.now()
+        retry_after = _int(response.headers.get("Retry-After"))
+        secondary = "secondary rate limit" in message.lower()
+        where = self.redact(strip_token(response.url))
+        if retry_after is not None:
+            return RateLimited(
+                f"{response.status_code} {message} (Retry-After {retry_after}s) at {where}",
+                now + timedelta(seconds=retry_after),
+                secondary=True,
+            )
+        if self.quota_remaining == 0 and self.quota_reset is not None:
+            return RateLimited(
+                f"{response.status_code} quota exhausted at {where}: {message}",
+                max(self.quota_reset, now) + timedelta(seconds=1),
+            )
+        if secondary or response.status_code == 429:
+            # No Retry-After and quota left: wait at least a minute, doubling each time.
+            wait = self.secondary_wait * (2 ** min(self.secondary_streak, 5))
+            return RateLimited(
+                f"{response.status_code} {message} at {where}",
+                now + timedelta(seconds=wait),
+                secondary=True,
+            )
+        return None
+
+    def get_page(self, url: str, etag: str | None = None) -> Page:
+        """One page of a listing (or one object), retried on transient failures."""
+        clean = strip_token(url)
+        where = self.redact(clean)
+        last_error = ""
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                self.retries += 1
+                time.sleep(self.backoff * 2 ** (attempt - 1))
+            headers = {"Accept": "application/json", **self.auth_headers()}
+            if etag:
+                headers["If-None-Match"] = etag
+            try:
+                self.requests += 1
+                response = self.session.get(
+                    self.authorize_url(clean), headers=headers, timeout=self.timeout
+                )
+            except (requests.Timeout, requests.ConnectionError) as exc:
+                last_error = f"{type(exc).__name__} at {where}"
+                log.warning("forge request failed, will retry: %s", last_error)
+                continue
+            self._read_quota(response)
+            status = response.status_code
+            if status == 304:
+                return Page(url=clean, not_modified=True, etag=etag)
+            if status in (403, 429):
+                limited = self._rate_limit(response)
+                if limited is not None:
+                    raise limited
+                last_error = f"403 {self._message(response)} at {where}"
+                continue  # a transient 403: a few bounded retries
+            if status == 401:
+                raise FatalForgeError(
+                    f"401 Unauthorized at {where}: check the {self.forge} token", status
+                )
+            if status == 404 and self.retry_not_found(clean) and attempt < 2:
+                last_error = f"404 at {where}"
+                continue
+            if status in (404, 410):
+                raise FatalForgeError(f"{status} {self._message(response)} at {where}", status)
+            if status >= 500:
+                last_error = f"{status} server error at {where}"
+                log.warning("forge answered %s, will retry: %s", status, where)
+                continue
+            if status >= 400:
+                raise FatalForgeError(f"{status} {self._message(response)} at {where}", status)
+            try:
+                data = response.json()
+            except ValueError:  # truncated or garbled body
+                last_error = f"unreadable JSON at {where}"
+                log.warning("unreadable forge JSON, will retry: %s", where)
+                continue
+            if data is None:
+                last_error = f"empty (null) response at {where}"
+                continue
+            items = data if isinstance(data, list) else [data]
+            final = strip_token(response.url)
+            return Page(
+                url=clean,
+                items=items,
+                next_url=self._next(response, clean, items) if isinstance(data, list) else None,
+                etag=response.headers.get("ETag"),
+                pages_estimate=self.pages_estimate(response),
+                final_url=self.redact(final) if response.history else None,
+            )
+        raise TransientForgeError(
+            f"gave up after {self.max_retries + 1} attempts: {self.redact(last_error)}"
+        )
+
+    def _next(self, response: requests.Response, url: str, items: list) -> str | None:
+        nxt = self.next_page(response, url, items)
+        return strip_token(nxt) if nxt else None
+
+    def retry_not_found(self, url: str) -> bool:
+        return False
+
+    def iter_pages(self, url: str):
+        """Every page of a listing (used for small per-issue listings)."""
+        next_url: str | None = url
+        while next_url:
+            page = self.get_page(next_url)
+            yield page
+            next_url = page.next_url
+
+
+def _login(user: dict | None, key: str = "login") -> str:
+    return (user or {}).get(key) or ""
+
+
+class GitHubClient(ForgeClient):
+    forge = Repository.Forge.GITHUB
+
+    def auth_headers(self) -> dict[str, str]:
+        headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        return headers
+
+    @property
+    def base(self) -> str:
+        r = self.repository
+        return f"{self.api_url}/repos/{quote(r.owner)}/{quote(r.name)}"
+
+    def issues_url(self, since: datetime | None) -> str:
+        return with_params(
+            f"{self.base}/issues",
+            state="all",
+            sort="updated",
+            direction="asc",
+            per_page=PER_PAGE,
+            since=format_time(since) if since else None,
+        )
+
+    def comments_url(self, since: datetime | None) -> str:
+        return with_params(
+            f"{self.base}/issues/comments",
+            sort="updated",
+            direction="asc",
+            per_page=PER_PAGE,
+            since=format_time(since) if since else None,
+        )
+
+    def issue_url(self, number: str) -> str:
+        return f"{self.base}/issues/{quote(number)}"
+
+    def issue_comments_url(self, number: str) -> str:
+        return with_params(f"{self.base}/issues/{quote(number)}/comments", per_page=PER_PAGE)
+
+    def next_page(self, response: requests.Response, url: str, items: list) -> str | None:
+        # Never build page numbers: past ~1,000 items GitHub switches to `after=` cursors.
+        return parse_link_header(response.headers.get("Link")).get("next")
+
+    def pages_estimate(self, response: requests.Response) -> int | None:
+        last = parse_link_header(response.headers.get("Link")).get("last")
+        return _int(query_param(last, "page")) if last else None
+
+    def parse_issue(self, raw: dict) -> dict[str, Any]:
+        return {
+            "number": str(raw["number"]),
+            "url": raw.get("html_url") or "",
+            "title": raw.get("title") or "",
+            "body": raw.get("body") or "",
+            "author": _login(raw.get("user")),
+            "state": raw.get("state") or "",
+            "labels": [lb.get("name", "") if isinstance(lb, dict) else str(lb)
+                       for lb in raw.get("labels") or []],
+            "created_at": parse_time(raw.get("created_at")),
+            "updated_at": parse_time(raw.get("updated_at")),
+            "closed_at": parse_time(raw.get("closed_at")),
+            "comments_count": int(raw.get("comments") or 0),
+            "is_pull_request": "pull_request" in raw,
+        }  # fmt: skip
+
+    def parse_comment(self, raw: dict, issue_number: str | None = None) -> ParsedComment | None:
+        if issue_number is None:
+            issue_url = raw.get("issue_url") or ""
+            issue_number = issue_url.rstrip("/").rsplit("/", 1)[-1] or None
+        return ParsedComment(
+            issue_number,
+            {
+                "forge_id": str(raw["id"]),
+                "author": _login(raw.get("user")),
+                "body": raw.get("body") or "",
+                "created_at": parse_time(raw.get("created_at")),
+                "updated_at": parse_time(raw.get("updated_at")),
+            },
+        )
+
+
+class GiteeClient(ForgeClient):
+    forge = Repository.Forge.GITEE
+
+    def authorize_url(self, url: str) -> str:
+        # Gitee takes the token in the query string: added at the last moment, never stored.
+        return with_params(url, access_token=self.token) if self.token else url
+
+    @property
+    def base(self) -> str:
+        r = self.repository
+        return f"{self.api_url}/repos/{quote(r.owner)}/{quote(r.name)}"
+
+    def issues_url(self, since: datetime | None) -> str:
+        return with_params(
+            f"{self.base}/issues",
+            state="all",
+            sort="updated",
+            direction="asc",
+            page=1,
+            per_page=PER_PAGE,
+            since=format_time(since) if since else None,
+        )
+
+    def comments_url(self, since: datetime | None) -> str:
+        return with_params(
+            f"{self.base}/issues/comments",
+            sort="updated",
+            direction="asc",
+            page=1,
+            per_page=PER_PAGE,
+            since=format_time(since) if since else None,
+        )
+
+    def issue_url(self, number: str) -> str:
+        return f"{self.base}/issues/{quote(number)}"
+
+    def issue_comments_url(self, number: str) -> str:
+        return with_params(f"{self.base}/issues/{quote(number)}/comments", page=1, per_page=100)
+
+    def retry_not_found(self, url: str) -> bool:
+        return "/comments" in urlsplit(url).path  # spurious 404s on sub-resources
+
+    def next_page(self, response: requests.Response, url: str, items: list) -> str | None:
+        link = parse_link_header(response.headers.get("Link")).get("next")
+        if link:
+            return link
+        # No Link header (the usual case): page by total_page, or until a short page.
+        page = _int(query_param(url, "page")) or 1
+        total_pages = _int(response.headers.get("total_page"))
+        if total_pages is not None:
+            return with_params(url, page=page + 1) if page < total_pages else None
+        per_page = _int(query_param(url, "per_page")) or 20
+        return with_params(url, page=page + 1) if len(items) >= per_page else None
+
+    def pages_estimate(self, response: requests.Response) -> int | None:
+        return _int(response.headers.get("total_page"))
+
+    def parse_issue(self, raw: dict) -> dict[str, Any]:
+        return {
+            "number": str(raw["number"]),
+            "url": raw.get("html_url") or "",
+            "title": raw.get("title") or "",
+            "body": raw.get("body") or "",
+            "author": _login(raw.get("user")),
+            "state": raw.get("state") or "",
+            "labels": [lb.get("name", "") if isinstance(lb, dict) else str(lb)
+                       for lb in raw.get("labels") or []],
+            "created_at": parse_time(raw.get("created_at")),
+            "updated_at": parse_time(raw.get("updated_at")),
+            "closed_at": parse_time(raw.get("finished_at")),
+            "comments_count": int(raw.get("comments") or 0),
+            "is_pull_request": False,
+        }  # fmt: skip
+
+    def parse_comment(self, raw: dict, issue_number: str | None = None) -> ParsedComment | None:
+        if issue_number is None:
+            issue_number = ((raw.get("target") or {}).get("issue") or {}).get("number")
+        return ParsedComment(
+            str(issue_number) if issue_number else None,
+            {
+                "forge_id": str(raw["id"]),
+                "author": _login(raw.get("user")),
+                "body": raw.get("body") or "",
+                "created_at": parse_time(raw.get("created_at")),
+                "updated_at": parse_time(raw.get("updated_at")),
+            },
+        )
+
+
+class GitLabClient(ForgeClient):
+    forge = Repository.Forge.GITLAB
+    has_repository_comments = False  # notes only per issue
+
+    def auth_headers(self) -> dict[str, str]:
+        return {"PRIVATE-TOKEN": self.token} if self.token else {}
+
+    @property
+    def base(self) -> str:
+        return f"{self.api_url}/projects/{quote(self.repository.full_name, safe='')}"
+
+    def issues_url(self, since: datetime | None) -> str:
+        return with_params(
+            f"{self.base}/issues",
+            scope="all",
+            state="all",
+            order_by="updated_at",
+            sort="asc",
+            per_page=PER_PAGE,
+            updated_after=format_time(since) if since else None,
+        )
+
+    def comments_url(self, since: datetime | None) -> str | None:
+        return None
+
+    def issue_url(self, number: str) -> str:
+        return f"{self.base}/issues/{quote(number)}"
+
+    def issue_comments_url(self, number: str) -> str:
+        return with_params(
+            f"{self.base}/issues/{quote(number)}/notes",
+            order_by="created_at",
+            sort="asc",
+            per_page=PER_PAGE,
+        )
+
+    def next_page(self, response: requests.Response, url: str, items: list) -> str | None:
+        link = parse_link_header(response.headers.get("Link")).get("next")
+        if link:
+            return link
+        nxt = _int(response.headers.get("x-next-page"))
+        return with_params(url, page=nxt) if nxt else None
+
+    def pages_estimate(self, response: requests.Response) -> int | None:
+        return _int(response.headers.get("x-total-pages"))
+
+    def parse_issue(self, raw: dict) -> dict[str, Any]:
+        return {
+            "number": str(raw["iid"]),
+            "url": raw.get("web_url") or "",
+            "title": raw.get("title") or "",
+            "body": raw.get("description") or "",
+            "author": _login(raw.get("author"), "username"),
+            "state": raw.get("state") or "",
+            "labels": [str(lb) if not isinstance(lb, dict) else lb.get("name", "")
+                       for lb in raw.get("labels") or []],
+            "created_at": parse_time(raw.get("created_at")),
+            "updated_at": parse_time(raw.get("updated_at")),
+            "closed_at": parse_time(raw.get("closed_at")),
+            "comments_count": int(raw.get("user_notes_count") or 0),
+            "is_pull_request": False,
+        }  # fmt: skip
+
+    def parse_comment(self, raw: dict, issue_number: str | None = None) -> ParsedComment | None:
+        if raw.get("system"):
+            return None  # "changed the label" and the like: not discussion
+        return ParsedComment(
+            issue_number,
+            {
+                "forge_id": str(raw["id"]),
+                "author": _login(raw.get("author"), "username"),
+                "body": raw.get("body") or "",
+                "created_at": parse_time(raw.get("created_at")),
+                "updated_at": parse_time(raw.get("updated_at")),
+            },
+        )
+
+
+CLIENTS: dict[str, type[ForgeClient]] = {
+    Repository.Forge.GITHUB: GitHubClient,
+    Repository.Forge.GITEE: GiteeClient,
+    Repository.Forge.GITLAB: GitLabClient,
+}
+
+
+def client_for(repository: Repository, **kwargs: Any) -> ForgeClient:
+    return CLIENTS[repository.forge](repository, **kwargs)

@@ -1,0 +1,85 @@
+"""`manage.py sync github:owner/name`: start (or, with --wait, run here) a repository sync."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from ingest.models import KeywordSet, Repository
+from ingest.sync import run_inline, start_sync
+
+SPEC = re.compile(
+    r"^(?P<forge>github|gitee|gitlab):(?P<owner>[\w.-]+(?:/[\w.-]+)*)/(?P<name>[\w.-]+)$"
+)
+
+
+def parse_when(value: str | None, option: str) -> datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise CommandError(f"{option}: not an ISO 8601 date or time: {value!r}") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+class Command(BaseCommand):
+    help = "Sync a repository's issues and comments: SPEC is github:owner/name, gitee:… gitlab:…"
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("spec")
+        parser.add_argument("--api-url", help="API base URL (GitHub Enterprise, GitLab, a fake)")
+        parser.add_argument("--since", help="Only issues updated since (default: last sync)")
+        parser.add_argument("--until", help="Only issues created until")
+        parser.add_argument("--keyword-set", help="Keyword set name (framework repositories)")
+        parser.add_argument("--group", default="", help="Study group of a new repository")
+        parser.add_argument("--framework", action="store_true", help="Keyword-filter it")
+        parser.add_argument("--full", action="store_true", help="Ignore the last sync")
+        parser.add_argument(
+            "--wait", action="store_true", help="Run to completion here and print the figures"
+        )
+
+    def handle(self, *args, spec: str, **opts) -> None:
+        m = SPEC.match(spec)
+        if not m:
+            raise CommandError(f"SPEC {spec!r}: expected github:owner/name, gitee:… or gitlab:…")
+        forge = m["forge"]
+        api_url = (opts["api_url"] or Repository.DEFAULT_API_URLS[forge]).rstrip("/")
+        keyword_set = None
+        if opts["keyword_set"]:
+            keyword_set = KeywordSet.objects.filter(name__iexact=opts["keyword_set"]).first()
+            if keyword_set is None:
+                names = ", ".join(KeywordSet.objects.values_list("name", flat=True))
+                raise CommandError(f"--keyword-set: no set {opts['keyword_set']!r} ({names})")
+        repo, created = Repository.objects.get_or_create(
+            forge=forge,
+            api_url=api_url,
+            owner=m["owner"],
+            name=m["name"],
+            defaults={
+                "group": opts["group"],
+                "is_framework": opts["framework"] or keyword_set is not None,
+                "keyword_set": keyword_set,
+            },
+        )
+        run = start_sync(
+            repo,
+            since=parse_when(opts["since"], "--since"),
+            until=parse_when(opts["until"], "--until"),
+            keyword_set=keyword_set,
+            full=opts["full"],
+            enqueue=not opts["wait"],
+        )
+        self.stdout.write(f"sync {run.pk} of {repo}{' (new repository)' if created else ''}")
+        if not opts["wait"]:
+            self.stdout.write("queued for the Celery workers")
+            return
+        run = run_inline(run)
+        for key, value in run.figures().items():
+            self.stdout.write(f"{key:>22}: {value}")
+        for error in run.errors:
+            self.stdout.write(f"  {error['at']}  {error['message']}")
+        if run.status == run.Status.FAILED:
+            raise CommandError(f"sync {run.pk} failed")

@@ -1,0 +1,216 @@
+"""The interview codebook as CSV, in the shape researchers keep it in spreadsheets.
+
+Columns: `Participant,Type,Experience Level,Framework Context,Prompt Category,Thematic Quote,
+Linked Taxonomy Node(s),Research Insight`. Linked nodes are taxonomy codes separated by `;`
+(a `,` is accepted on import). Import checks every row before storing any, names the line and
+column of the first fault, and is one transaction.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from annotator.models import Project
+from interviews.models import CodebookEntry, Participant
+from taxonomy.loader import ROMAN
+from taxonomy.models import TaxonomyNode
+
+COLUMNS = [
+    "Participant",
+    "Type",
+    "Experience Level",
+    "Framework Context",
+    "Prompt Category",
+    "Thematic Quote",
+    "Linked Taxonomy Node(s)",
+    "Research Insight",
+]
+
+BEGINNER_WORDS = ("beginner", "novice", "junior", "newcomer", "<1", "< 1", "less than")
+EXPERIENCED_WORDS = ("experienced", "senior", "expert", "professional", "advanced", "year")
+
+
+class CodebookError(ValueError):
+    def __init__(self, line: int | None, column: str | None, message: str) -> None:
+        self.line, self.column = line, column
+        where = ", ".join(
+            part for part in (f"line {line}" if line else "", column and f"{column!r}") if part
+        )
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+def parse_kind(text: str) -> str | None:
+    lowered = text.strip().lower()
+    if "dev" in lowered:
+        return Participant.Kind.DEVELOPER
+    if "user" in lowered:
+        return Participant.Kind.USER
+    return None
+
+
+def experience_group(text: str) -> str:
+    """Beginner or experienced from free text ("Beginner (<1 year)", "3+ years"), else unknown."""
+    lowered = text.strip().lower()
+    if any(w in lowered for w in BEGINNER_WORDS):
+        return Participant.Experience.BEGINNER
+    if any(w in lowered for w in EXPERIENCED_WORDS):
+        return Participant.Experience.EXPERIENCED
+    return Participant.Experience.UNKNOWN
+
+
+def split_codes(cell: str) -> list[str]:
+    return [c for c in (part.strip() for part in re.split(r"[;,]", cell)) if c]
+
+
+@dataclass
+class Row:
+    line: int
+    participant: str
+    kind: str
+    experience_text: str
+    framework: str
+    prompt: str
+    quote: str
+    nodes: list[TaxonomyNode]
+    insight: str
+
+
+def parse_csv(project: Project, text: str) -> list[Row]:
+    text = text.lstrip("\ufeff")
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader, None)
+    if header is None:
+        raise CodebookError(1, None, "the file is empty")
+    header = [h.strip() for h in header]
+    missing = [c for c in COLUMNS if c not in header]
+    if missing:
+        raise CodebookError(1, missing[0], "missing column")
+    col = {name: header.index(name) for name in COLUMNS}
+    nodes = {n.code: n for n in project.taxonomy_version.nodes.all()}
+    rows: list[Row] = []
+    seen: dict[str, tuple[str, str, int]] = {}
+    for line, cells in enumerate(reader, start=2):
+        if not any(c.strip() for c in cells):
+            continue
+        if len(cells) < len(header):
+            raise CodebookError(line, None, f"expected {len(header)} cells, got {len(cells)}")
+
+        def cell(name: str, cells=cells) -> str:
+            return cells[col[name]].strip()
+
+        code = cell("Participant")
+        if not code:
+            raise CodebookError(line, "Participant", "empty participant code")
+        kind = parse_kind(cell("Type"))
+        if kind is None:
+            raise CodebookError(line, "Type", f"{cell('Type')!r} is neither User nor Developer")
+        experience = cell("Experience Level")
+        if code in seen and seen[code][:2] != (kind, experience):
+            raise CodebookError(
+                line,
+                "Type" if seen[code][0] != kind else "Experience Level",
+                f"participant {code} was described differently on line {seen[code][2]}",
+            )
+        seen.setdefault(code, (kind, experience, line))
+        if not cell("Thematic Quote"):
+            raise CodebookError(line, "Thematic Quote", "empty quote")
+        linked = []
+        for c in split_codes(cell("Linked Taxonomy Node(s)")):
+            if c not in nodes:
+                raise CodebookError(
+                    line,
+                    "Linked Taxonomy Node(s)",
+                    f"no node {c!r} in {project.taxonomy_version}",
+                )
+            linked.append(nodes[c])
+        rows.append(
+            Row(
+                line,
+                code,
+                kind,
+                experience,
+                cell("Framework Context"),
+                cell("Prompt Category"),
+                cell("Thematic Quote"),
+                linked,
+                cell("Research Insight"),
+            )
+        )
+    return rows
+
+
+def import_csv(project: Project, text: str, *, replace: bool = False) -> int:
+    """Add (or, with `replace`, replace) the project's codebook entries; return how many."""
+    rows = parse_csv(project, text)
+    with transaction.atomic():
+        if replace:
+            CodebookEntry.objects.filter(project=project).delete()
+        start = CodebookEntry.objects.filter(project=project).order_by("-position").first()
+        position = start.position + 1 if start else 0
+        participants = {p.code: p for p in Participant.objects.filter(project=project)}
+        for row in rows:
+            participant = participants.get(row.participant)
+            if participant is None:
+                participant = Participant.objects.create(
+                    project=project,
+                    code=row.participant,
+                    kind=row.kind,
+                    experience_text=row.experience_text,
+                    experience=experience_group(row.experience_text),
+                )
+                participants[row.participant] = participant
+            elif participant.kind != row.kind:
+                raise CodebookError(
+                    row.line, "Type", f"participant {row.participant} is a {participant.kind}"
+                )
+            entry = CodebookEntry.objects.create(
+                project=project,
+                participant=participant,
+                framework_context=row.framework,
+                prompt_category=row.prompt,
+                quote=row.quote,
+                insight=row.insight,
+                position=position,
+            )
+            entry.nodes.set(row.nodes)
+            position += 1
+    return len(rows)
+
+
+def _code_key(code: str) -> list:
+    """A.2 before A.10, C.1.iv before C.1.v."""
+    return [
+        (0, int(p)) if p.isdigit() else (0, ROMAN.index(p) + 1) if p in ROMAN else (1, p)
+        for p in code.split(".")
+    ]
+
+
+def export_csv(project: Project) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    entries = (
+        CodebookEntry.objects.filter(project=project)
+        .select_related("participant")
+        .prefetch_related("nodes")
+    )
+    for e in entries:
+        codes = sorted((n.code for n in e.nodes.all()), key=_code_key)
+        writer.writerow(
+            [
+                e.participant.code,
+                e.participant.get_kind_display().capitalize(),
+                e.participant.experience_text,
+                e.framework_context,
+                e.prompt_category,
+                e.quote,
+                "; ".join(codes),
+                e.insight,
+            ]
+        )
+    return out.getvalue()

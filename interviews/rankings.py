@@ -1,0 +1,275 @@
+"""Participants' rankings of the themes of one issue type, aggregated per group.
+
+For a type with n themes, a ranking lists k ≤ n themes in order (k = 3 for a top three, k = n
+for a full order). Aggregation, per theme over the group's participants who ranked this type:
+
+* mean rank — a listed theme counts its position; an unlisted theme counts the mean of the
+  positions left over, (k + 1 + n) / 2, as if the rest were tied (so top-three and full orders
+  can be averaged together);
+* Borda count — a theme at position r earns n - r points; an unlisted theme earns 0.
+
+Beside them: how often the theme occurs among the project's final labels (current
+`Resolution`s, false positives excluded), read under the project's current taxonomy version,
+so a researcher sees where priorities and issue data disagree.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from django.db import transaction
+
+from annotator.models import Project, Resolution
+from interviews.codebook import experience_group, parse_kind
+from interviews.models import Participant, RankedTheme, Ranking
+from taxonomy.lineage import Translator
+from taxonomy.models import TaxonomyNode
+
+GROUPS: dict[str, tuple[str, dict]] = {
+    "all": ("all participants", {}),
+    "users": ("users", {"kind": Participant.Kind.USER}),
+    "developers": ("developers", {"kind": Participant.Kind.DEVELOPER}),
+    "beginners": ("beginners", {"experience": Participant.Experience.BEGINNER}),
+    "experienced": ("experienced", {"experience": Participant.Experience.EXPERIENCED}),
+}
+
+
+# How many leading themes count as "top" when priorities and label frequencies are compared.
+TOP = 3
+
+
+class RankingError(ValueError):
+    pass
+
+
+def record_ranking(participant: Participant, issue_type: TaxonomyNode, codes: list[str]) -> Ranking:
+    """Store (replacing any earlier) a participant's order of `issue_type`'s themes."""
+    if issue_type.level != TaxonomyNode.Level.TYPE:
+        raise RankingError(f"issue_type: {issue_type.code} is not an issue type")
+    themes = {n.code: n for n in issue_type.children.all()}
+    codes = [c.strip() for c in codes if c.strip()]
+    if not codes:
+        raise RankingError("themes: list at least one theme")
+    for c in codes:
+        if c not in themes:
+            raise RankingError(
+                f"themes: {c!r} is not a theme of {issue_type.code} {issue_type.name}"
+            )
+    duplicates = [c for c, n in Counter(codes).items() if n > 1]
+    if duplicates:
+        raise RankingError(f"themes: {duplicates[0]} is listed twice")
+    with transaction.atomic():
+        Ranking.objects.filter(participant=participant, issue_type__code=issue_type.code).delete()
+        ranking = Ranking.objects.create(participant=participant, issue_type=issue_type)
+        RankedTheme.objects.bulk_create(
+            RankedTheme(ranking=ranking, theme=themes[c], rank=i) for i, c in enumerate(codes, 1)
+        )
+    return ranking
+
+
+@dataclass
+class ThemeRow:
+    theme: TaxonomyNode
+    frequency: int = 0
+    share: float = 0.0
+    frequency_rank: int = 0
+    # group key → {"mean_rank", "borda", "listed", "priority_rank"}
+    groups: dict[str, dict] = field(default_factory=dict)
+
+
+@dataclass
+class TypeAggregate:
+    issue_type: TaxonomyNode
+    rows: list[ThemeRow]
+    participants: dict[str, int]  # group key → participants who ranked this type
+    total_labels: int
+
+    @property
+    def group_heads(self) -> list[tuple[str, str, int]]:
+        """(key, label, participants) per group, in the order of the rows' group cells."""
+        return [(key, label, self.participants[key]) for key, (label, _) in GROUPS.items()]
+
+
+def _competition_ranks(values: dict[int, float], *, descending: bool) -> dict[int, int]:
+    """1, 2, 2, 4 … (ties share the better rank)."""
+    ordered = sorted(values.values(), reverse=descending)
+    return {key: ordered.index(v) + 1 for key, v in values.items()}
+
+
+def aggregate_rankings(
+    rankings: list[list[int]], theme_ids: list[int]
+) -> dict[int, dict[str, float | int]]:
+    """Mean rank and Borda points per theme from orders of theme ids (pure; see module doc)."""
+    n = len(theme_ids)
+    totals = {t: {"rank_sum": 0.0, "borda": 0, "listed": 0} for t in theme_ids}
+    for order in rankings:
+        k = len(order)
+        tied = (k + 1 + n) / 2
+        for t in theme_ids:
+            if t in order:
+                r = order.index(t) + 1
+                totals[t]["rank_sum"] += r
+                totals[t]["borda"] += n - r
+                totals[t]["listed"] += 1
+            else:
+                totals[t]["rank_sum"] += tied
+    count = len(rankings)
+    return {
+        t: {
+            "mean_rank": (v["rank_sum"] / count) if count else None,
+            "borda": v["borda"],
+            "listed": v["listed"],
+        }
+        for t, v in totals.items()
+    }
+
+
+def aggregate(project: Project, issue_type: TaxonomyNode) -> TypeAggregate:
+    """Every group's mean rank and Borda count for the themes of one type, with frequencies."""
+    version = project.taxonomy_version
+    translate = Translator(version)
+    themes = list(issue_type.children.order_by("position"))
+    theme_ids = [t.pk for t in themes]
+    rows = {t.pk: ThemeRow(t) for t in themes}
+
+    rankings = (
+        Ranking.objects.filter(participant__project=project)
+        .select_related("participant", "issue_type")
+        .prefetch_related("items__theme")
+    )
+    orders: dict[int, tuple[Participant, list[int]]] = {}
+    for ranking in rankings:
+        if translate.node(ranking.issue_type) != issue_type:
+            continue
+        order = []
+        for item in ranking.items.all():
+            mapped = translate.node(item.theme)
+            if mapped is not None and mapped.pk in rows and mapped.pk not in order:
+                order.append(mapped.pk)
+        orders[ranking.pk] = (ranking.participant, order)
+
+    participants = {}
+    for key, (_, filters) in GROUPS.items():
+        group_orders = [
+            order
+            for participant, order in orders.values()
+            if all(getattr(participant, f) == v for f, v in filters.items())
+        ]
+        participants[key] = len(group_orders)
+        result = aggregate_rankings(group_orders, theme_ids)
+        borda_rank = _competition_ranks({t: r["borda"] for t, r in result.items()}, descending=True)
+        for t, r in result.items():
+            rows[t].groups[key] = {**r, "priority_rank": borda_rank[t] if group_orders else None}
+
+    counts: Counter[int] = Counter()
+    resolutions = Resolution.objects.filter(
+        project=project, is_current=True, is_false_positive=False
+    ).select_related("issue_type", "theme", "sub_theme")
+    for resolution in resolutions:
+        label = translate.label(resolution)
+        if label.theme is not None and label.theme.pk in rows:
+            counts[label.theme.pk] += 1
+    total = sum(counts.values())
+    frequency_rank = _competition_ranks({t: counts[t] for t in theme_ids}, descending=True)
+    for t, row in rows.items():
+        row.frequency = counts[t]
+        row.share = counts[t] / total if total else 0.0
+        row.frequency_rank = frequency_rank[t]
+        frequent = total > 0 and counts[t] > 0 and frequency_rank[t] <= TOP
+        for cell in row.groups.values():
+            # A top priority that is rare among labels, or a frequent theme nobody puts first.
+            ranked = cell["priority_rank"] is not None
+            top = ranked and cell["borda"] > 0 and cell["priority_rank"] <= TOP
+            cell["disagrees"] = ranked and total > 0 and top != frequent
+    return TypeAggregate(issue_type, [rows[t] for t in theme_ids], participants, total)
+
+
+def aggregate_all(project: Project) -> list[TypeAggregate]:
+    return [aggregate(project, t) for t in project.taxonomy_version.types().order_by("position")]
+
+
+RANKING_COLUMNS = ["Participant", "Type", "Experience Level", "Issue Type", "Ranked Themes"]
+
+
+class RankingFileError(RankingError):
+    def __init__(self, line: int, column: str | None, message: str) -> None:
+        where = f"line {line}" + (f", {column!r}" if column else "")
+        super().__init__(f"{where}: {message}")
+
+
+def import_rankings_csv(project: Project, text: str) -> int:
+    """Rankings as `Participant,Type,Experience Level,Issue Type,Ranked Themes` rows.
+
+    Ranked themes are codes, highest priority first, separated by `>` (or `;`, `,`). A new
+    participant is created from Type and Experience Level. One transaction: a bad row stores
+    nothing and the error names its line and column.
+    """
+    reader = csv.reader(io.StringIO(text.lstrip("\ufeff")))
+    header = [h.strip() for h in next(reader, [])]
+    missing = [c for c in RANKING_COLUMNS if c not in header]
+    if missing:
+        raise RankingFileError(1, missing[0], "missing column")
+    col = {name: header.index(name) for name in RANKING_COLUMNS}
+    types = {t.code: t for t in project.taxonomy_version.types()}
+    count = 0
+    with transaction.atomic():
+        for line, cells in enumerate(reader, start=2):
+            if not any(c.strip() for c in cells):
+                continue
+            if len(cells) < len(header):
+                raise RankingFileError(
+                    line, None, f"expected {len(header)} cells, got {len(cells)}"
+                )
+            code, kind_text, experience, type_code, ranked = (
+                cells[col[c]].strip() for c in RANKING_COLUMNS
+            )
+            participant = Participant.objects.filter(project=project, code=code).first()
+            if participant is None:
+                kind = parse_kind(kind_text)
+                if not code or kind is None:
+                    raise RankingFileError(
+                        line, "Type", f"{kind_text!r} is neither User nor Developer"
+                    )
+                participant = Participant.objects.create(
+                    project=project,
+                    code=code,
+                    kind=kind,
+                    experience_text=experience,
+                    experience=experience_group(experience),
+                )
+            if type_code not in types:
+                raise RankingFileError(line, "Issue Type", f"no issue type {type_code!r}")
+            try:
+                record_ranking(participant, types[type_code], re.split(r"[>;,]", ranked))
+            except RankingError as exc:
+                raise RankingFileError(line, "Ranked Themes", str(exc).split(": ", 1)[-1]) from None
+            count += 1
+    return count
+
+
+def export_rankings_csv(project: Project) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(RANKING_COLUMNS)
+    rankings = (
+        Ranking.objects.filter(participant__project=project)
+        .select_related("participant", "issue_type")
+        .prefetch_related("items__theme")
+        .order_by("participant__code", "issue_type__code")
+    )
+    for r in rankings:
+        p = r.participant
+        writer.writerow(
+            [
+                p.code,
+                p.get_kind_display().capitalize(),
+                p.experience_text,
+                r.issue_type.code,
+                " > ".join(item.theme.code for item in r.items.all()),
+            ]
+        )
+    return out.getvalue()

@@ -1,0 +1,214 @@
+// Label form behaviour: themes and sub-themes filtered by the choice above, sub-theme search by
+// name and example details, click-to-load images, and (on the labeling page) the keyboard.
+(() => {
+  const dataTag = document.getElementById("taxonomy-data");
+  const nodes = dataTag ? JSON.parse(dataTag.textContent) : [];
+  const byId = new Map(nodes.map((n) => [String(n.id), n]));
+  const typeSelect = document.getElementById("id_issue_type");
+  const themeSelect = document.getElementById("id_theme");
+  const subSelect = document.getElementById("id_sub_theme");
+  const search = document.getElementById("subtheme-search");
+  const hits = document.getElementById("subtheme-hits");
+  const fpBox = document.getElementById("id_is_false_positive");
+  const labelForm = document.getElementById("label-form");
+
+  // Issue images: loaded only when the reader asks for them.
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest("button.img-placeholder");
+    if (!button) return;
+    const img = document.createElement("img");
+    img.src = button.dataset.src;
+    img.alt = button.dataset.alt || "";
+    img.referrerPolicy = "no-referrer";
+    img.className = "issue-image";
+    button.replaceWith(img);
+  });
+
+  if (!typeSelect || !themeSelect || !subSelect) return;
+
+  // Options keep their server-rendered order; filtering only hides and shows them.
+  const filterOptions = (select, parentId) => {
+    let keep = false;
+    for (const option of select.options) {
+      if (!option.value) continue;
+      const visible = !parentId || option.dataset.parent === parentId;
+      option.hidden = !visible;
+      option.disabled = !visible;
+      if (visible && option.selected) keep = true;
+    }
+    if (!keep) select.value = "";
+  };
+  const visibleThemes = () => [...themeSelect.options].filter((o) => o.value && !o.hidden);
+
+  const syncLevels = () => {
+    filterOptions(themeSelect, typeSelect.value);
+    filterOptions(subSelect, themeSelect.value || "none");
+  };
+  typeSelect.addEventListener("change", syncLevels);
+  themeSelect.addEventListener("change", () => filterOptions(subSelect, themeSelect.value || "none"));
+  syncLevels();
+
+  const setFalsePositive = (on) => {
+    if (!fpBox) return;
+    fpBox.checked = on;
+    document.getElementById("label-levels")?.classList.toggle("muted", on);
+  };
+  fpBox?.addEventListener("change", () => setFalsePositive(fpBox.checked));
+  if (fpBox) setFalsePositive(fpBox.checked);
+
+  const choose = (node) => {
+    const theme = byId.get(String(node.parent));
+    typeSelect.value = String(theme.parent);
+    syncLevels();
+    themeSelect.value = String(theme.id);
+    filterOptions(subSelect, themeSelect.value);
+    subSelect.value = String(node.id);
+    setFalsePositive(false);
+  };
+
+  // Example details are fetched once, on the first search (the browser caches them).
+  const detailsUrl = document.getElementById("taxonomy-details")?.dataset.url;
+  let detailsLoaded = null;
+  const loadDetails = () => {
+    if (!detailsLoaded && detailsUrl) {
+      detailsLoaded = fetch(detailsUrl, { credentials: "same-origin" })
+        .then((response) => (response.ok ? response.json() : { nodes: [] }))
+        .then((data) => {
+          for (const full of data.nodes) {
+            const node = byId.get(String(full.id));
+            if (node) node.details = full.details;
+          }
+          runSearch();
+        })
+        .catch(() => {});
+    }
+  };
+
+  // Sub-theme search: every word must appear in the code, name or one example detail.
+  const runSearch = () => {
+    loadDetails();
+    const words = search.value.toLowerCase().split(/\s+/).filter(Boolean);
+    hits.replaceChildren();
+    if (!words.length) {
+      hits.classList.add("hidden");
+      return;
+    }
+    const found = [];
+    for (const node of nodes) {
+      if (node.level !== 3) continue;
+      const own = `${node.code} ${node.name}`.toLowerCase();
+      const detail = (node.details || []).find((d) =>
+        words.every((w) => `${own} ${d.toLowerCase()}`.includes(w)),
+      );
+      if (words.every((w) => own.includes(w)) || detail) found.push([node, detail]);
+      if (found.length >= 12) break;
+    }
+    for (const [node, detail] of found) {
+      const item = document.createElement("li");
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "hit";
+      button.dataset.id = node.id;
+      button.textContent = `${node.code} ${node.name}`;
+      if (detail) {
+        const small = document.createElement("small");
+        small.textContent = ` — ${detail}`;
+        button.append(small);
+      }
+      button.addEventListener("click", () => {
+        choose(node);
+        search.value = "";
+        runSearch();
+        subSelect.focus();
+      });
+      item.append(button);
+      hits.append(item);
+    }
+    if (!found.length) {
+      const item = document.createElement("li");
+      item.className = "empty";
+      item.textContent = "No sub-theme matches.";
+      hits.append(item);
+    }
+    hits.classList.remove("hidden");
+  };
+  search?.addEventListener("input", runSearch);
+  search?.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") {
+      // Enter in the search picks the first hit instead of submitting.
+      event.preventDefault();
+      hits.querySelector("button.hit")?.click();
+    }
+  });
+
+  if (!labelForm) return;
+
+  // Keyboard, on the labeling page only.
+  const help = document.getElementById("help");
+  const toggleHelp = () => (help.open ? help.close() : help.showModal());
+  document.getElementById("show-help")?.addEventListener("click", toggleHelp);
+  const typing = (el) => el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
+  const submit = () => labelForm.requestSubmit(document.getElementById("submit-label"));
+
+  document.addEventListener("keydown", (event) => {
+    if (event.altKey || event.metaKey) return;
+    const target = event.target;
+    if (event.key === "Enter" && event.ctrlKey) {
+      event.preventDefault();
+      submit();
+      return;
+    }
+    if (typing(target) && target.type !== "checkbox" && target.type !== "radio") {
+      if (event.key === "Escape") target.blur();
+      return;
+    }
+    if (event.ctrlKey) return;
+    const key = event.key;
+    if (key === "?") {
+      event.preventDefault();
+      toggleHelp();
+    } else if (key === "Enter") {
+      if (target.tagName === "BUTTON" || target.tagName === "A") return;
+      event.preventDefault();
+      submit();
+    } else if (key === "s") {
+      const skip = document.getElementById("skip");
+      if (skip) {
+        event.preventDefault();
+        skip.click();
+      }
+    } else if (key === "n") {
+      event.preventDefault();
+      setFalsePositive(!fpBox.checked);
+    } else if (key === "w") {
+      event.preventDefault();
+      document.getElementById("id_summary").focus();
+    } else if (key === "/") {
+      event.preventDefault();
+      search?.focus();
+    } else if (/^[1-9]$/.test(key)) {
+      event.preventDefault();
+      const n = Number(key);
+      if (fpBox?.checked) {
+        const reasons = document.querySelectorAll("input[name=false_positive_reason]");
+        if (reasons[n - 1]) reasons[n - 1].checked = true;
+        return;
+      }
+      const theme = visibleThemes()[n - 1];
+      if (theme) {
+        typeSelect.value = theme.dataset.parent;
+        syncLevels();
+        themeSelect.value = theme.value;
+        filterOptions(subSelect, theme.value);
+      }
+    } else {
+      const option = [...typeSelect.options].find((o) => o.dataset.key === key.toLowerCase());
+      if (option && key.length === 1) {
+        event.preventDefault();
+        typeSelect.value = option.value;
+        setFalsePositive(false);
+        syncLevels();
+      }
+    }
+  });
+})();

@@ -1,0 +1,142 @@
+"""Detail mapping (section III.C): annotators' summaries grouped under their sub-theme.
+
+Each current annotation with a summary becomes one `DetailEntry` under the annotation's most
+specific node. A lead reviews the lists: moves an entry to another sub-theme, or merges
+duplicates into one entry. Annotation rows are never edited; the review lives in DetailEntry.
+The reviewed lists (`detail_lists`) feed the taxonomy detail export.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.utils import timezone
+
+from annotator.models import Annotation, Project
+from taxonomy.lineage import Translator
+from taxonomy.models import DetailEntry, TaxonomyNode, TaxonomyVersion
+
+
+class DetailError(ValueError):
+    pass
+
+
+def sync_entries(project: Project) -> int:
+    """Create entries for current annotations with a summary that have none; return how many."""
+    annotations = (
+        Annotation.objects.filter(project=project, is_current=True, is_false_positive=False)
+        .exclude(summary="")
+        .filter(detail_entry__isnull=True)
+        .select_related("sub_theme", "theme", "issue_type")
+    )
+    entries = []
+    for a in annotations:
+        node = a.sub_theme or a.theme or a.issue_type
+        if node is not None:
+            entries.append(
+                DetailEntry(project=project, annotation=a, text=a.summary.strip(), node=node)
+            )
+    DetailEntry.objects.bulk_create(entries)
+    return len(entries)
+
+
+@dataclass
+class Group:
+    node: TaxonomyNode
+    entries: list[DetailEntry] = field(default_factory=list)
+
+
+def grouped(project: Project, version: TaxonomyVersion | None = None) -> list[Group]:
+    """Entries (duplicates left out) under nodes of `version` (default: the project's)."""
+    version = version or project.taxonomy_version
+    translate = Translator(version)
+    nodes = list(version.nodes.order_by("level", "position"))
+    groups = {n.pk: Group(n) for n in nodes}
+    entries = (
+        DetailEntry.objects.filter(project=project, merged_into__isnull=True)
+        .select_related("node", "node__version")
+        .prefetch_related("duplicates")
+        .order_by("pk")
+    )
+    for entry in entries:
+        node = translate.node(entry.node)
+        if node is None and entry.node.parent_id:
+            # A node with no counterpart reads under its parent's counterpart.
+            node = translate.node(entry.node.parent)
+        if node is not None:
+            groups[node.pk].entries.append(entry)
+    # Sub-themes in tree order, then themes or types holding summaries without a sub-theme.
+    order = sorted(nodes, key=lambda n: (n.code.split(".")[0], n.level != 3, n.code))
+    return [groups[n.pk] for n in order if groups[n.pk].entries or n.level == 3]
+
+
+def move_entry(entry: DetailEntry, node: TaxonomyNode, user) -> DetailEntry:
+    if node.level != TaxonomyNode.Level.SUB_THEME:
+        raise DetailError(f"node: {node.code} is not a sub-theme")
+    if node.version_id != entry.project.taxonomy_version_id:
+        raise DetailError("node: not in the project's current taxonomy version")
+    entry.node = node
+    entry.reviewed_by, entry.reviewed_at = user, timezone.now()
+    entry.save(update_fields=["node", "reviewed_by", "reviewed_at"])
+    return entry
+
+
+def merge_entries(
+    keep: DetailEntry, duplicates: list[DetailEntry], user, text: str = ""
+) -> DetailEntry:
+    """Mark `duplicates` as the same detail as `keep` (optionally rewording it)."""
+    with transaction.atomic():
+        for dup in duplicates:
+            if dup.pk == keep.pk or dup.project_id != keep.project_id:
+                raise DetailError("duplicates: pick other entries of the same project")
+            dup.merged_into = keep
+            dup.reviewed_by, dup.reviewed_at = user, timezone.now()
+            dup.save(update_fields=["merged_into", "reviewed_by", "reviewed_at"])
+            # Entries merged into a duplicate follow it to the kept one.
+            DetailEntry.objects.filter(merged_into=dup).update(merged_into=keep)
+        if text.strip():
+            keep.text = text.strip()
+        keep.reviewed_by, keep.reviewed_at = user, timezone.now()
+        keep.save(update_fields=["text", "reviewed_by", "reviewed_at"])
+    return keep
+
+
+def detail_lists(project: Project, version: TaxonomyVersion | None = None) -> dict[str, list[str]]:
+    """Sub-theme code → its reviewed details (duplicates merged), for the detail export."""
+    return {
+        g.node.code: [e.text for e in g.entries] for g in grouped(project, version) if g.entries
+    }
+
+
+DETAIL_COLUMNS = ("rootcause", "subcategory", "symptoms")
+FULLWIDTH_COMMA = "\uff0c"  # not a separator when the study's loader reads the file back
+
+
+def export_detail_csv(
+    project: Project, type_code: str, *, with_version_details: bool = True
+) -> str:
+    """One type's detail file in the study's shape: `rootcause,subcategory,symptoms`.
+
+    One row per sub-theme of the version in use; the third cell lists the version's own details
+    (with `with_version_details`) followed by the reviewed summaries, comma-separated. An ASCII
+    comma inside an item would split it when read back, so it becomes a fullwidth comma.
+    """
+    version = project.taxonomy_version
+    issue_type = version.nodes.filter(code=type_code, level=TaxonomyNode.Level.TYPE).first()
+    if issue_type is None:
+        raise DetailError(f"type: no issue type {type_code!r} in {version}")
+    reviewed = detail_lists(project, version)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(DETAIL_COLUMNS)
+    for theme in issue_type.children.order_by("position"):
+        for sub in theme.children.order_by("position"):
+            items = (list(sub.details) if with_version_details else []) + reviewed.get(sub.code, [])
+            items = list(
+                dict.fromkeys(i.replace(",", FULLWIDTH_COMMA).strip() for i in items if i.strip())
+            )
+            writer.writerow([theme.name, sub.name, ",".join(items)])
+    return "\ufeff" + out.getvalue()

@@ -1,0 +1,154 @@
+"""A whole taxonomy version as one JSON file, so a study can start from another's taxonomy.
+
+Shape::
+
+    {"format": "issue-annotator/taxonomy", "format_version": 1,
+     "taxonomy": "…", "version": 3, "note": "…",
+     "types": [{"code": "A", "name": "Question", "description": "", "details": [],
+                "children": [{"code": "A.1", …, "children": [{"code": "A.1.i", …}]}]}]}
+
+Reading checks everything before storing anything and names the JSON path of the first fault
+(`types[0].children[2].code`); storing is one transaction.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from taxonomy.loader import NodeSpec, store_version
+from taxonomy.models import TaxonomyVersion
+from taxonomy.search import TreeNode, build_tree
+
+FORMAT = "issue-annotator/taxonomy"
+FORMAT_VERSION = 1
+
+
+class TaxonomyJSONError(ValueError):
+    """A taxonomy file that cannot be imported; `path` is where in the JSON the fault is."""
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = path
+        super().__init__(f"{path}: {message}" if path else message)
+
+
+def _node_dict(tree: TreeNode) -> dict[str, Any]:
+    node = tree.node
+    out: dict[str, Any] = {
+        "code": node.code,
+        "name": node.name,
+        "description": node.description,
+        "details": list(node.details),
+    }
+    if tree.children:
+        out["children"] = [_node_dict(c) for c in tree.children]
+    return out
+
+
+def export_version(version: TaxonomyVersion) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "taxonomy": version.taxonomy.name,
+        "version": version.number,
+        "note": version.note,
+        "types": [_node_dict(t) for t in build_tree(version)],
+    }
+
+
+def export_json(version: TaxonomyVersion) -> str:
+    return json.dumps(export_version(version), ensure_ascii=False, indent=2) + "\n"
+
+
+def _string(obj: dict, key: str, path: str, *, required: bool) -> str:
+    value = obj.get(key, "")
+    if not isinstance(value, str):
+        raise TaxonomyJSONError(f"{path}.{key}", f"must be a string, not {type(value).__name__}")
+    if required and not value.strip():
+        raise TaxonomyJSONError(f"{path}.{key}", "must not be empty")
+    return value.strip()
+
+
+def _parse_node(obj: Any, path: str, level: int, parent_code: str, codes: set[str]) -> NodeSpec:
+    if not isinstance(obj, dict):
+        raise TaxonomyJSONError(path, "must be an object with code, name, description, details")
+    unknown = set(obj) - {"code", "name", "description", "details", "children"}
+    if unknown:
+        raise TaxonomyJSONError(f"{path}.{sorted(unknown)[0]}", "unknown field")
+    code = _string(obj, "code", path, required=True)
+    if len(code) > 32:
+        raise TaxonomyJSONError(f"{path}.code", "at most 32 characters")
+    if parent_code and not code.startswith(parent_code + "."):
+        raise TaxonomyJSONError(f"{path}.code", f"{code!r} must start with {parent_code + '.'!r}")
+    if code in codes:
+        raise TaxonomyJSONError(f"{path}.code", f"{code!r} appears twice")
+    codes.add(code)
+    name = _string(obj, "name", path, required=True)
+    if len(name) > 300:
+        raise TaxonomyJSONError(f"{path}.name", "at most 300 characters")
+    details = obj.get("details", [])
+    if not isinstance(details, list):
+        raise TaxonomyJSONError(f"{path}.details", "must be a list of strings")
+    for i, d in enumerate(details):
+        if not isinstance(d, str):
+            raise TaxonomyJSONError(f"{path}.details[{i}]", "must be a string")
+    children = obj.get("children", [])
+    if not isinstance(children, list):
+        raise TaxonomyJSONError(f"{path}.children", "must be a list")
+    if children and level == 3:
+        raise TaxonomyJSONError(f"{path}.children", "a sub-theme (level 3) has no children")
+    spec = NodeSpec(code, name, level, _string(obj, "description", path, required=False), details)
+    spec.children = [
+        _parse_node(c, f"{path}.children[{i}]", level + 1, code, codes)
+        for i, c in enumerate(children)
+    ]
+    return spec
+
+
+def parse_json(text: str | bytes) -> tuple[dict[str, Any], list[NodeSpec]]:
+    """Validate a taxonomy file; return its header fields and the tree."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TaxonomyJSONError(f"line {exc.lineno}, column {exc.colno}", exc.msg) from None
+    except UnicodeDecodeError:
+        raise TaxonomyJSONError("", "the file is not UTF-8") from None
+    if not isinstance(data, dict):
+        raise TaxonomyJSONError("", "the file must hold a JSON object")
+    if data.get("format") != FORMAT:
+        raise TaxonomyJSONError("format", f"must be {FORMAT!r}")
+    if data.get("format_version") != FORMAT_VERSION:
+        raise TaxonomyJSONError("format_version", f"must be {FORMAT_VERSION}")
+    types = data.get("types")
+    if not isinstance(types, list) or not types:
+        raise TaxonomyJSONError("types", "must be a non-empty list of issue types")
+    codes: set[str] = set()
+    specs = [_parse_node(t, f"types[{i}]", 1, "", codes) for i, t in enumerate(types)]
+    name, note = data.get("taxonomy"), data.get("note", "")
+    if not isinstance(name, str) or not name.strip():
+        raise TaxonomyJSONError("taxonomy", "must be a non-empty string (the taxonomy's name)")
+    if not isinstance(note, str):
+        raise TaxonomyJSONError("note", "must be a string")
+    header = {"taxonomy": name.strip(), "note": note}
+    return header, specs
+
+
+def import_json(
+    text: str | bytes, *, taxonomy_name: str | None = None, source: str = "", user=None
+) -> TaxonomyVersion:
+    """Store a taxonomy file as the next version of the named taxonomy (one transaction).
+
+    The new version has no parent: it shares no lineage, so it is matched to other versions by
+    code.
+    """
+    header, specs = parse_json(text)
+    version = store_version(
+        specs,
+        taxonomy_name or header["taxonomy"],
+        source=source or "imported JSON",
+        note=header["note"] or "Imported from a taxonomy file.",
+    )
+    if user is not None and getattr(user, "pk", None):
+        version.created_by = user
+        version.save(update_fields=["created_by"])
+    return version

@@ -1,0 +1,108 @@
+"""Forms of the taxonomy evolution pages; node choices come from the project's pinned version."""
+
+from __future__ import annotations
+
+from django import forms
+
+from taxonomy.models import TaxonomyNode, TaxonomyVersion
+
+Level = TaxonomyNode.Level
+
+
+def _node_field(version: TaxonomyVersion, levels: tuple[int, ...], label: str, required=True):
+    return forms.ModelChoiceField(
+        queryset=version.nodes.filter(level__in=levels).order_by("level", "code"),
+        label=label,
+        required=required,
+        to_field_name="code",
+    )
+
+
+class NodeLabelMixin:
+    def label_nodes(self) -> None:
+        for f in self.fields.values():
+            if isinstance(f, forms.ModelChoiceField):
+                f.label_from_instance = lambda n: f"{n.code} {n.name}"
+
+
+class ProposalForm(NodeLabelMixin, forms.Form):
+    parent = forms.ModelChoiceField(queryset=TaxonomyNode.objects.none(), to_field_name="code")
+    name = forms.CharField(max_length=300)
+    description = forms.CharField(widget=forms.Textarea, required=False)
+    issue_urls = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}),
+        required=False,
+        label="Issues that motivated it",
+        help_text="One issue URL per line, from this project.",
+    )
+
+    def __init__(self, version: TaxonomyVersion, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["parent"] = _node_field(
+            version,
+            (Level.TYPE, Level.THEME),
+            "Parent (a type for a theme, a theme for a sub-theme)",
+        )
+        self.label_nodes()
+
+
+class RejectForm(forms.Form):
+    reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class EditForm(NodeLabelMixin, forms.Form):
+    OPERATIONS = [
+        ("rename", "Rename or redescribe a node"),
+        ("move", "Move a node under another parent"),
+        ("merge", "Merge a node into another"),
+        ("split", "Split a new node off a node"),
+        ("add", "Add a node"),
+    ]
+    operation = forms.ChoiceField(choices=OPERATIONS)
+    based_on = forms.IntegerField(widget=forms.HiddenInput)
+    node = forms.ModelChoiceField(queryset=TaxonomyNode.objects.none(), to_field_name="code")
+    other = forms.ModelChoiceField(
+        queryset=TaxonomyNode.objects.none(),
+        to_field_name="code",
+        required=False,
+        label="Target or new parent (merge, move)",
+    )
+    name = forms.CharField(max_length=300, required=False, label="Name (rename, split, add)")
+    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
+    details = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}),
+        required=False,
+        label="Details that go to the new node (split; one per line)",
+    )
+
+    def __init__(self, version: TaxonomyVersion, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["node"] = _node_field(version, (1, 2, 3), "Node (for add: the parent)")
+        self.fields["other"] = _node_field(
+            version, (1, 2, 3), "Target or new parent (merge, move)", required=False
+        )
+        self.fields["based_on"].initial = version.pk
+        self.label_nodes()
+
+    def clean(self):
+        data = super().clean()
+        op = data.get("operation")
+        if op in ("move", "merge") and not data.get("other"):
+            self.add_error("other", f"{op} needs a target")
+        if op in ("rename", "split", "add") and not (data.get("name") or "").strip():
+            self.add_error("name", f"{op} needs a name")
+        return data
+
+
+class ImportForm(forms.Form):
+    file = forms.FileField(label="Taxonomy JSON file")
+
+
+class MoveDetailForm(NodeLabelMixin, forms.Form):
+    entry = forms.IntegerField(widget=forms.HiddenInput)
+    node = forms.ModelChoiceField(queryset=TaxonomyNode.objects.none(), to_field_name="code")
+
+    def __init__(self, version: TaxonomyVersion, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["node"] = _node_field(version, (Level.SUB_THEME,), "Move to")
+        self.label_nodes()

@@ -1,0 +1,74 @@
+"""The agreement report page: leads and admins only; table, chart data, heat map, Table I."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from django.urls import reverse
+
+from annotator.models import Membership, Project, Role
+from dataset.importer import import_labels
+from tests.conftest import log_in
+from tests.dataset.helpers import SAMPLES
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def study(taxonomy_version, lead, annotator, researcher):
+    import_labels("Study", SAMPLES)
+    project = Project.objects.get(name="Study")
+    Membership.objects.create(project=project, user=lead, role=Role.LEAD)
+    Membership.objects.create(project=project, user=annotator, role=Role.ANNOTATOR)
+    Membership.objects.create(project=project, user=researcher, role=Role.RESEARCHER)
+    return project
+
+
+def test_lead_sees_table_chart_data_heat_map_and_table_one(client, study, lead):
+    client.force_login(lead)
+    response = client.get(reverse("agreement_report", args=[study.pk]))
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "0.924" in html and "0.757" in html and "0.753" in html
+    assert 'id="confusion-heatmap"' in html and 'id="annotator-table"' in html
+    assert "Landis" in html and "almost perfect" in html
+    data = json.loads(
+        re.search(
+            r'<script id="agreement-chart-data" type="application/json">(.*?)</script>', html, re.S
+        ).group(1)
+    )
+    assert [g["name"] for g in data["groups"]] == ["Question", "Requirement", "Bug", "All issues"]
+    assert round(data["groups"][0]["kappa"][1], 6) == 0.923582
+    # Table I rows come from annotator.table_one: Megatron-LM had 120 questions.
+    assert re.search(r"NVIDIA/Megatron-LM</td>(<td[^>]*>\d+</td>){3}<td[^>]*>120</td>", html)
+    assert "style=" not in html  # the CSP forbids inline styles
+
+
+@pytest.mark.parametrize("persona", ["annotator", "researcher", "outsider"])
+def test_others_get_404(client, study, persona, request):
+    client.force_login(request.getfixturevalue(persona))
+    assert client.get(reverse("agreement_report", args=[study.pk])).status_code == 404
+
+
+def test_anonymous_is_sent_to_login(client, study):
+    response = client.get(reverse("agreement_report", args=[study.pk]))
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_chart_draws_in_chromium(live_server, page, taxonomy_version, lead):
+    import_labels("Study", SAMPLES)
+    project = Project.objects.get(name="Study")
+    Membership.objects.create(project=project, user=lead, role=Role.LEAD)
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    log_in(page, live_server, lead.username)
+    page.goto(f"{live_server.url}{reverse('agreement_report', args=[project.pk])}")
+    page.wait_for_selector("#kappa-chart[data-rendered=true]")
+    box = page.locator("#kappa-chart").bounding_box()
+    assert box and box["height"] > 100
+    assert page.locator("#agreement-table tbody tr").count() == 12
+    assert not errors, errors

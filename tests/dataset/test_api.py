@@ -1,0 +1,234 @@
+"""The REST API: every role on every endpoint, annotators' blindness, filters, token, schema."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from django.urls import reverse
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from annotator.models import Annotation, ProjectIssue, Resolution
+from dataset.exports import run_export_job
+from dataset.models import ExportJob
+from taxonomy.models import TaxonomyNode
+from tests.conftest import PASSWORD
+
+pytestmark = pytest.mark.django_db
+
+PERSONAS = ["lead", "annotator", "other_annotator", "researcher", "outsider"]
+
+
+def api(user) -> APIClient:
+    client = APIClient()
+    token, _ = Token.objects.get_or_create(user=user)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+@pytest.fixture
+def world(project, issues_in_project, lead, annotator, other_annotator, settings, tmp_path):
+    """Two labeled issues: #100 final (C.5), #101 in disagreement; an export that is ready."""
+    settings.EXPORT_ROOT = tmp_path / "exports"
+    node = {n.code: n for n in TaxonomyNode.objects.filter(version=project.taxonomy_version)}
+    first, second = issues_in_project[:2]
+    first.created_at = datetime(2024, 3, 1, tzinfo=UTC)
+    first.state = "closed"
+    first.save()
+    for issue, labels in [(first, ("C.5", "C.5")), (second, ("B.2", "C.1"))]:
+        for user, code in zip((annotator, other_annotator), labels, strict=True):
+            Annotation.objects.create(
+                project=project,
+                issue=issue,
+                annotator=user,
+                theme=node[code],
+                issue_type=node[code].parent,
+            )
+    Resolution.objects.create(
+        project=project,
+        issue=first,
+        method="unanimous",
+        theme=node["C.5"],
+        issue_type=node["C"],
+        decided_by=lead,
+    )
+    ProjectIssue.objects.filter(project=project, issue=first).update(status="final")
+    ProjectIssue.objects.filter(project=project, issue=second).update(status="disagreement")
+    job = ExportJob.objects.create(project=project, requested_by=lead)
+    run_export_job(job.pk)
+    return {"project": project, "job": job, "first": first, "second": second}
+
+
+# endpoint -> the personas that may use it (everyone else: 404).
+READ = {
+    "api_project": {"lead", "annotator", "other_annotator", "researcher"},
+    "api_issues": {"lead", "annotator", "other_annotator", "researcher"},
+    "api_annotations": {"lead", "annotator", "other_annotator", "researcher"},
+    "api_resolutions": {"lead", "annotator", "other_annotator", "researcher"},
+    "api_agreement": {"lead", "researcher"},
+    "api_exports": {"lead", "researcher"},
+    "api_export": {"lead", "researcher"},
+    "api_export_download": {"lead", "researcher"},
+}
+
+
+def url_for(name: str, world) -> str:
+    args = [world["project"].pk]
+    if name in ("api_export", "api_export_download"):
+        args.append(world["job"].pk)
+    return reverse(name, args=args)
+
+
+def test_every_role_on_every_endpoint(world, request):
+    # One setup for the whole matrix (the taxonomy fixture is slow); every cell is checked
+    # and all mismatches reported together.
+    wrong = []
+    for persona in PERSONAS:
+        client = api(request.getfixturevalue(persona))
+        for name, allowed in READ.items():
+            status = client.get(url_for(name, world)).status_code
+            expected = 200 if persona in allowed else 404
+            if status != expected:
+                wrong.append((persona, name, status, expected))
+    assert wrong == []
+
+
+def test_anonymous_gets_401(world):
+    anonymous = APIClient()
+    for name in READ:
+        assert anonymous.get(url_for(name, world)).status_code == 401, name
+    assert anonymous.get(reverse("api_projects")).status_code == 401
+
+
+def test_project_list_shows_only_own_projects(world, request):
+    for persona in PERSONAS:
+        data = api(request.getfixturevalue(persona)).get(reverse("api_projects")).json()
+        names = [p["name"] for p in data["results"]]
+        assert names == ([] if persona == "outsider" else ["LLM issues pilot"]), persona
+
+
+def test_annotators_see_only_their_own_annotations(world, annotator, other_annotator):
+    data = api(annotator).get(url_for("api_annotations", world)).json()
+    assert data["count"] == 2 and all(a["is_mine"] for a in data["results"])
+    assert {a["annotator"] for a in data["results"]} == {f"rater-{annotator.pk}"}
+    # Not even a count of the other annotator's labels leaks.
+    other = api(other_annotator).get(url_for("api_annotations", world)).json()
+    assert other["count"] == 2
+    assert {a["theme"] for a in other["results"]} == {"C.5", "C.1"}
+
+
+def test_lead_sees_all_annotations_under_pseudonyms(world, annotator, lead):
+    data = api(lead).get(url_for("api_annotations", world)).json()
+    assert data["count"] == 4
+    assert annotator.username not in str(data)
+
+
+def test_researchers_see_annotations_of_final_issues_only(world, researcher):
+    data = api(researcher).get(url_for("api_annotations", world)).json()
+    assert data["count"] == 2
+    assert {a["issue"] for a in data["results"]} == {world["first"].pk}
+
+
+def test_resolutions_are_the_final_labels(world, researcher):
+    data = api(researcher).get(url_for("api_resolutions", world)).json()
+    assert [(r["issue_url"], r["code"], r["type"]) for r in data["results"]] == [
+        (world["first"].url, "C.5", "C")
+    ]
+
+
+FILTERS = [
+    ({}, ["100", "101", "102", "103", "104", "105"]),
+    ({"final_type": "C"}, ["100"]),
+    ({"final_type": "B"}, []),
+    ({"theme": "C.5"}, ["100"]),
+    ({"state": "closed"}, ["100"]),
+    ({"status": "disagreement"}, ["101"]),
+    ({"repository": "NVIDIA/Megatron-LM"}, ["100", "101", "102", "103", "104", "105"]),
+    ({"repository": "other/repo"}, []),
+    ({"created_after": "2024-01-01"}, ["100"]),
+    ({"created_before": "2023-12-31"}, []),
+]
+
+
+def test_issue_filters(world, researcher):
+    client = api(researcher)
+    for query, numbers in FILTERS:
+        data = client.get(url_for("api_issues", world), query).json()
+        assert [i["number"] for i in data["results"]] == numbers, query
+
+
+def test_annotators_do_not_learn_of_disagreements(world, annotator, lead):
+    url = url_for("api_issues", world)
+    mine = api(annotator).get(url, {"repository": "NVIDIA/Megatron-LM"}).json()["results"]
+    assert [i["status"] for i in mine[:2]] == ["final", "open"]
+    assert api(annotator).get(url, {"status": "disagreement"}).json()["count"] == 0
+    assert api(lead).get(url, {"status": "disagreement"}).json()["count"] == 1
+
+
+def test_issue_shows_its_final_label(world, annotator):
+    data = api(annotator).get(url_for("api_issues", world), {"theme": "C.5"}).json()
+    assert data["results"][0]["final"]["code"] == "C.5"
+
+
+def test_agreement_endpoint(world, lead):
+    data = api(lead).get(url_for("api_agreement", world)).json()
+    assert data["issues"] == 2 and data["annotations"] == 4
+
+
+def test_starting_an_export(world, request):
+    for persona in PERSONAS:
+        before = ExportJob.objects.count()
+        response = api(request.getfixturevalue(persona)).post(url_for("api_exports", world))
+        if persona in ("lead", "researcher"):
+            assert response.status_code == 201 and response.json()["status"] == "pending"
+            assert ExportJob.objects.count() == before + 1
+        else:
+            assert response.status_code == 404, persona
+            assert ExportJob.objects.count() == before
+
+
+def test_export_detail_and_download(world, researcher):
+    client = api(researcher)
+    detail = client.get(url_for("api_export", world)).json()
+    assert detail["status"] == "done" and detail["download_url"].endswith("/download/")
+    response = client.get(url_for("api_export_download", world))
+    assert response.status_code == 200
+    assert response["Content-Disposition"].startswith("attachment")
+
+
+def test_other_projects_jobs_are_404(world, researcher, taxonomy_version):
+    from annotator.models import Project
+
+    other = Project.objects.create(name="Other", taxonomy_version=taxonomy_version)
+    job = ExportJob.objects.create(project=other)
+    url = reverse("api_export", args=[world["project"].pk, job.pk])
+    assert api(researcher).get(url).status_code == 404
+
+
+def test_api_is_read_only_for_labels(world, researcher, lead):
+    for name in ("api_issues", "api_annotations", "api_resolutions"):
+        assert api(lead).post(url_for(name, world), {}).status_code == 405
+        assert api(researcher).delete(url_for(name, world)).status_code == 405
+
+
+def test_token_is_obtained_with_a_password(world, lead):
+    response = APIClient().post(
+        reverse("api_token"), {"username": lead.username, "password": PASSWORD}
+    )
+    assert response.status_code == 200
+    assert response.json()["token"] == Token.objects.get(user=lead).key
+
+
+def test_schema_and_docs(client, world, lead):
+    schema = APIClient().get(reverse("api_schema"), {"format": "json"})
+    assert schema.status_code == 200
+    paths = schema.json()["paths"]
+    assert "/api/projects/{project_id}/issues/" in paths
+    params = {p["name"] for p in paths["/api/projects/{project_id}/issues/"]["get"]["parameters"]}
+    assert {"repository", "state", "final_type", "theme", "created_after"} <= params
+    client.force_login(lead)
+    docs = client.get(reverse("api_docs"))
+    assert docs.status_code == 200
+    assert "/api/projects/{project_id}/annotations/" in docs.content.decode()
+    assert "<script" not in docs.content.decode().split("</header>")[1]

@@ -1,0 +1,313 @@
+"""Scenarios of `import_labels`: the published samples, repeats, re-runs and every bad input."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from annotator.models import Annotation, Membership, Project, ProjectIssue, Resolution
+from dataset.exports import repositories, write_study_csv
+from dataset.importer import LabelImportError, import_labels
+from ingest.models import Issue, Repository
+from taxonomy.models import TaxonomyNode, TaxonomyVersion
+from tests.dataset.helpers import GH, GITEE, HEADER3, MEGATRON, SAMPLES, read_rows, write_csv
+
+pytestmark = pytest.mark.django_db
+
+
+def export_rows(project: Project, repository: Repository) -> tuple[str, list[list[str]]]:
+    out = io.StringIO()
+    write_study_csv(project, repository, out)
+    text = out.getvalue()
+    return text, [row for row in csv.reader(io.StringIO(text.lstrip("\ufeff"))) if row]
+
+
+def test_samples_import_and_export_back_row_for_row(taxonomy_version):
+    report = import_labels("Study", SAMPLES)
+
+    project = Project.objects.get(name="Study")
+    assert project.taxonomy_version == taxonomy_version
+    assert report.rows_read == 1194 and report.raters == 7
+    assert Issue.objects.count() == 1194
+    assert set(Repository.objects.values_list("forge", "owner", "name")) == {
+        ("github", "NVIDIA", "Megatron-LM"),
+        ("gitee", "ascend", "MindSpeed"),
+    }
+    # Gitee numbers are alphanumeric and kept as they are.
+    assert Issue.objects.filter(repository__forge="gitee", number="IBZ414").exists()
+    assert ProjectIssue.objects.filter(project=project, status="final").count() == 1194
+    assert Annotation.objects.filter(project=project).count() == 1194 * 7
+    assert Resolution.objects.filter(project=project, method="imported").count() == 1194
+    pseudonyms = sorted(
+        Membership.objects.filter(project=project, role="annotator").values_list(
+            "pseudonym", flat=True
+        )
+    )
+    assert pseudonyms == [f"rater-{i}" for i in range(1, 8)]
+
+    for repository in repositories(project):
+        text, rows = export_rows(project, repository)
+        assert text.startswith("\ufeff")
+        assert rows == read_rows(SAMPLES[0] if repository.forge == "github" else SAMPLES[1])
+
+
+def test_annotations_are_at_theme_level_under_their_type(taxonomy_version):
+    import_labels("Study", [MEGATRON])
+    issue = Issue.objects.get(url=f"{GH}1515")  # C.5,C.5,C.1,C.1,C.5,C.5,C.5 → C.5
+    project = Project.objects.get(name="Study")
+    by_rater = {
+        a.annotator.memberships.get(project=project).pseudonym: a
+        for a in Annotation.objects.filter(issue=issue).select_related(
+            "theme", "issue_type", "annotator"
+        )
+    }
+    assert by_rater["rater-3"].theme.code == "C.1"
+    assert by_rater["rater-3"].issue_type.code == "C"
+    assert by_rater["rater-3"].sub_theme is None
+    assert by_rater["rater-1"].theme.level == TaxonomyNode.Level.THEME
+    final = Resolution.objects.get(issue=issue)
+    assert (final.theme.code, final.issue_type.code, final.method) == ("C.5", "C", "imported")
+
+
+def test_running_twice_changes_nothing(taxonomy_version):
+    import_labels("Study", SAMPLES)
+    counts = (Issue.objects.count(), Annotation.objects.count(), Resolution.objects.count())
+    report = import_labels("Study", SAMPLES)
+    assert report.unchanged_rows == 1194
+    assert report.created_issues == report.created_annotations == report.created_resolutions == 0
+    assert (Issue.objects.count(), Annotation.objects.count(), Resolution.objects.count()) == counts
+    assert Membership.objects.filter(project__name="Study").count() == 7
+
+
+def test_project_and_taxonomy_are_created_when_missing(db):
+    assert not TaxonomyVersion.objects.exists()
+    import_labels("Fresh study", [MEGATRON])
+    project = Project.objects.get(name="Fresh study")
+    assert project.taxonomy_version.nodes.filter(code="C.5").exists()
+    assert project.annotations_per_issue == 7
+
+
+def test_new_project_uses_the_latest_taxonomy_version(taxonomy_version):
+    from taxonomy.loader import load_study_taxonomy
+
+    newer = load_study_taxonomy()
+    assert newer.number == taxonomy_version.number + 1
+    import_labels("Study", [MEGATRON])
+    assert Project.objects.get(name="Study").taxonomy_version == newer
+
+
+def test_a_repeated_url_is_one_issue_and_reported_with_lines(taxonomy_version, tmp_path):
+    path = write_csv(
+        tmp_path / "repeats.csv",
+        [
+            HEADER3,
+            [f"{GH}1", "C.1", "C.1", "C.2", "C.1"],
+            [f"{GH}2", "B.1", "B.1", "B.1", "B.1"],
+            [f"{GH}1", "C.1", "C.1", "C.2", "C.1"],
+            [f"{GH}1", "C.3", "C.3", "C.3", "C.3"],
+        ],
+    )
+    report = import_labels("Study", [path])
+    assert [(r.line, r.first_line, r.differs) for r in report.repeats] == [
+        (4, 2, False),
+        (5, 2, True),
+    ]
+    assert "line 5" in "\n".join(report.lines()) and "labels differ" in "\n".join(report.lines())
+    assert Issue.objects.count() == 2
+    assert Resolution.objects.get(issue__number="1").theme.code == "C.1"  # the first kept
+
+
+def test_sub_theme_codes_are_accepted_and_exported_back(taxonomy_version, tmp_path):
+    rows = [HEADER3, [f"{GH}7", "C.5.i", "C.5.ii", "C.5", "C.5.i"]]
+    path = write_csv(tmp_path / "sub.csv", rows)
+    import_labels("Study", [path])
+    final = Resolution.objects.get()
+    assert (final.sub_theme.code, final.theme.code, final.issue_type.code) == ("C.5.i", "C.5", "C")
+    project = Project.objects.get(name="Study")
+    assert export_rows(project, Repository.objects.get())[1] == rows
+
+
+def test_labels_already_in_the_project_are_not_overwritten(taxonomy_version, tmp_path):
+    first = write_csv(tmp_path / "a.csv", [HEADER3, [f"{GH}1", "C.1", "C.1", "C.1", "C.1"]])
+    second = write_csv(tmp_path / "b.csv", [HEADER3, [f"{GH}1", "C.1", "C.2", "C.1", "C.2"]])
+    import_labels("Study", [first])
+    report = import_labels("Study", [second])
+    assert len(report.conflicts) == 2
+    assert "rater-2" in report.conflicts[0]
+    assert Resolution.objects.get().theme.code == "C.1"
+    assert Annotation.objects.count() == 3
+
+
+MALFORMED = {
+    "unknown code": (
+        [HEADER3, [f"{GH}1", "C.1", "Z.9", "C.1", "C.1"]],
+        2,
+        "unknown code 'Z.9' in column Label2",
+    ),
+    "unknown final code": (
+        [HEADER3, [f"{GH}1", "C.1", "C.1", "C.1", "C.99"]],
+        2,
+        "unknown code 'C.99' in column Final_Label",
+    ),
+    "missing final column": (
+        [["Issue_URL", "Label1", "Label2"], [f"{GH}1", "C.1", "C.1"]],
+        1,
+        "missing column(s): Final_Label",
+    ),
+    "missing url column": (
+        [["URL", "Label1", "Final_Label"], [f"{GH}1", "C.1", "C.1"]],
+        1,
+        "missing column(s): Issue_URL",
+    ),
+    "gap in label columns": (
+        [["Issue_URL", "Label1", "Label3", "Final_Label"], [f"{GH}1", "C.1", "C.1", "C.1"]],
+        1,
+        "missing column(s): Label2",
+    ),
+    "empty label cell": (
+        [HEADER3, [f"{GH}1", "C.1", "", "C.1", "C.1"]],
+        2,
+        "empty cell in column Label2",
+    ),
+    "empty url cell": (
+        [HEADER3, ["", "C.1", "C.1", "C.1", "C.1"]],
+        2,
+        "empty cell in column Issue_URL",
+    ),
+    "unknown forge": (
+        [HEADER3, ["https://bitbucket.org/a/b/issues/1", "C.1", "C.1", "C.1", "C.1"]],
+        2,
+        "not an issue URL of a known forge",
+    ),
+    "pull request url": (
+        [HEADER3, ["https://github.com/a/b/pull/1", "C.1", "C.1", "C.1", "C.1"]],
+        2,
+        "not an issue URL of a known forge",
+    ),
+    "short row": (
+        [HEADER3, [f"{GH}1", "C.1", "C.1"]],
+        2,
+        "expected 5 cells, got 3",
+    ),
+    "empty file": ([], 1, "the file is empty"),
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED, ids=list(MALFORMED))
+def test_malformed_input_names_file_and_line_and_imports_nothing(taxonomy_version, tmp_path, case):
+    rows, line, message = MALFORMED[case]
+    good = [f"{GITEE}IBD6YU", "B.2", "B.2", "B.2", "B.2"]
+    if len(rows) > 1 and rows[0] == HEADER3:
+        rows = [rows[0], good, *rows[1:]]
+        line += 1
+    path = write_csv(tmp_path / "bad.csv", rows)
+    with pytest.raises(LabelImportError) as excinfo:
+        import_labels("Study", [path])
+    problem = excinfo.value.report.problems[0]
+    assert problem.path == str(path) and problem.line == line
+    assert message in problem.message
+    assert f"{path}, line {line}" in str(excinfo.value)
+    assert not Issue.objects.exists() and not Project.objects.filter(name="Study").exists()
+    assert not Repository.objects.exists()
+
+
+def test_not_utf8_and_missing_files_are_reported(taxonomy_version, tmp_path):
+    latin = tmp_path / "latin1.csv"
+    latin.write_bytes(",".join(HEADER3).encode() + b"\n" + GH.encode() + b"1,C.1,C.1,C.1,C\xe9\n")
+    with pytest.raises(LabelImportError) as excinfo:
+        import_labels("Study", [latin, tmp_path / "nope.csv"])
+    messages = [str(p) for p in excinfo.value.report.problems]
+    assert any("latin1.csv" in m and "not UTF-8" in m for m in messages)
+    assert any("nope.csv" in m and "cannot open" in m for m in messages)
+    assert not Issue.objects.exists()
+
+
+def test_skip_invalid_imports_the_rest_and_lists_what_was_skipped(taxonomy_version, tmp_path):
+    path = write_csv(
+        tmp_path / "mixed.csv",
+        [
+            HEADER3,
+            [f"{GH}1", "C.1", "C.1", "C.1", "C.1"],
+            [f"{GH}2", "C.1", "X.1", "C.1", "C.1"],
+            ["https://example.org/issues/3", "C.1", "C.1", "C.1", "C.1"],
+            [f"{GITEE}IBD6YU", "B.2", "B.2", "B.1", "B.2"],
+        ],
+    )
+    report = import_labels("Study", [path], skip_invalid=True)
+    assert report.imported
+    assert [p.line for p in report.problems] == [3, 4]
+    assert "skipped: 2" in "\n".join(report.lines())
+    assert sorted(Issue.objects.values_list("number", flat=True)) == ["1", "IBD6YU"]
+
+
+def test_a_bad_file_among_good_ones_imports_nothing(taxonomy_version, tmp_path):
+    bad = write_csv(tmp_path / "bad.csv", [HEADER3, [f"{GH}1", "C.1", "C.1", "C.1", "Q"]])
+    with pytest.raises(LabelImportError):
+        import_labels("Study", [MEGATRON, bad])
+    assert not Issue.objects.exists()
+
+
+def test_command_reports_and_fails_without_importing(taxonomy_version, tmp_path):
+    out, err = io.StringIO(), io.StringIO()
+    call_command("import_labels", "--project", "Study", *map(str, SAMPLES), stdout=out, stderr=err)
+    assert "1194 row(s) read from 2 file(s), 7 rater(s)" in out.getvalue()
+    assert "1194 issues" in out.getvalue()
+
+    bad = write_csv(tmp_path / "bad.csv", [HEADER3, [f"{GH}9", "C.1", "", "C.1", "C.1"]])
+    err = io.StringIO()
+    with pytest.raises(CommandError, match="nothing imported"):
+        call_command("import_labels", "--project", "Study", str(bad), stdout=out, stderr=err)
+    assert f"{bad}, line 2: empty cell in column Label2" in err.getvalue()
+    assert not Issue.objects.filter(number="9").exists()
+
+
+def test_progress_is_reported(taxonomy_version):
+    seen: list[tuple[str, int, int]] = []
+    import_labels("Study", [MEGATRON], progress=lambda *a: seen.append(a))
+    stages = {s for s, _, _ in seen}
+    assert {"files read", "issues", "annotations"} <= stages
+    assert ("annotations", 1114 * 7, 1114 * 7) in seen
+
+
+def test_files_are_copies_of_the_published_samples():
+    # The copies must stay byte-identical to what the study published (when ../shared exists).
+    shared = Path(__file__).resolve().parents[3] / "shared" / "reference" / "sample-labels"
+    if not shared.exists():
+        pytest.skip("../shared is not beside this checkout")
+    for path in SAMPLES:
+        assert path.read_bytes() == (shared / path.stem / path.name).read_bytes()
+
+
+def test_large_import_checks_foreign_keys_once_and_restores_them(taxonomy_version, monkeypatch):
+    from django.db import IntegrityError, connection, transaction
+
+    from dataset import bulk
+
+    def foreign_keys() -> set[str]:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_get_constraintdef(oid) FROM pg_constraint "
+                "WHERE conrelid = 'annotator_annotation'::regclass AND contype = 'f'"
+            )
+            return {row[0] for row in cursor.fetchall()}
+
+    before = foreign_keys()
+    monkeypatch.setattr(bulk, "REVALIDATE_FROM", 1)  # take the large-import path
+    import_labels("Study", [MEGATRON])
+    assert Annotation.objects.count() == 1114 * 7
+    assert foreign_keys() == before and len(before) == 6
+    # And they are enforced again.
+    project = Project.objects.get(name="Study")
+    with pytest.raises(IntegrityError), transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute(
+            "INSERT INTO annotator_annotation (project_id, issue_id, annotator_id, revision,"
+            " is_current, is_pilot, summary, note, proposed_category, created_at,"
+            " is_false_positive, false_positive_reason) VALUES"
+            " (%s, 999999999, %s, 9, false, false, '', '', '', now(), false, '')",
+            [project.pk, Membership.objects.filter(project=project).first().user_id],
+        )

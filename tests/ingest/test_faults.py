@@ -1,0 +1,135 @@
+"""Each fault the fake forge injects ends as the spec says: recovered, or failed clearly."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from ingest.models import Comment, Issue
+from ingest.sync import run_inline, start_sync
+
+
+@pytest.fixture
+def megatron(fake, make_repo):
+    forge, repo = make_repo("github", "NVIDIA", "Megatron-LM")
+    for n in range(1, 251):
+        forge.add_issue(n, created=f"2024-01-01T{n // 60:02d}:{n % 60:02d}:00Z", comments=1)
+    return forge, repo
+
+
+def _assert_complete(run, repo):
+    assert run.status == "done", run.errors
+    assert Issue.objects.filter(repository=repo).count() == 250
+    assert Comment.objects.filter(issue__repository=repo).count() == 250
+
+
+@pytest.mark.parametrize("kind", ["502", "reset", "truncated", "null"])
+def test_transient_faults_are_retried(fake, megatron, kind):
+    _, repo = megatron
+    fake.inject(kind, path_contains="page=2")
+    fake.inject(kind, path_contains="/issues/comments")
+    run = run_inline(start_sync(repo, enqueue=False))
+    _assert_complete(run, repo)
+    assert run.retries == 2 and run.requests == 6 + 2
+
+
+def test_slow_response_past_the_timeout_is_retried(fake, megatron, settings):
+    settings.INGEST_READ_TIMEOUT = 0.3
+    _, repo = megatron
+    fake.inject("timeout", path_contains="page=3", seconds=0.8)
+    run = run_inline(start_sync(repo, enqueue=False))
+    _assert_complete(run, repo)
+    assert run.retries == 1
+
+
+def test_secondary_limit_with_retry_after_waits_that_long(fake, megatron):
+    _, repo = megatron
+    fake.inject("secondary", path_contains="page=2", seconds=1, status=429)
+    waits: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        time.sleep(seconds)
+
+    run = run_inline(start_sync(repo, enqueue=False), sleep=sleep)
+    _assert_complete(run, repo)
+    assert len(waits) == 1 and 0.5 < waits[0] <= 1.0
+    assert run.rate_limit_waits == 1
+    assert "secondary rate limit" in run.errors[0]["message"]
+
+
+def test_secondary_limit_without_retry_after_backs_off(fake, megatron):
+    _, repo = megatron
+    fake.inject("secondary", path_contains="page=2", times=2, retry_after=False)
+    waits: list[float] = []
+    run = run_inline(start_sync(repo, enqueue=False), sleep=lambda s: waits.append(s))
+    _assert_complete(run, repo)
+    assert len(waits) == 2 and waits[1] > waits[0] * 1.5  # exponential
+
+
+@pytest.mark.parametrize("status", [403, 429])
+def test_primary_quota_exhausted_waits_for_the_reset(fake, megatron, status):
+    _, repo = megatron
+    fake.set_quota("github", limit=4, window=1.5, status=status)
+    started = time.monotonic()
+    run = run_inline(start_sync(repo, enqueue=False))
+    _assert_complete(run, repo)
+    assert run.rate_limit_waits >= 1 and time.monotonic() - started >= 1.0
+    assert fake.count(status=status) == run.rate_limit_waits
+    assert "quota exhausted" in run.errors[0]["message"]
+
+
+def test_persistent_server_errors_fail_clearly_keeping_earlier_pages(fake, megatron, settings):
+    _, repo = megatron
+    settings.INGEST_MAX_RETRIES = 2
+    fake.inject("502", path_contains="page=3", times=99)
+    run = run_inline(start_sync(repo, enqueue=False))
+    assert run.status == "failed"
+    assert "502" in run.errors[-1]["message"] and "page=3" in run.errors[-1]["message"]
+    assert Issue.objects.filter(repository=repo).count() == 200  # pages 1 and 2 kept
+    assert run.pages == 2 and "page=3" in run.next_url
+
+
+def test_bad_credentials_fail_at_once_without_leaking_the_token(fake, megatron, settings):
+    _, repo = megatron
+    settings.FORGE_TOKENS = {"github": "ghp_WRONGtoken", "gitee": "", "gitlab": ""}
+    fake.tokens["github"] = "ghp_righttoken"
+    run = run_inline(start_sync(repo, enqueue=False))
+    assert run.status == "failed" and fake.count() == 1
+    assert "401" in run.errors[0]["message"] and "github token" in run.errors[0]["message"]
+    assert "ghp_" not in str(run.errors)
+
+
+def test_missing_repository_fails_clearly(fake, make_repo):
+    _, repo = make_repo("github", "nobody", "nothing")
+    del fake.repos[("github", "nobody", "nothing")]
+    run = run_inline(start_sync(repo, enqueue=False))
+    assert run.status == "failed" and run.errors[0]["message"].startswith("404")
+
+
+def test_gitee_spurious_404_on_a_comment_page_is_retried(fake, make_repo, settings):
+    settings.FORGE_TOKENS = {"github": "", "gitee": "gitee-TOKEN-xyz", "gitlab": ""}
+    forge, repo = make_repo("gitee", "ascend", "MindSpeed")
+    for i in range(30):
+        forge.add_issue(f"IC{i:04d}", created=f"2024-05-01T00:00:{i:02d}Z", comments=2)
+    fake.inject("404", path_contains="/issues/comments")
+    run = run_inline(start_sync(repo, enqueue=False))
+    assert run.status == "done", run.errors
+    assert Comment.objects.filter(issue__repository=repo).count() == 60
+    # …but a listing that keeps answering 404 fails, and the token stays out of the log.
+    fake.inject("404", path_contains="/issues/comments", times=9)
+    again = run_inline(start_sync(repo, full=True, enqueue=False))
+    assert again.status == "failed" and "gitee-TOKEN-xyz" not in str(again.errors)
+    assert "access_token" not in str(again.errors)
+
+
+def test_gitlab_issue_whose_notes_are_gone_is_skipped_and_logged(fake, make_repo):
+    forge, repo = make_repo("gitlab", "group", "project")
+    for n in range(1, 6):
+        forge.add_issue(n, created=f"2024-01-01T00:00:0{n}Z", comments=1)
+    fake.inject("404", path_contains="/issues/3/notes", times=9)
+    run = run_inline(start_sync(repo, enqueue=False))
+    assert run.status == "done"
+    assert Comment.objects.filter(issue__repository=repo).count() == 4
+    assert "comments of #3 skipped: 404" in run.errors[0]["message"]

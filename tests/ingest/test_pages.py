@@ -1,0 +1,86 @@
+"""Pages: repositories with a Sync button, a run's live progress, and Table I."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from django.urls import reverse
+
+from annotator.models import ProjectIssue
+from ingest.models import Repository, SyncRun
+from ingest.sync import run_inline, start_sync
+from tests.conftest import make_issue
+
+
+@pytest.mark.django_db
+def test_repositories_page_is_for_staff_and_leads_only(client, project, lead, annotator, outsider):
+    url = reverse("repositories")
+    for user in (annotator, outsider):
+        client.force_login(user)
+        assert client.get(url).status_code == 404
+    client.force_login(lead)
+    response = client.post(
+        url, {"forge": "gitee", "owner": "ascend", "name": "MindSpeed", "group": "MindSpeed",
+              "is_framework": "on", "sync_interval_hours": "24"},
+    )  # fmt: skip
+    assert response.status_code == 302
+    repo = Repository.objects.get(name="MindSpeed")
+    assert repo.api_url == "https://gitee.com/api/v5"
+    page = client.get(url).content.decode()
+    assert "ascend/MindSpeed" in page and "never" in page
+
+
+@pytest.mark.django_db
+def test_sync_button_starts_a_run_and_its_page_polls_until_done(
+    client, project, lead, fake, make_repo, settings
+):
+    settings.FORGE_TOKENS = {"github": "ghp_SECRET", "gitee": "", "gitlab": ""}
+    forge, repo = make_repo("github", "NVIDIA", "Megatron-LM")
+    forge.add_issue(1, comments=1)
+    client.force_login(lead)
+    response = client.post(reverse("repository_sync", args=[repo.pk]))
+    run = SyncRun.objects.get(repository=repo)
+    assert response.url == reverse("sync_run", args=[run.pk])
+    fragment = client.get(response.url, headers={"HX-Request": "true"}).content.decode()
+    assert 'hx-trigger="every 2s"' in fragment and "<html" not in fragment
+    # A second click while it runs goes to the same run.
+    again = client.post(reverse("repository_sync", args=[repo.pk]))
+    assert again.url == response.url and SyncRun.objects.count() == 1
+
+    run_inline(run)
+    page = client.get(response.url).content.decode()
+    assert "hx-trigger" not in page and 'value="100"' in page
+    assert "issues_new" in page and "ghp_SECRET" not in page
+
+    # Two runs of a one-issue repository: the list still counts one issue.
+    run_inline(start_sync(repo, full=True, enqueue=False))
+    listing = client.get(reverse("repositories")).content.decode()
+    assert '<td class="num">1</td><td class="num">0</td>' in listing
+
+
+@pytest.mark.django_db
+def test_failed_run_shows_its_error_log(client, lead, project, fake, make_repo):
+    _, repo = make_repo("github", "NVIDIA", "Megatron-LM")
+    fake.inject("401")
+    run = run_inline(start_sync(repo, enqueue=False))
+    client.force_login(lead)
+    page = client.get(reverse("sync_run", args=[run.pk])).content.decode()
+    assert "401 Unauthorized" in page and 'id="run-errors"' in page
+
+
+@pytest.mark.django_db
+def test_table_one_page_for_members(
+    client, project, repository, lead, researcher, annotator, outsider
+):
+    for n, year in enumerate([2023, 2024, 2024, 2025]):
+        issue = make_issue(repository, 900 + n, created_at=datetime(year, 5, 1, tzinfo=UTC))
+        ProjectIssue.objects.create(project=project, issue=issue, position=n)
+    url = reverse("table_one", args=[project.pk])
+    for user in (lead, researcher, annotator):
+        client.force_login(user)
+        page = client.get(url).content.decode()
+        assert "Megatron" in page
+        assert '<td class="num">1</td><td class="num">2</td><td class="num">1</td>' in page
+    client.force_login(outsider)
+    assert client.get(url).status_code == 404

@@ -1,0 +1,83 @@
+"""The study's per-year URL lists: imported, with bad lines named by file and line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from ingest.models import Comment, Issue, Repository
+from ingest.sync import hydrate_issue
+from ingest.urllists import parse_files
+
+LISTS = Path(__file__).parent / "data" / "url-lists"  # the study's lists, copied
+GITEE_URLS = sum(
+    1 for p in LISTS.glob("MindSpeed_*.txt") for line in p.read_text().splitlines() if line.strip()
+)
+
+
+def test_the_study_lists_import_with_gitee_alphanumeric_numbers(db, capsys):
+    files = sorted(LISTS.glob("*.txt"))  # MindSpeed_2023.txt is empty, as published
+    call_command("import_issue_urls", *map(str, files), "--no-fetch")
+    assert Issue.objects.count() == 1194
+    assert Issue.objects.filter(repository__forge="gitee").count() == GITEE_URLS
+    assert Issue.objects.filter(number="IBD6YU", repository__name="MindSpeed").exists()
+    assert Repository.objects.filter(forge="gitee", owner="ascend", name="MindSpeed").exists()
+    assert Issue.objects.filter(fetched_at__isnull=True).count() == 1194  # to be hydrated
+    assert "1194 issue URLs (0 repeated), 1194 new issues, 2 new repositories" in (
+        capsys.readouterr().out
+    )
+    call_command("import_issue_urls", *map(str, files), "--no-fetch")  # again: nothing new
+    assert Issue.objects.count() == 1194
+
+
+def test_bad_lines_are_reported_with_file_and_line_and_nothing_is_imported(db, tmp_path, capsys):
+    good = tmp_path / "Megatron-LM_2024.txt"
+    good.write_bytes(
+        b"https://github.com/NVIDIA/Megatron-LM/issues/1341\r\n"
+        b"\r\n"
+        b"   https://github.com/NVIDIA/Megatron-LM/issues/1340  \r\n"
+        b"https://github.com/NVIDIA/Megatron-LM/issues/1341\r\n"
+    )
+    bad = tmp_path / "mixed.txt"
+    bad.write_text(
+        "https://gitee.com/ascend/MindSpeed/issues/IBX3GM\n"
+        "https://bitbucket.org/a/b/issues/3\n"
+        "github.com/NVIDIA/Megatron-LM/issues/1\n"
+        "https://github.com/NVIDIA/Megatron-LM/pull/12\n"
+    )
+    empty = tmp_path / "MindSpeed_2023.txt"
+    empty.write_text("")
+    with pytest.raises(CommandError, match="3 bad line"):
+        call_command("import_issue_urls", str(good), str(bad), str(empty), "--no-fetch")
+    err = capsys.readouterr().err
+    assert f"{bad}, line 2: unknown host 'bitbucket.org'" in err
+    assert f"{bad}, line 3: not an issue URL" in err
+    assert f"{bad}, line 4: not a github issue URL" in err
+    assert Issue.objects.count() == 0
+
+    call_command("import_issue_urls", str(good), str(bad), str(empty), "--no-fetch", "--skip-bad")
+    assert sorted(Issue.objects.values_list("number", flat=True)) == ["1340", "1341", "IBX3GM"]
+    result = parse_files([good])
+    assert (len(result.refs), result.duplicates) == (2, 1)
+
+
+def test_hydration_fetches_issue_and_comments_records_moves_and_deletions(fake, make_repo):
+    forge, repo = make_repo("github", "NVIDIA", "Megatron-LM")
+    forge.add_issue(648, "Pipeline hangs", comments=2)
+    forge.add_issue(649, "Old place")
+    forge.issues["649"].moved_to = "/repos/NVIDIA/Megatron-LM/issues/648"
+    forge.add_issue(650, "Gone")
+    forge.issues["650"].deleted = True
+    issues = {
+        n: Issue.objects.create(repository=repo, number=n, url=f"{repo.web_url}/issues/{n}")
+        for n in ("648", "649", "650")
+    }
+    hydrate_issue(issues["648"])
+    issues["648"].refresh_from_db()
+    assert issues["648"].title == "Pipeline hangs" and issues["648"].fetched_at
+    assert Comment.objects.filter(issue=issues["648"]).count() == 2
+    moved = hydrate_issue(issues["649"])
+    assert moved.raw["moved_to"].endswith("/issues/648") and Issue.objects.count() == 3
+    assert hydrate_issue(issues["650"]).state == "deleted"

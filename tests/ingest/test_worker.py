@@ -1,0 +1,131 @@
+"""Real `celery worker` processes on real Redis: killed mid-sync, and waiting out a quota.
+
+The worker runs in its own process against the test database, so these tests commit
+(`transaction=True`) and restore the migrations' data afterwards (`serialized_rollback`).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from annotator.celery import app
+from ingest.models import Comment, Issue, SyncRun
+from ingest.sync import resume_run, start_sync
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _database_url() -> str:
+    s = connection.settings_dict
+    return f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+
+
+@pytest.fixture
+def start_worker() -> Iterator[Callable[[], subprocess.Popen]]:
+    assert settings.REDIS_URL, "worker tests need Redis (bin/test sets REDIS_URL)"
+    app.control.purge()  # tasks left in the queue by an earlier, interrupted run
+    workers: list[subprocess.Popen] = []
+
+    def start() -> subprocess.Popen:
+        env = {**os.environ, "DATABASE_URL": _database_url(), "REDIS_URL": settings.REDIS_URL}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "annotator", "worker", "-P", "solo",
+             "--without-heartbeat", "--without-gossip", "--without-mingle", "-l", "warning"],
+            cwd=ROOT, env=env, start_new_session=True,
+        )  # fmt: skip
+        workers.append(proc)
+        return proc
+
+    yield start
+    for proc in workers:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def _run(run_id: int) -> SyncRun:
+    return SyncRun.objects.get(pk=run_id)
+
+
+def test_worker_killed_mid_sync_resumes_without_holes_or_duplicates(fake, make_repo, start_worker):
+    fake.delay = 0.05  # slow enough to kill the worker between two pages
+    forge, repo = make_repo("github", "NVIDIA", "Megatron-LM")
+    for n in range(1, 1501):
+        created = f"2024-01-{1 + n // 1440:02d}T{n // 60 % 24:02d}:{n % 60:02d}:00Z"
+        forge.add_issue(n, created=created, comments=1 + n % 2)
+    worker = start_worker()
+    run = start_sync(repo)
+    wait_for(lambda: _run(run.pk).pages >= 5, 60, "five committed pages")
+    os.killpg(worker.pid, signal.SIGKILL)
+    worker.wait()
+    killed = _run(run.pk)
+    assert killed.is_active and 5 <= killed.pages < 38, killed.figures()
+    stored_before = Issue.objects.filter(repository=repo).count()
+    assert stored_before == min(1500, 100 * killed.pages)  # exactly the committed pages
+
+    start_worker()
+    resume_run(killed)
+    wait_for(lambda: not _run(run.pk).is_active, 90, "the resumed run to finish")
+
+    done = _run(run.pk)
+    assert done.status == "done", done.errors
+    numbers = list(Issue.objects.filter(repository=repo).values_list("number", flat=True))
+    assert sorted(numbers, key=int) == [str(n) for n in range(1, 1501)]
+    comments = Comment.objects.filter(issue__repository=repo)
+    assert comments.count() == sum(len(i.comments) for i in forge.issues.values()) == 2250
+    assert sorted(comments.values_list("forge_id", flat=True)) == sorted(
+        str(c.id) for i in forge.issues.values() for c in i.comments
+    )
+    # At most the page in flight when the worker died was fetched twice.
+    assert fake.count(status=200) <= 15 + 23 + 1
+
+
+def test_exhausted_quota_reschedules_the_task_and_completes_after_the_reset(
+    fake, make_repo, start_worker
+):
+    fake.set_quota("github", limit=3, window=4)
+    forge, repo = make_repo("github", "NVIDIA", "Megatron-LM")
+    for n in range(1, 301):
+        forge.add_issue(n, created=f"2024-01-01T{n // 60:02d}:{n % 60:02d}:00Z", comments=1)
+    other_forge, other = make_repo("gitee", "ascend", "MindSpeed")
+    other_forge.add_issue("IBD6YU", comments=1)
+    start_worker()
+
+    run = start_sync(repo)
+    wait_for(lambda: _run(run.pk).status == "waiting", 30, "the run to wait for the reset")
+    waiting = _run(run.pk)
+    assert waiting.quota_remaining == 0 and waiting.next_attempt_at is not None
+    # The worker is not asleep: (its only slot) serves another repository meanwhile.
+    second = start_sync(other)
+    wait_for(lambda: _run(second.pk).status == "done", 20, "another run during the wait")
+    assert _run(run.pk).status == "waiting"
+
+    wait_for(lambda: _run(run.pk).status == "done", 60, "the run to finish after the reset")
+    done = _run(run.pk)
+    assert done.rate_limit_waits >= 1 and done.finished_at >= waiting.next_attempt_at
+    assert Issue.objects.filter(repository=repo).count() == 300
+    assert Comment.objects.filter(issue__repository=repo).count() == 300

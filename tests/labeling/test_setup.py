@@ -1,0 +1,82 @@
+"""Project setup: scope, K and policy, the seeded stratified pilot, the queue order."""
+
+from datetime import UTC, date, datetime
+
+import pytest
+
+from annotator import setup
+from annotator.models import Project, ProjectIssue
+from ingest.models import Issue, Repository
+from tests.conftest import make_issue
+from tests.labeling.conftest import label_item
+
+
+@pytest.fixture
+def two_repos(repository):
+    gitee = Repository.objects.create(
+        forge=Repository.Forge.GITEE, api_url="https://gitee.com/api/v5", owner="ascend",
+        name="MindSpeed",
+    )  # fmt: skip
+    kept, out = Issue.FilterStatus.KEPT, Issue.FilterStatus.FILTERED_OUT
+    for i in range(30):
+        make_issue(repository, 1000 + i, created_at=datetime(2023, 1 + i % 12, 5, tzinfo=UTC),
+                   filter_status=kept if i % 3 else out)  # fmt: skip
+    for i in range(10):
+        make_issue(gitee, f"I{i}X", created_at=datetime(2024, 2, 1, tzinfo=UTC))
+    return repository, gitee
+
+
+def test_scope_by_repository_filter_state_and_dates(project, two_repos):
+    megatron, _gitee = two_repos
+    scope = setup.Scope(repository_ids=[megatron.pk], filter_statuses=["kept"],
+                        created_from=date(2023, 1, 1), created_to=date(2023, 6, 30))  # fmt: skip
+    result = setup.apply_scope(project, scope, pilot_size=0, seed=1)
+    # Megatron issues opened January to June 2023 that the keyword filter kept.
+    assert result["added"] == ProjectIssue.objects.filter(project=project).count() == 12
+    assert project.scope["repository_ids"] == [megatron.pk]
+
+
+def test_issues_leaving_the_scope_are_removed_unless_labeled(project, two_repos, annotator):
+    megatron, gitee = two_repos
+    setup.apply_scope(project, setup.Scope(), pilot_size=0, seed=1)
+    assert ProjectIssue.objects.filter(project=project).count() == 40
+    labeled = ProjectIssue.objects.filter(project=project, issue__repository=gitee).first()
+    label_item(annotator, project, labeled, "C.1")
+    result = setup.apply_scope(project, setup.Scope(repository_ids=[megatron.pk]), 0, 1)
+    assert result["removed"] == 9
+    assert ProjectIssue.objects.filter(project=project, issue__repository=gitee).get() == labeled
+
+
+def test_pilot_is_seeded_stratified_and_first(project, two_repos):
+    setup.apply_scope(project, setup.Scope(), pilot_size=8, seed=42)
+    ordered = list(ProjectIssue.objects.filter(project=project).order_by("position"))
+    pilot = [pi for pi in ordered if pi.is_pilot]
+    assert ordered[:8] == pilot
+    by_repo = sorted(pi.issue.repository.name for pi in pilot)
+    assert by_repo.count("MindSpeed") == 2 and by_repo.count("Megatron-LM") == 6
+    first_order = [pi.issue_id for pi in ordered]
+    setup.order_queue(project, pilot_size=8, seed=42)
+    again = list(ProjectIssue.objects.filter(project=project).order_by("position"))
+    assert [pi.issue_id for pi in again] == first_order
+    setup.order_queue(project, pilot_size=8, seed=43)
+    other = list(ProjectIssue.objects.filter(project=project).order_by("position"))
+    assert [pi.issue_id for pi in other] != first_order
+
+
+def test_stratified_sample_adds_up():
+    sample = setup.stratified_sample({"a": list(range(10)), "b": list(range(10, 13))}, 5, seed=3)
+    assert len(sample) == len(set(sample)) == 5
+    assert setup.stratified_sample({"a": [1]}, 5, seed=3) == [1]
+
+
+def test_configure_validates(project, items, annotator, other_annotator):
+    setup.configure(project, 5, Project.Policy.MAJORITY, 0.8)
+    project.refresh_from_db()
+    assert (project.annotations_per_issue, project.resolution_policy) == (5, "majority")
+    for bad in [(0, "majority", 0.8), (3, "nope", 0.8), (3, "majority", 0.5)]:
+        with pytest.raises(setup.SetupError):
+            setup.configure(project, *bad)
+    label_item(annotator, project, items[0], "C.1")
+    label_item(other_annotator, project, items[0], "C.1")
+    with pytest.raises(setup.SetupError, match="annotations_per_issue"):
+        setup.configure(project, 1, "lead_decides", 0.8)

@@ -1,0 +1,168 @@
+"""The labeling pages as a volunteer and a lead use them, and who gets a 404."""
+
+import pytest
+from django.urls import reverse
+
+from annotator.models import Annotation, ProjectIssue, Resolution
+from tests.labeling.conftest import label_data, label_item
+
+
+@pytest.fixture
+def as_annotator(client, annotator):
+    client.force_login(annotator)
+    return client
+
+
+def test_label_next_redirects_to_a_reserved_issue_and_saving_opens_the_next(
+    as_annotator, project, items
+):
+    response = as_annotator.get(reverse("label_next", args=[project.pk]))
+    assert response.status_code == 302
+    page = as_annotator.get(response.url)
+    assert page.status_code == 200
+    body = page.content.decode()
+    assert items[0].issue.title in body
+    assert 'id="taxonomy-data"' in body
+    assert "<script>" not in body.replace('<script id="taxonomy-data"', "")
+    saved = as_annotator.post(response.url, label_data(project, "C.3.i", summary="hang"))
+    assert saved.status_code == 302 and saved.url == reverse("label_next", args=[project.pk])
+    assert Annotation.objects.get(annotator__username="ada-annotator").label_code == "C.3.i"
+    nxt = as_annotator.get(saved.url)
+    assert nxt.url.endswith(f"/label/{items[1].pk}/")
+
+
+def test_a_bad_label_shows_the_error_and_keeps_the_input(as_annotator, project, items):
+    url = as_annotator.get(reverse("label_next", args=[project.pk])).url
+    data = label_data(project, "C.3") | {"theme": label_data(project, "A.1")["theme"]}
+    response = as_annotator.post(url, data | {"summary": "kept text"})
+    assert response.status_code == 400
+    body = response.content.decode()
+    assert 'data-field="theme"' in body and "kept text" in body
+    assert not Annotation.objects.exists()
+
+
+def test_skip_hands_back_and_opens_another(as_annotator, project, items):
+    url = as_annotator.get(reverse("label_next", args=[project.pk])).url
+    response = as_annotator.post(reverse("skip_issue", args=[project.pk, items[0].pk]))
+    assert response.status_code == 302
+    assert as_annotator.get(response.url).url != url
+    assert as_annotator.get(url).status_code == 404
+
+
+def test_nothing_left_page(as_annotator, project):
+    response = as_annotator.get(reverse("label_next", args=[project.pk]))
+    assert response.status_code == 200
+    assert b"Nothing left" in response.content
+
+
+def test_own_label_can_be_revised_from_my_progress(as_annotator, project, items, annotator):
+    label_item(annotator, project, items[0], "C.1", summary="first")
+    progress = as_annotator.get(reverse("my_progress", args=[project.pk]))
+    edit_url = reverse("label_issue", args=[project.pk, items[0].pk])
+    assert edit_url in progress.content.decode()
+    page = as_annotator.get(edit_url).content.decode()
+    assert "revision 1" in page and "first" in page
+    as_annotator.post(edit_url, label_data(project, "C.2", summary="second"))
+    assert Annotation.objects.filter(annotator=annotator).count() == 2
+
+
+def test_issue_text_is_rendered_through_the_sanitizer(as_annotator, project, items):
+    issue = items[0].issue
+    issue.body = "<script>window.pwned=1</script>\n\n```\ncode kept\n```"
+    issue.save()
+    issue.comments.create(forge_id="1", body='<img src=x onerror="window.pwned=1"> hello')
+    url = as_annotator.get(reverse("label_next", args=[project.pk])).url
+    response = as_annotator.get(url)
+    body = response.content.decode()
+    assert "window.pwned" not in body
+    assert "<pre><code>code kept" in body and "hello" in body
+    # Images may load on click from anywhere, on issue pages only; scripts stay 'self'.
+    csp = response["Content-Security-Policy"]
+    assert "img-src 'self' data: https: http:" in csp and "script-src 'self'" in csp
+
+
+def test_researchers_and_outsiders_cannot_label(client, project, items, researcher, outsider):
+    for user in (researcher, outsider):
+        client.force_login(user)
+        assert client.get(reverse("label_next", args=[project.pk])).status_code == 404
+
+
+def test_setup_page_applies_scope_and_settings(client, lead, project, repository):
+    from tests.conftest import make_issue
+
+    for n in range(5):
+        make_issue(repository, 500 + n)
+    client.force_login(lead)
+    url = reverse("project_setup", args=[project.pk])
+    assert client.get(url).status_code == 200
+    client.post(url, {"action": "scope", "repositories": [repository.pk], "pilot_size": "2",
+                      "seed": "9", "created_from": "", "created_to": ""})  # fmt: skip
+    assert ProjectIssue.objects.filter(project=project, is_pilot=True).count() == 2
+    client.post(url, {"action": "settings", "annotations_per_issue": "7",
+                      "resolution_policy": "majority", "majority_threshold": "0.7"})  # fmt: skip
+    project.refresh_from_db()
+    assert (project.annotations_per_issue, project.majority_threshold) == (7, 0.7)
+    response = client.post(url, {"action": "scope", "created_from": "tomorrow"}, follow=True)
+    assert "created_from" in response.content.decode()
+
+
+@pytest.fixture
+def disputed(project, items, annotator, other_annotator, third_annotator):
+    for user, code in [(annotator, "C.1"), (other_annotator, "C.2"), (third_annotator, "C.1")]:
+        label_item(user, project, items[0], code, summary=f"{user.username} thinks {code}")
+    return items[0]
+
+
+def test_lead_queue_lists_and_filters_disagreements(client, lead, project, disputed):
+    client.force_login(lead)
+    url = reverse("disagreement_queue", args=[project.pk])
+    assert str(disputed.issue.title) in client.get(url).content.decode()
+    fragment = client.get(url, {"level": "type"}, HTTP_HX_REQUEST="true")
+    assert b"<html" not in fragment.content and b"No disagreements match" in fragment.content
+    assert disputed.issue.title in client.get(url, {"level": "theme"}).content.decode()
+
+
+def test_lead_resolves_with_discussion_then_reopens(client, lead, project, disputed):
+    client.force_login(lead)
+    url = reverse("resolve_issue", args=[project.pk, disputed.pk])
+    page = client.get(url).content.decode()
+    for name in ("ada-annotator", "otto-annotator", "tia-annotator"):
+        assert name in page
+    assert "first disagreement: theme" in page
+    client.post(url, {"action": "message", "body": "C.1 fits the symptom"})
+    chosen = Annotation.objects.get(issue=disputed.issue, annotator__username="otto-annotator")
+    client.post(url, {"action": "resolve", "source": str(chosen.pk), "method": "consensus"})
+    final = Resolution.objects.get(is_current=True)
+    assert (final.label_code, final.method, final.decided_by) == ("C.2", "consensus", lead)
+    client.post(url, {"action": "reopen", "note": "oops"})
+    data = {"action": "resolve", "source": "new", "method": "lead_decision"}
+    client.post(url, data | label_data(project, "C.1.i"))
+    assert [r.label_code for r in Resolution.objects.order_by("decided_at")] == ["C.2", "C.1.i"]
+    page = client.get(url).content.decode()
+    assert "C.1 fits the symptom" in page and "reopened by lena-lead" in page
+
+
+def test_lead_pages_are_404_for_annotators_and_outsiders(
+    client, project, disputed, annotator, outsider, researcher
+):
+    for user in (annotator, outsider, researcher):
+        client.force_login(user)
+        for name, args in [
+            ("disagreement_queue", [project.pk]),
+            ("project_setup", [project.pk]),
+            ("resolve_issue", [project.pk, disputed.pk]),
+        ]:
+            assert client.get(reverse(name, args=args)).status_code == 404, (user, name)
+
+
+def test_sub_theme_search_data_is_served_to_members_only(client, project, annotator, outsider):
+    url = reverse("label_taxonomy", args=[project.pk, project.taxonomy_version_id])
+    client.force_login(annotator)
+    response = client.get(url)
+    assert response.status_code == 200 and "max-age=3600" in response["Cache-Control"]
+    nccl = [n for n in response.json()["nodes"] if n["code"] == "C.3.i"]
+    assert any("NCCL" in d for d in nccl[0]["details"])
+    wrong_version = reverse("label_taxonomy", args=[project.pk, project.taxonomy_version_id + 1])
+    assert client.get(wrong_version).status_code == 404
+    client.force_login(outsider)
+    assert client.get(url).status_code == 404
