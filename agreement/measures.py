@@ -29,7 +29,8 @@ from django.utils import timezone
 from statsmodels.stats.inter_rater import fleiss_kappa
 
 from annotator.models import Annotation, Membership, Project, Resolution
-from taxonomy.models import TaxonomyNode
+from taxonomy.lineage import version_relation
+from taxonomy.models import TaxonomyNode, TaxonomyVersion
 
 LEVELS = ("type", "theme", "sub_theme")
 LEVEL_NAMES = {"type": "type", "theme": "theme", "sub_theme": "sub-theme"}
@@ -172,9 +173,11 @@ class Labels:
     final_type: list[str | None]  # per issue: type code of the final label, FP, or None
 
 
-def _codes(project: Project) -> tuple[dict[int, str], dict[str, list[str]], dict[str, str]]:
+def _codes(
+    version: TaxonomyVersion,
+) -> tuple[dict[int, str], dict[str, list[str]], dict[str, str]]:
     nodes = list(
-        TaxonomyNode.objects.filter(version_id=project.taxonomy_version_id).values_list(
+        TaxonomyNode.objects.filter(version=version).values_list(
             "pk", "parent_id", "position", "code", "level", "name"
         )
     )
@@ -211,10 +214,45 @@ def _label_rows(queryset, *first: str) -> np.ndarray:
     return np.array(rows, dtype=np.int64).reshape(-1, len(first) + 4)
 
 
-def load_labels(project: Project) -> tuple[Labels, dict[str, str]]:
-    """Vectorised: a full study's 270,000 annotations load in well under a second."""
-    code_of, categories, names = _codes(project)
-    size = max(code_of, default=0) + 1
+def _foreign_nodes(node_ids: np.ndarray, version: TaxonomyVersion) -> dict[int, int]:
+    """Nodes of other versions → their counterpart in `version` (0: none), via the lineage.
+
+    Labels are never rewritten when the taxonomy changes; they are read under a version.
+    """
+    foreign = (
+        TaxonomyNode.objects.filter(pk__in=node_ids.tolist())
+        .exclude(version=version)
+        .values_list("pk", "version_id")
+    )
+    by_version: dict[int, list[int]] = {}
+    for pk, version_id in foreign:
+        by_version.setdefault(version_id, []).append(pk)
+    mapping = {}
+    for version_id, pks in by_version.items():
+        relation = version_relation(TaxonomyVersion.objects.get(pk=version_id), version)
+        for pk in pks:
+            targets = relation.get(pk, [])
+            mapping[pk] = targets[0] if targets else 0
+    return mapping
+
+
+def load_labels(
+    project: Project, version: TaxonomyVersion | None = None
+) -> tuple[Labels, dict[str, str]]:
+    """Vectorised: a full study's 270,000 annotations load in well under a second.
+
+    Labels are read under `version` (default: the project's pinned one).
+    """
+    version = version or project.taxonomy_version
+    code_of, categories, names = _codes(version)
+    ann = _label_rows(
+        Annotation.objects.filter(project=project, is_current=True), "issue_id", "annotator_id"
+    )
+    fin = _label_rows(Resolution.objects.filter(project=project, is_current=True), "issue_id")
+    used = np.unique(np.concatenate([ann[:, 3:6].ravel(), fin[:, 2:5].ravel()]))
+    used = used[used > 0]
+    foreign = _foreign_nodes(used[~np.isin(used, list(code_of))], version)
+    size = max([*code_of, *foreign, 0]) + 1
     # Per level, a lookup from node id to category index (-1: no node at this level).
     lookup = {}
     for level in LEVELS:
@@ -223,6 +261,8 @@ def load_labels(project: Project) -> tuple[Labels, dict[str, str]]:
             for pk, c in code_of.items():
                 if c == code:
                     table[pk] = i
+        for pk, target in foreign.items():
+            table[pk] = table[target] if target else -1
         lookup[level] = table
 
     def categorise(rows: np.ndarray, offset: int) -> dict[str, np.ndarray]:
@@ -234,10 +274,6 @@ def load_labels(project: Project) -> tuple[Labels, dict[str, str]]:
             out[level] = cats
         return out
 
-    ann = _label_rows(
-        Annotation.objects.filter(project=project, is_current=True), "issue_id", "annotator_id"
-    )
-    fin = _label_rows(Resolution.objects.filter(project=project, is_current=True), "issue_id")
     issue_ids = np.union1d(ann[:, 0], fin[:, 0])
     raters = np.unique(ann[:, 1])
     final = {level: np.full(len(issue_ids), -1, dtype=np.int64) for level in LEVELS}
@@ -248,7 +284,7 @@ def load_labels(project: Project) -> tuple[Labels, dict[str, str]]:
     for pos, fp, type_id in zip(
         final_pos.tolist(), fin[:, 1].tolist(), fin[:, 2].tolist(), strict=True
     ):
-        final_type[pos] = FP if fp else code_of.get(type_id)
+        final_type[pos] = FP if fp else code_of.get(foreign.get(type_id, type_id))
     labels = Labels(
         issue=np.searchsorted(issue_ids, ann[:, 0]),
         rater=np.searchsorted(raters, ann[:, 1]),
@@ -313,9 +349,10 @@ def _level_stats(table: np.ndarray) -> dict:
     }
 
 
-def compute(project: Project) -> dict:
+def compute(project: Project, version: TaxonomyVersion | None = None) -> dict:
     """The whole agreement report of a project as JSON-ready data (uncached)."""
-    labels, names = load_labels(project)
+    version = version or project.taxonomy_version
+    labels, names = load_labels(project, version)
     memberships = dict(
         Membership.objects.filter(project=project).values_list("user_id", "pseudonym")
     )
@@ -396,7 +433,8 @@ def compute(project: Project) -> dict:
     return {
         "project": project.name,
         "project_id": project.pk,
-        "taxonomy_version": str(project.taxonomy_version),
+        "taxonomy_version": str(version),
+        "taxonomy_version_id": version.pk,
         "computed_at": timezone.now().isoformat(),
         "annotations": len(labels.issue),
         "issues": len(labels.issue_ids),
@@ -427,7 +465,7 @@ def _natural(text: str) -> tuple:
     return (head, int(tail)) if tail.isdigit() else (text, 0)
 
 
-def cache_key(project: Project) -> str:
+def cache_key(project: Project, version_id: int | None = None) -> str:
     """A key that changes with any new, revised or reopened label of the project."""
     ann = Annotation.objects.filter(project=project).aggregate(m=Max("id"), n=Count("id"))
     res = Resolution.objects.filter(project=project).aggregate(
@@ -436,19 +474,21 @@ def cache_key(project: Project) -> str:
     current = Resolution.objects.filter(project=project, is_current=True).count()
     reopened = res["r"].timestamp() if res["r"] else 0
     return (
-        f"agreement:v{CACHE_VERSION}:{project.pk}:{project.taxonomy_version_id}:"
+        f"agreement:v{CACHE_VERSION}:{project.pk}:{version_id or project.taxonomy_version_id}:"
         f"{ann['m']}:{ann['n']}:{res['m']}:{res['n']}:{current}:{reopened}"
     )
 
 
-def agreement_report(project: Project, use_cache: bool = True) -> dict:
-    """The cached report (see `compute`)."""
+def agreement_report(
+    project: Project, use_cache: bool = True, version: TaxonomyVersion | None = None
+) -> dict:
+    """The cached report (see `compute`), under `version` or the project's pinned one."""
     if not use_cache:
-        return compute(project)
-    key = cache_key(project)
+        return compute(project, version)
+    key = cache_key(project, version.pk if version else None)
     report = cache.get(key)
     if report is None:
-        report = compute(project)
+        report = compute(project, version)
         cache.set(key, report, CACHE_SECONDS)
     return report
 

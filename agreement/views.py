@@ -5,12 +5,13 @@ from __future__ import annotations
 from itertools import pairwise
 
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, render
 
 from agreement.measures import LANDIS_KOCH, LEVEL_NAMES, agreement_report, report_rows
 from annotator.models import LEAD_ROLES
 from annotator.permissions import membership_or_404
 from annotator.table_one import TYPE_COLUMNS, YEARS, table_one
+from taxonomy.models import TaxonomyVersion
 
 
 def _heat_class(value: int, top: int) -> str:
@@ -22,7 +23,14 @@ def _heat_class(value: int, top: int) -> str:
 def agreement_report_page(request, project_id: int):
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     project = membership.project
-    report = agreement_report(project)
+    # Any version of the project's taxonomy: labels are read under it through the lineage.
+    versions = TaxonomyVersion.objects.filter(
+        taxonomy_id=project.taxonomy_version.taxonomy_id
+    ).order_by("number")
+    version = project.taxonomy_version
+    if request.GET.get("version", "").isdigit():
+        version = get_object_or_404(versions, pk=int(request.GET["version"]))
+    report = agreement_report(project, version=version)
     confusions = report["confusions"]
     top = max((max(row) for row in confusions["matrix"] if row), default=0)
     heat = [
@@ -54,6 +62,8 @@ def agreement_report_page(request, project_id: int):
         {
             "project": project,
             "report": report,
+            "versions": versions,
+            "version": version,
             "rows": report_rows(report),
             "heat": heat,
             "chart": chart,

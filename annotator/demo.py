@@ -78,7 +78,9 @@ def load_demo(seed: int = 7) -> DemoResult:
     for spec in data["repositories"]:
         forge = spec["forge"]
         repo, _ = Repository.objects.get_or_create(
-            forge=forge, api_url=Repository.DEFAULT_API_URLS[forge], owner=spec["owner"],
+            forge=forge,
+            api_url=Repository.DEFAULT_API_URLS[forge],
+            owner=spec["owner"],
             name=spec["name"],
             defaults={"group": spec["group"], "is_framework": spec["is_framework"]},
         )
@@ -86,27 +88,41 @@ def load_demo(seed: int = 7) -> DemoResult:
 
     version = load_study_taxonomy(only_if_missing=True)
     project = Project.objects.create(
-        name=DEMO_PROJECT, taxonomy_version=version, annotations_per_issue=3,
+        name=DEMO_PROJECT,
+        taxonomy_version=version,
+        annotations_per_issue=3,
         description="Invented issue reports shaped like the study's, to try labeling, "
-                    "resolving disagreements and exporting. Not real forge data.",
+        "resolving disagreements and exporting. Not real forge data.",
     )
     issues = []
     for spec in data["issues"]:
         repo = repos[spec["repo"]]
         created = _parse_time(spec["created"])
         issue = Issue.objects.create(
-            repository=repo, number=spec["number"],
-            url=f"{repo.web_url}/issues/{spec['number']}", title=spec["title"],
-            body=spec["body"], author="demo-reporter", state="open", labels=spec["labels"],
-            created_at=created, updated_at=created, comments_count=len(spec["comments"]),
-            filter_status=(Issue.FilterStatus.KEPT if repo.is_framework
-                           else Issue.FilterStatus.NOT_FILTERED),
+            repository=repo,
+            number=spec["number"],
+            url=f"{repo.web_url}/issues/{spec['number']}",
+            title=spec["title"],
+            body=spec["body"],
+            author="demo-reporter",
+            state="open",
+            labels=spec["labels"],
+            created_at=created,
+            updated_at=created,
+            comments_count=len(spec["comments"]),
+            filter_status=(
+                Issue.FilterStatus.KEPT if repo.is_framework else Issue.FilterStatus.NOT_FILTERED
+            ),
             fetched_at=timezone.now(),
         )
         for n, comment in enumerate(spec["comments"], start=1):
             Comment.objects.create(
-                issue=issue, forge_id=f"demo-{spec['number']}-{n}", author=comment["author"],
-                body=comment["body"], created_at=created, updated_at=created,
+                issue=issue,
+                forge_id=f"demo-{spec['number']}-{n}",
+                author=comment["author"],
+                body=comment["body"],
+                created_at=created,
+                updated_at=created,
             )
         issues.append(issue)
 
@@ -119,6 +135,7 @@ def load_demo(seed: int = 7) -> DemoResult:
         user = User.objects.filter(username=username).first()
         if user is None:
             user = User.objects.create_user(username=username, password=password)
-        Membership.objects.get_or_create(project=project, user=user,
-                                         defaults={"role": role, "pseudonym": f"rater-{n}"})
+        Membership.objects.get_or_create(
+            project=project, user=user, defaults={"role": role, "pseudonym": f"rater-{n}"}
+        )
     return DemoResult(project, True, password_file)

@@ -26,6 +26,7 @@ from annotator.models import (
 )
 from annotator.queue import slot_state
 from taxonomy.models import TaxonomyNode
+from taxonomy.proposals import proposal_from_annotation
 
 MAX_TEXT = 5000
 PROGRESS_CACHE_SECONDS = 5
@@ -187,6 +188,11 @@ def submit(user, project: Project, project_issue: ProjectIssue, label: Label) ->
             pi.annotation_count = annotations + 1
             pi.save(update_fields=["annotation_count"])
         resolution.evaluate(pi, project)
+        previous_text = current.proposed_category if current else ""
+        if annotation.proposed_category and annotation.proposed_category != previous_text:
+            # The "propose a new category" box becomes a taxonomy proposal the others vote on
+            # (once: a revision that keeps the same text does not propose it again).
+            proposal_from_annotation(annotation)
     return annotation
 
 

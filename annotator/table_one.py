@@ -50,8 +50,11 @@ def table_one(project: Project) -> tuple[list[TableOneRow], TableOneRow]:
         )
     }
     scope = ProjectIssue.objects.filter(project=project).values_list(
-        "issue_id", "issue__created_at", "issue__repository__group",
-        "issue__repository__owner", "issue__repository__name",
+        "issue_id",
+        "issue__created_at",
+        "issue__repository__group",
+        "issue__repository__owner",
+        "issue__repository__name",
     )
     for issue_id, created_at, group, owner, name in scope.iterator(chunk_size=5000):
         key = group or f"{owner}/{name}"

@@ -23,5 +23,6 @@ urlpatterns = [
     path("", include("ingest.urls")),
     path("", include("agreement.urls")),
     path("", include("interviews.urls")),
+    path("", include("taxonomy.project_urls")),
     path("", include("dataset.urls")),
 ]

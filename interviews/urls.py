@@ -1,4 +1,4 @@
-from django.urls import include, path
+from django.urls import path
 
 from interviews import views
 
@@ -14,7 +14,4 @@ urlpatterns = [
         views.rankings_export,
         name="rankings_export",
     ),
-    # The project-scoped taxonomy pages; annotator/urls.py mounts taxonomy.urls under
-    # "taxonomy/", so they ride on this root-level include until it includes them itself.
-    path("", include("taxonomy.project_urls")),
 ]

@@ -5,3 +5,8 @@ document.addEventListener("change", (event) => {
     window.location = picker.dataset.urlTemplate.replace("/0/", `/${picker.value}/`);
   }
 });
+
+// A <select class="autosubmit"> submits its form when changed.
+document.addEventListener("change", (event) => {
+  if (event.target.matches("select.autosubmit")) event.target.form.requestSubmit();
+});

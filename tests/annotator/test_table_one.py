@@ -13,19 +13,30 @@ from tests.conftest import make_issue
 def _final(project, issue, version, code=None, false_positive=False):
     node = version.nodes.get(code=code) if code else None
     return Resolution.objects.create(
-        project=project, issue=issue, method=Resolution.Method.UNANIMOUS,
+        project=project,
+        issue=issue,
+        method=Resolution.Method.UNANIMOUS,
         is_false_positive=false_positive,
-        issue_type=node.issue_type if node else None, theme=node,
+        issue_type=node.issue_type if node else None,
+        theme=node,
     )
 
 
 @pytest.mark.django_db
 def test_counts_years_types_and_false_positive_rate(project, repository, taxonomy_version):
-    gitee = Repository.objects.create(forge="gitee", api_url="https://gitee.com/api/v5",
-                                      owner="ascend", name="MindSpeed", group="MindSpeed")
+    gitee = Repository.objects.create(
+        forge="gitee",
+        api_url="https://gitee.com/api/v5",
+        owner="ascend",
+        name="MindSpeed",
+        group="MindSpeed",
+    )
     spec = [  # repository, created year, final code or FP
-        (repository, 2023, "C.5"), (repository, 2024, "C.1"), (repository, 2024, "A.3"),
-        (repository, 2025, "FP"), (repository, 2025, None),
+        (repository, 2023, "C.5"),
+        (repository, 2024, "C.1"),
+        (repository, 2024, "A.3"),
+        (repository, 2025, "FP"),
+        (repository, 2025, None),
         (gitee, 2024, "B.2"),
     ]
     for n, (repo, year, code) in enumerate(spec):

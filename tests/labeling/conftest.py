@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.db import connections
 
 from annotator import labeling, queue
 from annotator.models import Annotation, Project, ProjectIssue
@@ -74,6 +75,8 @@ def _shared_taxonomy_id(django_db_setup, django_db_blocker):
             version.delete()
             if not taxonomy.versions.exists():
                 taxonomy.delete()
+        # The test database is torn down next; an open connection would block that.
+        connections.close_all()
 
 
 @pytest.fixture

@@ -28,7 +28,8 @@ def test_volunteer_labels_three_issues_by_keyboard_alone(
 
     def wait_for_item(n: int) -> None:
         page.wait_for_url(f"**/label/{items[n].pk}/")
-        page.locator("#label-form").wait_for()
+        # Keys pressed before labeling.js is listening would be lost.
+        page.locator("body[data-labeling-ready]").wait_for(state="attached")
 
     wait_for_item(0)
     page.keyboard.press("?")

@@ -13,16 +13,18 @@ class Command(BaseCommand):
         if not options["no_admin"]:
             admin, password_file = ensure_admin()
             if password_file:
-                self.stdout.write(f"Created superuser '{admin.username}'; its password is in "
-                                  f"{password_file}")
+                self.stdout.write(
+                    f"Created superuser '{admin.username}'; its password is in {password_file}"
+                )
             else:
                 self.stdout.write(f"Superuser '{admin.username}' exists already.")
         result = load_demo()
         verb = "Created" if result.created else "Found"
-        self.stdout.write(self.style.SUCCESS(
-            f"{verb} demo project '{result.project.name}' with "
-            f"{result.project.project_issues.count()} issues."
-        ))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"{verb} demo project '{result.project.name}' with "
+                f"{result.project.project_issues.count()} issues."
+            )
+        )
         accounts = ", ".join(f"{name} ({role})" for name, role in DEMO_ACCOUNTS)
-        self.stdout.write(f"Demo accounts: {accounts}; their password is in "
-                          f"{result.password_file}")
+        self.stdout.write(f"Demo accounts: {accounts}; their password is in {result.password_file}")
