@@ -185,7 +185,11 @@ def store_comments(
     issue_number: str | None = None,
 ) -> None:
     """Upsert one page of comments; comments of issues not stored (PRs, out of window) skip."""
-    parsed = [c for c in (client.parse_comment(raw, issue_number) for raw in items) if c]
+    # Keep each parsed comment beside its own raw payload: parse_comment drops some (GitLab's
+    # system notes), so the two lists cannot be zipped after filtering.
+    pairs = [(client.parse_comment(raw, issue_number), raw) for raw in items]
+    pairs = [(comment, raw) for comment, raw in pairs if comment is not None]
+    parsed = [comment for comment, _ in pairs]
     run.comments_seen += len(items)
     numbers = {c.issue_number for c in parsed if c.issue_number}
     issue_ids = dict(
@@ -194,7 +198,7 @@ def store_comments(
         )
     )
     objs: dict[tuple[int, str], Comment] = {}
-    for comment, raw in zip(parsed, items, strict=False):
+    for comment, raw in pairs:
         issue_id = issue_ids.get(comment.issue_number or "")
         if issue_id is None:
             run.comments_skipped += 1

@@ -68,6 +68,10 @@ def test_gitlab_fetches_notes_only_for_issues_whose_discussion_changed(fake, mak
         1 for i in forge.issues.values() for c in i.comments if not c.system
     )
     assert fake.count("/issues", status=200) - fake.count("/notes") == 2
+    # The note after the skipped system note keeps its own payload, not the system note's.
+    kept = Comment.objects.get(issue__repository=repo, issue__number="5")
+    assert str(kept.raw["id"]) == kept.forge_id
+    assert not kept.raw.get("system")
 
     forge.add_comment(4, "me too", at="2024-09-01T00:00:00Z")
     fake.reset_counts()
