@@ -43,11 +43,12 @@ class TableOneRow:
 def table_one(project: Project) -> tuple[list[TableOneRow], TableOneRow]:
     """Rows per repository group for the project's issues, and the Sum row."""
     rows: dict[str, TableOneRow] = {}
+    # Plain values, not model instances: a full study has ~40,000 final labels.
     finals = {
-        r.issue_id: r
-        for r in Resolution.objects.filter(project=project, is_current=True).select_related(
-            "issue_type"
-        )
+        issue_id: (is_fp, type_code)
+        for issue_id, is_fp, type_code in Resolution.objects.filter(
+            project=project, is_current=True
+        ).values_list("issue_id", "is_false_positive", "issue_type__code")
     }
     scope = ProjectIssue.objects.filter(project=project).values_list(
         "issue_id",
@@ -59,16 +60,15 @@ def table_one(project: Project) -> tuple[list[TableOneRow], TableOneRow]:
     for issue_id, created_at, group, owner, name in scope.iterator(chunk_size=5000):
         key = group or f"{owner}/{name}"
         row = rows.setdefault(key, TableOneRow(key))
-        resolution = finals.get(issue_id)
-        if resolution is not None:
+        final = finals.get(issue_id)
+        if final is not None:
+            is_false_positive, type_code = final
             row.final += 1
-            if resolution.is_false_positive:
+            if is_false_positive:
                 row.false_positives += 1
                 continue
-            if resolution.issue_type is not None:
-                row.types[resolution.issue_type.code] = (
-                    row.types.get(resolution.issue_type.code, 0) + 1
-                )
+            if type_code is not None:
+                row.types[type_code] = row.types.get(type_code, 0) + 1
         if created_at is not None and created_at.year in row.years:
             row.years[created_at.year] += 1
         else:
