@@ -75,10 +75,29 @@ def taxonomy_payload(version_id: int) -> list[dict]:
 
 
 def taxonomy_nodes(version_id: int) -> list[dict]:
-    """The version's nodes without their example details: what the label form's lists need."""
-    return [
-        {k: v for k, v in node.items() if k != "details"} for node in taxonomy_payload(version_id)
-    ]
+    """The version's nodes without their example details: what the label form's lists need.
+
+    Cached on their own (as briefly as the full payload): every submission validates against
+    them, and the details are most of the payload's weight to fetch and unpickle.
+    """
+    key = f"taxonomy-nodes:{version_id}"
+    nodes = cache.get(key)
+    if nodes is None:
+        # From the database, not from the cached payload, so they are never older than it.
+        nodes = [
+            {
+                "id": n.pk,
+                "code": n.code,
+                "name": n.name,
+                "level": n.level,
+                "parent": n.parent_id,
+            }
+            for n in TaxonomyNode.objects.filter(version_id=version_id)
+            .defer("details")
+            .order_by("level", "position", "code")
+        ]
+        cache.set(key, nodes, 300)
+    return nodes
 
 
 def label_choices(version_id: int, initial: dict | None) -> dict[str, list[dict]]:

@@ -72,15 +72,14 @@ class Label:
         )
 
 
-def _node(project: Project, raw, level: int, field: str) -> dict | None:
+def _node(nodes: dict[int, dict], raw, level: int, field: str) -> dict | None:
     if raw in (None, ""):
         return None
     try:
         pk = int(raw)
     except (TypeError, ValueError):
         raise LabelError(field, f"not a valid choice: {raw!r}") from None
-    # The version's nodes come from a short-lived cache: no query per submitted field.
-    node = nodes_by_id(project.taxonomy_version_id).get(pk)
+    node = nodes.get(pk)
     if node is None or node["level"] != level:
         raise LabelError(field, "not a choice of this project's taxonomy")
     return node
@@ -108,9 +107,11 @@ def parse_label(project: Project, data) -> Label:
             raise LabelError("false_positive_reason", "choose one of the three reasons")
         label.false_positive_reason = reason
         return label
-    type_node = _node(project, data.get("issue_type"), TaxonomyNode.Level.TYPE, "issue_type")
-    theme = _node(project, data.get("theme"), TaxonomyNode.Level.THEME, "theme")
-    sub_theme = _node(project, data.get("sub_theme"), TaxonomyNode.Level.SUB_THEME, "sub_theme")
+    # The version's nodes come from a short-lived cache, fetched once for the three fields.
+    nodes = nodes_by_id(project.taxonomy_version_id)
+    type_node = _node(nodes, data.get("issue_type"), TaxonomyNode.Level.TYPE, "issue_type")
+    theme = _node(nodes, data.get("theme"), TaxonomyNode.Level.THEME, "theme")
+    sub_theme = _node(nodes, data.get("sub_theme"), TaxonomyNode.Level.SUB_THEME, "sub_theme")
     if type_node is None:
         raise LabelError("issue_type", "choose a type, or mark the issue as not LLM-related")
     if theme is None:
@@ -125,15 +126,22 @@ def parse_label(project: Project, data) -> Label:
     return label
 
 
+def _own_current(user, project_issue: ProjectIssue):
+    # At most one row (constraint `one_current_annotation`), so no ordering is needed: the
+    # model's default one joins project, issue and repository just to sort a single row.
+    return Annotation.objects.filter(
+        project_id=project_issue.project_id,
+        issue_id=project_issue.issue_id,
+        annotator=user,
+        is_current=True,
+    ).order_by()
+
+
 def own_annotation(user, project_issue: ProjectIssue) -> Annotation | None:
     return (
-        Annotation.objects.filter(
-            project_id=project_issue.project_id,
-            issue_id=project_issue.issue_id,
-            annotator=user,
-            is_current=True,
-        )
+        _own_current(user, project_issue)
         .select_related("issue_type", "theme", "sub_theme")
+        .defer("issue_type__details", "theme__details", "sub_theme__details")
         .first()
     )
 
@@ -147,7 +155,8 @@ def submit(user, project: Project, project_issue: ProjectIssue, label: Label) ->
     with transaction.atomic():
         # Same lock as the queue takes, so the K-slot count below cannot race a reservation.
         pi = ProjectIssue.objects.select_for_update().get(pk=project_issue.pk)
-        current = own_annotation(user, pi)
+        # The nodes are not needed here: only the label's ids are compared.
+        current = _own_current(user, pi).first()
         if pi.status == ProjectIssue.Status.FINAL:
             if current is None:
                 raise NotYours

@@ -85,9 +85,10 @@ def label_issue(request, project_id: int, item_id: int):
             # No flash message: it would cost a session write on every submission.
             return redirect("label_next", project_id=project_id)
     # (A valid POST was checked by `submit`, which raises NotYours for an issue not theirs.)
-    if not queue.can_open(request.user, item):
-        raise Http404
     own = labeling.own_annotation(request.user, item)
+    # One's own label is enough to open the page; only without one is the reservation checked.
+    if own is None and not queue.has_reservation(request.user, item):
+        raise Http404
     is_final = item.status == ProjectIssue.Status.FINAL
     context = {
         "project": project,

@@ -99,23 +99,43 @@ def slot_state(project_issue: ProjectIssue, user) -> tuple[bool, int, int]:
     return annotated, annotations, reserved
 
 
-_RESERVE_SQL = """
+# The re-count of `_SLOTS_SQL` and the reservation in one statement (one round trip): a row
+# is written only when the user has not labeled the issue and a slot is still free.
+_RESERVE_IF_FREE_SQL = """
 INSERT INTO annotator_reservation
   (project_issue_id, annotator_id, created_at, expires_at, skipped_at)
-VALUES (%(item)s, %(user)s, %(now)s, %(expires)s, NULL)
+SELECT %(item)s, %(user)s, %(now)s, %(expires)s, NULL
+WHERE NOT EXISTS (SELECT 1 FROM annotator_annotation a
+                  WHERE a.project_id = %(project)s AND a.issue_id = %(issue)s AND a.is_current
+                    AND a.annotator_id = %(user)s)
+  AND (SELECT count(*) FROM annotator_annotation a
+       WHERE a.project_id = %(project)s AND a.issue_id = %(issue)s AND a.is_current)
+    + (SELECT count(*) FROM annotator_reservation r
+       WHERE r.project_issue_id = %(item)s AND r.skipped_at IS NULL AND r.expires_at > %(now)s
+         AND r.annotator_id <> %(user)s
+         AND NOT EXISTS (SELECT 1 FROM annotator_annotation a
+                         WHERE a.project_id = %(project)s AND a.issue_id = %(issue)s
+                           AND a.is_current AND a.annotator_id = r.annotator_id)) < %(k)s
 ON CONFLICT (project_issue_id, annotator_id)
 DO UPDATE SET created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at,
               skipped_at = NULL
 """
 
 
-def _reserve(item_id: int, user, expires) -> None:
-    # One statement whether or not the user had an (expired or skipped) row for the issue.
+def _reserve_if_free(project: Project, item_id: int, issue_id: int, user, expires) -> bool:
+    """Re-count the locked issue's slots and reserve one if free; whether it was reserved."""
+    params = {
+        "project": project.pk,
+        "issue": issue_id,
+        "item": item_id,
+        "user": user.pk,
+        "now": timezone.now(),
+        "expires": expires,
+        "k": project.annotations_per_issue,
+    }
     with connection.cursor() as cursor:
-        cursor.execute(
-            _RESERVE_SQL,
-            {"item": item_id, "user": user.pk, "now": timezone.now(), "expires": expires},
-        )
+        cursor.execute(_RESERVE_IF_FREE_SQL, params)
+        return cursor.rowcount > 0
 
 
 def _candidates(
@@ -146,7 +166,6 @@ def next_issue_for(user, project: Project) -> ProjectIssue | None:
     existing = active_reservation(user, project)
     if existing is not None:
         return existing.project_issue
-    k = project.annotations_per_issue
     expires = timezone.now() + timedelta(minutes=reservation_minutes())
     # Skipped issues come back only when nothing else is left for this annotator.
     for with_skipped in (False, True):
@@ -154,13 +173,9 @@ def next_issue_for(user, project: Project) -> ProjectIssue | None:
             with transaction.atomic():
                 candidates = _candidates(user, project, with_skipped)
                 for pk, issue_id in candidates:
-                    pi = ProjectIssue(pk=pk, project_id=project.pk, issue_id=issue_id)
                     # The filter above ran on a snapshot; re-count now that the row is ours.
-                    annotated, annotations, reserved = slot_state(pi, user)
-                    if annotated or annotations + reserved >= k:
-                        continue
-                    _reserve(pk, user, expires)
-                    return ProjectIssue.objects.select_related("issue").get(pk=pk)
+                    if _reserve_if_free(project, pk, issue_id, user, expires):
+                        return ProjectIssue.objects.select_related("issue").get(pk=pk)
             # No row was taken: either nothing is left, or the rows were full on a fresh look,
             # or locked for a moment by other annotators (who may leave a slot for this one).
             if not _candidates(user, project, with_skipped, lock=False):
@@ -191,6 +206,11 @@ def can_open(user, project_issue: ProjectIssue) -> bool:
     """Whether the user may see this issue's labeling page: reserved by them or labeled by them."""
     if _has_annotated(user, project_issue):
         return True
+    return has_reservation(user, project_issue)
+
+
+def has_reservation(user, project_issue: ProjectIssue) -> bool:
+    """Whether the issue was handed to the user (and not handed back long ago)."""
     return Reservation.objects.filter(
         Q(skipped_at__isnull=True) | Q(expires_at__gt=timezone.now()),
         project_issue=project_issue,

@@ -146,7 +146,12 @@ def evaluate(project_issue: ProjectIssue, project: Project | None = None) -> Res
     k = project.annotations_per_issue
     if project_issue.status == ProjectIssue.Status.FINAL or project_issue.annotation_count < k:
         return None
-    annotations = current_annotations(project_issue)
+    # Only the label ids are compared: no need for the annotators' and nodes' rows here.
+    annotations = list(
+        Annotation.objects.filter(
+            project_id=project_issue.project_id, issue_id=project_issue.issue_id, is_current=True
+        ).order_by("created_at", "id")
+    )
     if len(annotations) < k:
         return None
     comparison = compare(annotations, k)

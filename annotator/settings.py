@@ -185,6 +185,9 @@ FORGE_TOKENS = {
     "gitee": env_str("GITEE_TOKEN", ""),
     "gitlab": env_str("GITLAB_TOKEN", ""),
 }
+# Hosts besides the public forges' API hosts that may receive those tokens (GitHub Enterprise,
+# a self-hosted GitLab). A repository pointing anywhere else is fetched without a token.
+FORGE_TOKEN_HOSTS = env_list("FORGE_TOKEN_HOSTS")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -221,6 +224,9 @@ CONTENT_SECURITY_POLICY = {
     }
 }
 
+# Sessions are read on every request: from the cache, falling back to (and written through
+# to) the database, so a restart of Redis logs no one out.
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the cookie-free meta tag instead
 X_FRAME_OPTIONS = "DENY"

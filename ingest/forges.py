@@ -33,6 +33,31 @@ PER_PAGE = 100
 TOKEN_PARAMS = {"access_token", "private_token"}
 
 
+def token_allowed(forge: str, api_url: str) -> bool:
+    """Whether this forge's token may be sent to `api_url`.
+
+    Any lead can add a repository with its own API URL; without this check the server's tokens
+    would go to whatever host they name. Only the forge's public API host and the hosts listed
+    in FORGE_TOKEN_HOSTS (GitHub Enterprise, a self-hosted GitLab) receive a token.
+    """
+    host = (urlsplit(api_url).hostname or "").lower()
+    default = urlsplit(Repository.DEFAULT_API_URLS.get(forge, "")).hostname or ""
+    extra = {h.lower() for h in getattr(settings, "FORGE_TOKEN_HOSTS", [])}
+    return bool(host) and (host == default or host in extra)
+
+
+class _TokenSafeSession(requests.Session):
+    """A session that drops GitLab's PRIVATE-TOKEN header on a redirect to another host.
+
+    requests strips `Authorization` itself in that case, but not a custom header.
+    """
+
+    def rebuild_auth(self, prepared_request, response):
+        super().rebuild_auth(prepared_request, response)
+        if self.should_strip_auth(response.request.url, prepared_request.url):
+            prepared_request.headers.pop("PRIVATE-TOKEN", None)
+
+
 def _setting(name: str, default: Any) -> Any:
     return getattr(settings, name, default)
 
@@ -154,8 +179,10 @@ class ForgeClient:
     ) -> None:
         self.repository = repository
         self.api_url = repository.api_url.rstrip("/")
-        self.token = token if token is not None else settings.FORGE_TOKENS.get(self.forge, "")
-        self.session = session or requests.Session()
+        if token is None:
+            token = settings.FORGE_TOKENS.get(self.forge, "")
+        self.token = token if token_allowed(self.forge, self.api_url) else ""
+        self.session = session or _TokenSafeSession()
         self.session.headers.setdefault("User-Agent", "issue-annotator-ingest")
         self.timeout = (
             _setting("INGEST_CONNECT_TIMEOUT", 5.0),

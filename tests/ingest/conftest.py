@@ -22,6 +22,7 @@ def quick_retries(settings):
     settings.INGEST_READ_TIMEOUT = 1.0
     settings.INGEST_SECONDARY_WAIT_SECONDS = 0.2
     settings.FORGE_TOKENS = {"github": "", "gitee": "", "gitlab": ""}
+    settings.FORGE_TOKEN_HOSTS = ["127.0.0.1"]  # the fake forge stands in for the real hosts
 
 
 @pytest.fixture
