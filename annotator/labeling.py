@@ -138,12 +138,12 @@ def _own_current(user, project_issue: ProjectIssue):
 
 
 def own_annotation(user, project_issue: ProjectIssue) -> Annotation | None:
-    return (
+    qs = (
         _own_current(user, project_issue)
         .select_related("issue_type", "theme", "sub_theme")
         .defer("issue_type__details", "theme__details", "sub_theme__details")
-        .first()
     )
+    return next(iter(qs[:1]), None)
 
 
 def submit(user, project: Project, project_issue: ProjectIssue, label: Label) -> Annotation:
@@ -155,13 +155,17 @@ def submit(user, project: Project, project_issue: ProjectIssue, label: Label) ->
     with transaction.atomic():
         # Same lock as the queue takes, so the K-slot count below cannot race a reservation.
         pi = ProjectIssue.objects.select_for_update().get(pk=project_issue.pk)
-        # The nodes are not needed here: only the label's ids are compared.
-        current = _own_current(user, pi).first()
+        # The nodes are not needed here: only the label's ids are compared. A slice, not
+        # `.first()`: the row is unique, and ordering by pk costs more to compile than to run.
+        current = next(iter(_own_current(user, pi)[:1]), None)
         if pi.status == ProjectIssue.Status.FINAL:
             if current is None:
                 raise NotYours
             raise LabelError("__all__", "This issue is final; its label can no longer change.")
-        reservation = Reservation.objects.filter(project_issue=pi, annotator=user).first()
+        # At most one (constraint `one_reservation_per_annotator`): no ordering needed.
+        reservation = next(
+            iter(Reservation.objects.filter(project_issue=pi, annotator=user).order_by()[:1]), None
+        )
         _, annotations, reserved = slot_state(pi, user)
         if current is None:
             if reservation is None or reservation.skipped_at is not None:

@@ -71,9 +71,13 @@ def label_next(request, project_id: int):
 def label_issue(request, project_id: int, item_id: int):
     membership = membership_or_404(request.user, project_id, roles=LABELER_ROLES)
     project = membership.project
-    item = _project_issue_or_404(project, item_id)
     error = None
     if request.method == "POST":
+        # A submission needs only the ids (`submit` locks and re-reads the row); the issue
+        # itself is loaded only to show the form again with an error.
+        item = get_object_or_404(
+            ProjectIssue.objects.only("id", "project_id", "issue_id"), project=project, pk=item_id
+        )
         try:
             label = labeling.parse_label(project, request.POST)
             labeling.submit(request.user, project, item, label)
@@ -84,6 +88,7 @@ def label_issue(request, project_id: int, item_id: int):
         else:
             # No flash message: it would cost a session write on every submission.
             return redirect("label_next", project_id=project_id)
+    item = _project_issue_or_404(project, item_id)
     # (A valid POST was checked by `submit`, which raises NotYours for an issue not theirs.)
     own = labeling.own_annotation(request.user, item)
     # One's own label is enough to open the page; only without one is the reservation checked.

@@ -163,9 +163,21 @@ def next_issue_for(user, project: Project) -> ProjectIssue | None:
     Asking again while a reservation is active returns the same issue, so a reload never
     takes a second slot.
     """
-    existing = active_reservation(user, project)
-    if existing is not None:
-        return existing.project_issue
+    # Just the id first: most requests hold no reservation, and the full row (with its
+    # issue) is loaded only when there is one.
+    existing = (
+        Reservation.objects.filter(
+            project_issue__project=project,
+            project_issue__status=ProjectIssue.Status.OPEN,
+            annotator=user,
+            skipped_at__isnull=True,
+            expires_at__gt=timezone.now(),
+        )
+        .order_by("created_at")
+        .values_list("project_issue_id", flat=True)[:1]
+    )
+    for item_id in existing:
+        return ProjectIssue.objects.select_related("issue").get(pk=item_id)
     expires = timezone.now() + timedelta(minutes=reservation_minutes())
     # Skipped issues come back only when nothing else is left for this annotator.
     for with_skipped in (False, True):

@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotator.accounts import InviteUnusable, accept_invite, check_invite, create_volunteer
-from annotator.forms import AcceptInviteForm, InviteForm, VolunteerForm
+from annotator.forms import AcceptInviteForm, InviteForm, VolunteerForm, grantable_roles
 from annotator.models import LEAD_ROLES, Invite, Project, ProjectIssue
 from annotator.permissions import membership_or_404
 
@@ -52,7 +52,10 @@ def home(request):
     for m in memberships:
         c = counts.get(m.project_id, {"total": 0, "final": 0, "disagreements": 0})
         percent = round(100 * c["final"] / c["total"]) if c["total"] else 0
-        rows.append({"project": m.project, "role": m.role, "percent": percent, **c})
+        row = {"project": m.project, "role": m.role, "percent": percent, **c}
+        # Blindness: how many issues are disputed is for leads only.
+        row["is_lead"] = m.role in LEAD_ROLES
+        rows.append(row)
     return render(request, "annotator/home.html", {"rows": rows})
 
 
@@ -74,8 +77,9 @@ def project_detail(request, project_id: int):
     if is_lead:
         context["members"] = project.memberships.select_related("user")
         context["invites"] = project.invites.filter(used_at__isnull=True)[:20]
-        context["invite_form"] = InviteForm()
-        context["volunteer_form"] = VolunteerForm()
+        roles = grantable_roles(membership.role, request.user.is_superuser)
+        context["invite_form"] = InviteForm(roles=roles)
+        context["volunteer_form"] = VolunteerForm(roles=roles)
     return render(request, "annotator/project_detail.html", context)
 
 
@@ -83,7 +87,9 @@ def project_detail(request, project_id: int):
 @require_POST
 def create_invite(request, project_id: int):
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
-    form = InviteForm(request.POST)
+    form = InviteForm(
+        request.POST, roles=grantable_roles(membership.role, request.user.is_superuser)
+    )
     if not form.is_valid():
         messages.error(request, f"Invite not created: {form.errors.as_text()}")
         return redirect("project_detail", project_id=project_id)
@@ -104,7 +110,9 @@ def create_invite(request, project_id: int):
 @require_POST
 def add_volunteer(request, project_id: int):
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
-    form = VolunteerForm(request.POST)
+    form = VolunteerForm(
+        request.POST, roles=grantable_roles(membership.role, request.user.is_superuser)
+    )
     if form.is_valid():
         data = form.cleaned_data
         create_volunteer(

@@ -38,7 +38,7 @@ from dataset.serializers import (
     ProjectSerializer,
     ResolutionSerializer,
 )
-from dataset.views import EXPORT_ROLES, can_use_real_names
+from dataset.views import EXPORT_ROLES, can_use_real_names, visible_exports
 
 AGREEMENT_ROLES = (Role.LEAD, Role.ADMIN, Role.RESEARCHER)
 
@@ -259,7 +259,7 @@ class ExportList(ProjectScoped, generics.ListCreateAPIView):
     def get_queryset(self):
         if self.fake():
             return ExportJob.objects.none()
-        return ExportJob.objects.filter(project=self.membership().project)
+        return visible_exports(self.membership())
 
     @extend_schema(request=None, responses=ExportJobSerializer)
     def post(self, request, project_id: int):
@@ -277,7 +277,7 @@ class ExportDetail(ProjectScoped, generics.RetrieveAPIView):
     roles = EXPORT_ROLES
 
     def get_object(self):
-        return get_object_or_404(ExportJob, pk=self.kwargs["pk"], project=self.membership().project)
+        return get_object_or_404(visible_exports(self.membership()), pk=self.kwargs["pk"])
 
 
 class ExportDownload(ProjectScoped, APIView):
@@ -288,7 +288,7 @@ class ExportDownload(ProjectScoped, APIView):
     @extend_schema(responses={(200, "application/zip"): OpenApiTypes.BINARY})
     def get(self, request, project_id: int, pk: int):
         job = get_object_or_404(
-            ExportJob, pk=pk, project=self.membership().project, status=ExportJob.Status.DONE
+            visible_exports(self.membership()), pk=pk, status=ExportJob.Status.DONE
         )
         path = export_path(job)
         if not path.exists():

@@ -17,16 +17,17 @@ import csv
 import hashlib
 import io
 import json
+import os
 import zipfile
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, TextIO
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import CharField, F, Func, Value
+from django.db.models import CharField, F, Func, Q, Value
 from django.utils import timezone
 
 from agreement.measures import agreement_report, report_rows
@@ -481,17 +482,30 @@ def build_zip(
     return manifest
 
 
+# A job "running" for longer than this died with its worker and may be run again.
+STALE_EXPORT = timedelta(minutes=30)
+
+
 def export_path(job: ExportJob) -> Path:
     return Path(settings.EXPORT_ROOT) / str(job.project_id) / job.filename
 
 
 def run_export_job(job_id: int) -> ExportJob:
     """Build the job's ZIP; safe to run twice (a finished job is left as it is)."""
+    now = timezone.now()
+    # Claim the job, so a redelivered task never builds it twice at once; a run that has been
+    # "running" for long is taken to have died with its worker and may be claimed again.
+    claimed = (
+        ExportJob.objects.filter(pk=job_id)
+        .filter(
+            Q(status__in=[ExportJob.Status.PENDING, ExportJob.Status.FAILED])
+            | Q(status=ExportJob.Status.RUNNING, started_at__lt=now - STALE_EXPORT)
+        )
+        .update(status=ExportJob.Status.RUNNING, started_at=now, error="")
+    )
     job = ExportJob.objects.select_related("project__taxonomy_version").get(pk=job_id)
-    if job.status == ExportJob.Status.DONE:
+    if not claimed:
         return job
-    job.status, job.started_at, job.error = ExportJob.Status.RUNNING, timezone.now(), ""
-    job.save(update_fields=["status", "started_at", "error"])
 
     def progress(step: str, done: int, total: int) -> None:
         ExportJob.objects.filter(pk=job.pk).update(
@@ -499,17 +513,22 @@ def run_export_job(job_id: int) -> ExportJob:
         )
 
     path = export_path(job)
+    # Written beside its final name and renamed when complete: a download never sees a
+    # half-written file.
+    partial = path.with_name(f"{path.name}.part-{os.getpid()}")
+    sha = hashlib.sha256()
     try:
-        build_zip(job.project, path, job.real_names, progress)
+        build_zip(job.project, partial, job.real_names, progress)
+        with open(partial, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                sha.update(block)
+        os.replace(partial, path)
     except Exception as exc:
+        partial.unlink(missing_ok=True)
         job.status, job.error = ExportJob.Status.FAILED, f"{type(exc).__name__}: {exc}"
         job.finished_at = timezone.now()
         job.save(update_fields=["status", "error", "finished_at"])
         raise
-    sha = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            sha.update(block)
     job.status, job.progress, job.step = ExportJob.Status.DONE, 100, "done"
     job.file_path = str(path.relative_to(settings.EXPORT_ROOT))
     job.size, job.sha256, job.finished_at = path.stat().st_size, sha.hexdigest(), timezone.now()

@@ -19,6 +19,12 @@ def can_use_real_names(membership) -> bool:
     return membership.role == Role.ADMIN or membership.user.is_superuser
 
 
+def visible_exports(membership):
+    """The project's export jobs this member may see: exports with real names are for admins."""
+    jobs = ExportJob.objects.filter(project=membership.project)
+    return jobs if can_use_real_names(membership) else jobs.filter(real_names=False)
+
+
 @login_required
 def exports(request, project_id: int):
     membership = membership_or_404(request.user, project_id, roles=EXPORT_ROLES)
@@ -31,7 +37,7 @@ def exports(request, project_id: int):
                 request, "dataset/_job.html", {"project": project, "job": job, "created": True}
             )
         return redirect("exports", project_id=project.pk)
-    jobs = ExportJob.objects.filter(project=project)[:10]
+    jobs = visible_exports(membership)[:10]
     return render(
         request,
         "dataset/exports.html",
@@ -42,16 +48,14 @@ def exports(request, project_id: int):
 @login_required
 def export_job(request, project_id: int, job_id: int):
     membership = membership_or_404(request.user, project_id, roles=EXPORT_ROLES)
-    job = get_object_or_404(ExportJob, pk=job_id, project=membership.project)
+    job = get_object_or_404(visible_exports(membership), pk=job_id)
     return render(request, "dataset/_job.html", {"project": membership.project, "job": job})
 
 
 @login_required
 def export_download(request, project_id: int, job_id: int):
     membership = membership_or_404(request.user, project_id, roles=EXPORT_ROLES)
-    job = get_object_or_404(
-        ExportJob, pk=job_id, project=membership.project, status=ExportJob.Status.DONE
-    )
+    job = get_object_or_404(visible_exports(membership), pk=job_id, status=ExportJob.Status.DONE)
     path = export_path(job)
     if not path.exists():
         raise Http404

@@ -86,3 +86,29 @@ def test_failed_logins_are_throttled(client, annotator):
     locked = client.post("/accounts/login/", {"username": annotator.username, "password": PASSWORD})
     assert locked.status_code == 429
     assert b"Too many failed logins" in locked.content
+
+
+@pytest.mark.django_db
+def test_a_lead_cannot_grant_admin_but_an_admin_can(client, lead, project):
+    client.force_login(lead)
+    page = client.get(f"/projects/{project.pk}/")
+    assert b'value="admin"' not in page.content
+    client.post(f"/projects/{project.pk}/invites/", {"role": "admin", "days": 7})
+    client.post(
+        f"/projects/{project.pk}/volunteers/",
+        {"username": "eve", "password": NEW_PASSWORD, "role": "admin"},
+    )
+    assert Invite.objects.count() == 0
+    assert not User.objects.filter(username="eve").exists()
+    Membership.objects.filter(project=project, user=lead).update(role=Role.ADMIN)
+    client.post(f"/projects/{project.pk}/invites/", {"role": "admin", "days": 7})
+    assert Invite.objects.get().role == Role.ADMIN
+
+
+@pytest.mark.django_db
+def test_annotators_do_not_see_how_many_issues_are_disputed(client, annotator, lead, project):
+    client.force_login(annotator)
+    assert b"disagreement queue" not in client.get(f"/projects/{project.pk}/").content
+    assert client.get("/").context["rows"][0]["is_lead"] is False
+    client.force_login(lead)
+    assert b"disagreement queue" in client.get(f"/projects/{project.pk}/").content

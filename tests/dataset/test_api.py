@@ -232,3 +232,24 @@ def test_schema_and_docs(client, world, lead):
     assert docs.status_code == 200
     assert "/api/projects/{project_id}/annotations/" in docs.content.decode()
     assert "<script" not in docs.content.decode().split("</header>")[1]
+
+
+def test_an_export_with_real_names_is_for_admins_only(world, lead, researcher, client):
+    from annotator.models import Membership, Role
+
+    project = world["project"]
+    real = ExportJob.objects.create(project=project, requested_by=lead, real_names=True)
+    run_export_job(real.pk)
+    for persona in (lead, researcher):
+        assert (
+            api(persona).get(reverse("api_export", args=[project.pk, real.pk])).status_code == 404
+        )
+        listed = api(persona).get(url_for("api_exports", world)).json()
+        ids = [job["id"] for job in listed.get("results", listed)]
+        assert real.pk not in ids and world["job"].pk in ids
+        client.force_login(persona)
+        page = f"/projects/{project.pk}/exports/{real.pk}/download/"
+        assert client.get(page).status_code == 404
+    Membership.objects.filter(project=project, user=lead).update(role=Role.ADMIN)
+    download = reverse("api_export_download", args=[project.pk, real.pk])
+    assert api(lead).get(download).status_code == 200

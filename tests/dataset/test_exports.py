@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from annotator.models import Annotation, Membership, Project, Role
 from dataset.exports import build_zip, run_export_job, write_taxonomy_details
@@ -222,3 +223,20 @@ def test_progress_then_download_in_chromium(live_server, page, project, issues_i
     path = info.value.path()
     with zipfile.ZipFile(path) as zf:
         assert "manifest.json" in zf.namelist()
+
+
+def test_a_job_runs_once_and_leaves_no_partial_file(small_study, export_root):
+    job = ExportJob.objects.create(project=small_study)
+    first = run_export_job(job.pk)
+    assert first.status == "done"
+    finished = first.finished_at
+    # A redelivered task finds the job claimed and done: the file is not rebuilt.
+    again = run_export_job(job.pk)
+    assert again.finished_at == finished
+    folder = Path(export_root, str(small_study.pk))
+    assert [p.name for p in folder.iterdir()] == [job.filename]
+    # A job another worker is running right now is not started a second time.
+    busy = ExportJob.objects.create(project=small_study)
+    ExportJob.objects.filter(pk=busy.pk).update(status="running", started_at=timezone.now())
+    assert run_export_job(busy.pk).status == "running"
+    assert not Path(folder, busy.filename).exists()

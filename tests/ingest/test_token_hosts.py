@@ -31,10 +31,16 @@ def test_a_lead_added_repository_on_another_host_gets_no_token(settings, fake):
         forge="github", api_url=fake.api_url("github"), owner="o", name="r"
     )
     fake.repo("github", "o", "r").add_issue(1)
-    client = client_for(repo)
-    assert client.token == ""
-    list(client.iter_pages(client.issues_url(None)))
-    assert all("ghp_SERVER_SECRET" not in str(r.headers) for r in fake.requests)
-    # The listed host does get it.
+
+    def sent_headers(client) -> list[dict]:
+        sent: list[dict] = []
+        client.session.hooks["response"].append(lambda r, *a, **k: sent.append(r.request.headers))
+        list(client.iter_pages(client.issues_url(None)))
+        return sent
+
+    unlisted = sent_headers(client_for(repo))
+    assert unlisted and all("Authorization" not in h for h in unlisted)
+    # The same repository on a listed host does get the token.
     settings.FORGE_TOKEN_HOSTS = ["127.0.0.1"]
-    assert client_for(repo).token == "ghp_SERVER_SECRET"
+    listed = sent_headers(client_for(repo))
+    assert listed and all(h["Authorization"] == "Bearer ghp_SERVER_SECRET" for h in listed)
