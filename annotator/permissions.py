@@ -19,6 +19,8 @@ def membership_or_404(user, project_id: int, roles: Iterable[str] | None = None)
     membership = (
         Membership.objects.select_related("project", "project__taxonomy_version")
         .filter(project_id=project_id, user=user)
+        # No ordering: Membership's default order joins auth_user, on every request.
+        .order_by()
         .first()
     )
     if membership is None and user.is_superuser:
