@@ -58,6 +58,27 @@ class _TokenSafeSession(requests.Session):
             prepared_request.headers.pop("PRIVATE-TOKEN", None)
 
 
+def _issue_fields(raw: dict, *, closed_key: str, is_pull_request: bool) -> dict[str, Any]:
+    """Issue fields from a GitHub- or Gitee-shaped payload (they differ in two keys)."""
+    return {
+        "number": str(raw["number"]),
+        "url": raw.get("html_url") or "",
+        "title": raw.get("title") or "",
+        "body": raw.get("body") or "",
+        "author": _login(raw.get("user")),
+        "state": raw.get("state") or "",
+        "labels": [
+            lb.get("name", "") if isinstance(lb, dict) else str(lb)
+            for lb in raw.get("labels") or []
+        ],
+        "created_at": parse_time(raw.get("created_at")),
+        "updated_at": parse_time(raw.get("updated_at")),
+        "closed_at": parse_time(raw.get(closed_key)),
+        "comments_count": int(raw.get("comments") or 0),
+        "is_pull_request": is_pull_request,
+    }
+
+
 def _setting(name: str, default: Any) -> Any:
     return getattr(settings, name, default)
 
@@ -420,21 +441,8 @@ class GitHubClient(ForgeClient):
         return _int(query_param(last, "page")) if last else None
 
     def parse_issue(self, raw: dict) -> dict[str, Any]:
-        return {
-            "number": str(raw["number"]),
-            "url": raw.get("html_url") or "",
-            "title": raw.get("title") or "",
-            "body": raw.get("body") or "",
-            "author": _login(raw.get("user")),
-            "state": raw.get("state") or "",
-            "labels": [lb.get("name", "") if isinstance(lb, dict) else str(lb)
-                       for lb in raw.get("labels") or []],
-            "created_at": parse_time(raw.get("created_at")),
-            "updated_at": parse_time(raw.get("updated_at")),
-            "closed_at": parse_time(raw.get("closed_at")),
-            "comments_count": int(raw.get("comments") or 0),
-            "is_pull_request": "pull_request" in raw,
-        }  # fmt: skip
+        # A pull request comes back in the issue list, marked by its `pull_request` object.
+        return _issue_fields(raw, closed_key="closed_at", is_pull_request="pull_request" in raw)
 
     def parse_comment(self, raw: dict, issue_number: str | None = None) -> ParsedComment | None:
         if issue_number is None:
@@ -510,21 +518,8 @@ class GiteeClient(ForgeClient):
         return _int(response.headers.get("total_page"))
 
     def parse_issue(self, raw: dict) -> dict[str, Any]:
-        return {
-            "number": str(raw["number"]),
-            "url": raw.get("html_url") or "",
-            "title": raw.get("title") or "",
-            "body": raw.get("body") or "",
-            "author": _login(raw.get("user")),
-            "state": raw.get("state") or "",
-            "labels": [lb.get("name", "") if isinstance(lb, dict) else str(lb)
-                       for lb in raw.get("labels") or []],
-            "created_at": parse_time(raw.get("created_at")),
-            "updated_at": parse_time(raw.get("updated_at")),
-            "closed_at": parse_time(raw.get("finished_at")),
-            "comments_count": int(raw.get("comments") or 0),
-            "is_pull_request": False,
-        }  # fmt: skip
+        # Gitee names the closing time `finished_at`; pull requests are a separate resource.
+        return _issue_fields(raw, closed_key="finished_at", is_pull_request=False)
 
     def parse_comment(self, raw: dict, issue_number: str | None = None) -> ParsedComment | None:
         if issue_number is None:
