@@ -65,3 +65,26 @@ def test_report_page_offers_both_versions(client, lead, merged_study):
     assert old.context["version"] == old_version
     assert round(_bug_kappa(old.context["report"]), 6) == REFERENCE["Bug"][1]
     assert client.get(f"/projects/{project.pk}/agreement/?version=999999").status_code == 404
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_in_chromium_the_lead_switches_the_report_between_versions(
+    live_server, page, taxonomy_version, lead
+):
+    from tests.conftest import log_in
+
+    import_labels("Study", SAMPLES)
+    project = Project.objects.get(name="Study")
+    Membership.objects.create(project=project, user=lead, role=Role.LEAD)
+    old = project.taxonomy_version
+    merge(project, lead, old.nodes.get(code="C.1"), old.nodes.get(code="C.9"))
+    project.refresh_from_db()
+
+    log_in(page, live_server, lead.username)
+    page.goto(f"{live_server.url}/projects/{project.pk}/agreement/")
+    assert "(pinned)" in page.locator("#agreement-version option:checked").inner_text()
+    page.select_option("#agreement-version", str(old.pk))
+    page.wait_for_url(f"**/agreement/?version={old.pk}")
+    assert page.locator("#agreement-version option:checked").inner_text() == str(old)
+    assert f"taxonomy {old}" in page.locator("p.hint").first.inner_text()
