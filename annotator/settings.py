@@ -116,7 +116,9 @@ if REDIS_URL:
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
-            "KEY_PREFIX": "annotator",
+            # Each test run gets its own prefix (bin/test): cached rows keyed by database ids
+            # must not outlive the test database they were read from.
+            "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "annotator"),
         }
     }
 else:
