@@ -51,53 +51,46 @@ def issue_context(issue: Issue) -> dict:
     }
 
 
-def taxonomy_payload(version_id: int) -> list[dict]:
-    """The version's nodes for the label form's filters and search (cached per version)."""
-    key = f"taxonomy-payload:{version_id}"
-    payload = cache.get(key)
-    if payload is None:
-        payload = [
+def _cached_nodes(version_id: int, with_details: bool) -> list[dict]:
+    """The version's nodes as plain rows, cached briefly per version and shape.
+
+    Short-lived: a version edited in place shows up within minutes.
+    """
+    key = f"taxonomy-{'payload' if with_details else 'nodes'}:{version_id}"
+    rows = cache.get(key)
+    if rows is None:
+        nodes = TaxonomyNode.objects.filter(version_id=version_id).order_by(
+            "level", "position", "code"
+        )
+        if not with_details:
+            nodes = nodes.defer("details")
+        rows = [
             {
                 "id": n.pk,
                 "code": n.code,
                 "name": n.name,
                 "level": n.level,
                 "parent": n.parent_id,
-                "details": n.details,
+                **({"details": n.details} if with_details else {}),
             }
-            for n in TaxonomyNode.objects.filter(version_id=version_id).order_by(
-                "level", "position", "code"
-            )
+            for n in nodes
         ]
-        # Short-lived: a version edited in place shows up within minutes.
-        cache.set(key, payload, 300)
-    return payload
+        cache.set(key, rows, 300)
+    return rows
+
+
+def taxonomy_payload(version_id: int) -> list[dict]:
+    """The version's nodes with their example details, for the sub-theme search."""
+    return _cached_nodes(version_id, with_details=True)
 
 
 def taxonomy_nodes(version_id: int) -> list[dict]:
     """The version's nodes without their example details: what the label form's lists need.
 
-    Cached on their own (as briefly as the full payload): every submission validates against
-    them, and the details are most of the payload's weight to fetch and unpickle.
+    Cached on their own: every submission validates against them, and the details are most of
+    the payload's weight to fetch and unpickle.
     """
-    key = f"taxonomy-nodes:{version_id}"
-    nodes = cache.get(key)
-    if nodes is None:
-        # From the database, not from the cached payload, so they are never older than it.
-        nodes = [
-            {
-                "id": n.pk,
-                "code": n.code,
-                "name": n.name,
-                "level": n.level,
-                "parent": n.parent_id,
-            }
-            for n in TaxonomyNode.objects.filter(version_id=version_id)
-            .defer("details")
-            .order_by("level", "position", "code")
-        ]
-        cache.set(key, nodes, 300)
-    return nodes
+    return _cached_nodes(version_id, with_details=False)
 
 
 def label_choices(version_id: int, initial: dict | None) -> dict[str, list[dict]]:
