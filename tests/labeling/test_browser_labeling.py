@@ -27,7 +27,16 @@ def test_volunteer_labels_three_issues_by_keyboard_alone(
     page.goto(live_server.url + reverse("label_next", args=[project.pk]))
 
     def wait_for_item(n: int) -> None:
-        page.wait_for_url(f"**/label/{items[n].pk}/")
+        try:
+            page.wait_for_url(f"**/label/{items[n].pk}/")
+        except Exception as exc:
+            # Say where the page is and what it shows instead of a bare timeout.
+            errors = page.locator(".errorlist, .error, .messages").all_inner_texts()
+            raise AssertionError(
+                f"expected item {n} ({items[n].pk}), page is at {page.url}; "
+                f"focus on {page.evaluate('document.activeElement.outerHTML.slice(0, 120)')}; "
+                f"errors: {errors}; console: {problems}"
+            ) from exc
         # Keys pressed before labeling.js is listening would be lost.
         page.locator("body[data-labeling-ready]").wait_for(state="attached")
 
