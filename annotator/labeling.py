@@ -11,17 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.core.cache import cache
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, Exists, OuterRef, Q
 
-from annotator import resolution
+from annotator import resolution, sql
 from annotator.issue_context import nodes_by_id
 from annotator.models import (
     Annotation,
     FalsePositiveReason,
     Project,
     ProjectIssue,
-    Reservation,
     Resolution,
 )
 from annotator.queue import slot_state
@@ -146,31 +145,53 @@ def own_annotation(user, project_issue: ProjectIssue) -> Annotation | None:
     return next(iter(qs[:1]), None)
 
 
-def submit(user, project: Project, project_issue: ProjectIssue, label: Label) -> Annotation:
-    """Record the user's label of an issue: a first annotation or a new revision.
+_LOCK_ITEM_SQL = (
+    f"SELECT {sql.columns(ProjectIssue, 'pi')} FROM annotator_projectissue pi"
+    " WHERE pi.id = %(item)s AND pi.project_id = %(project)s"
+)
 
-    Raises NotYours when the issue was never handed to the user, LabelError when it can no
-    longer take their label.
+
+def _lock_item(project: Project, item_id: int) -> ProjectIssue:
+    """The project's issue, locked for this transaction (the lock the queue takes too)."""
+    lock = " FOR UPDATE" if connection.vendor == "postgresql" else ""
+    row = sql.first(_LOCK_ITEM_SQL + lock, {"item": item_id, "project": project.pk})
+    if row is None:
+        raise NotYours
+    return sql.model_from_row(ProjectIssue, row)[0]
+
+
+_DELETE_RESERVATION_SQL = (
+    "DELETE FROM annotator_reservation WHERE project_issue_id = %(item)s"
+    " AND annotator_id = %(user)s"
+)
+_SET_COUNT_SQL = "UPDATE annotator_projectissue SET annotation_count = %(n)s WHERE id = %(item)s"
+
+
+def submit(user, project: Project, project_issue: ProjectIssue | int, label: Label) -> Annotation:
+    """Record the user's label of an issue of the project: a first annotation or a revision.
+
+    `project_issue` may be just its id: the row is read again under its lock. Raises NotYours
+    when the issue was never handed to the user, LabelError when it can no longer take their
+    label. Every volunteer calls this once per issue, so it is hand-written SQL (see
+    annotator.sql): a lock, one look at the slots, and the writes.
     """
+    item_id = getattr(project_issue, "pk", project_issue)
     with transaction.atomic():
         # Same lock as the queue takes, so the K-slot count below cannot race a reservation.
-        pi = ProjectIssue.objects.select_for_update().get(pk=project_issue.pk)
-        # The nodes are not needed here: only the label's ids are compared. A slice, not
-        # `.first()`: the row is unique, and ordering by pk costs more to compile than to run.
-        current = next(iter(_own_current(user, pi)[:1]), None)
+        pi = _lock_item(project, item_id)
+        slots = slot_state(pi, user)
+        # Loaded only for a revision: a first label needs nothing of it.
+        current = (
+            Annotation.objects.get(pk=slots.own_annotation_id) if slots.own_annotation_id else None
+        )
         if pi.status == ProjectIssue.Status.FINAL:
             if current is None:
                 raise NotYours
             raise LabelError("__all__", "This issue is final; its label can no longer change.")
-        # At most one (constraint `one_reservation_per_annotator`): no ordering needed.
-        reservation = next(
-            iter(Reservation.objects.filter(project_issue=pi, annotator=user).order_by()[:1]), None
-        )
-        _, annotations, reserved = slot_state(pi, user)
         if current is None:
-            if reservation is None or reservation.skipped_at is not None:
+            if not slots.reservation:  # none, or handed back
                 raise NotYours
-            if annotations + reserved >= project.annotations_per_issue:
+            if slots.annotations + slots.reserved >= project.annotations_per_issue:
                 raise LabelError(
                     "__all__", "Your reservation of this issue expired; it was handed back."
                 )
@@ -179,7 +200,7 @@ def submit(user, project: Project, project_issue: ProjectIssue, label: Label) ->
         if current is not None:
             current.is_current = False
             current.save(update_fields=["is_current"])
-        annotation = Annotation.objects.create(
+        annotation = Annotation(
             project_id=pi.project_id,
             issue_id=pi.issue_id,
             annotator=user,
@@ -194,12 +215,13 @@ def submit(user, project: Project, project_issue: ProjectIssue, label: Label) ->
             note=label.note,
             proposed_category=label.proposed_category,
         )
-        if reservation is not None:
-            reservation.delete()
+        sql.insert(annotation)
+        if slots.reservation is not None:
+            sql.execute(_DELETE_RESERVATION_SQL, {"item": pi.pk, "user": user.pk})
         if current is None:
             # Exact: counted under the row lock just above, plus this new annotation.
-            pi.annotation_count = annotations + 1
-            pi.save(update_fields=["annotation_count"])
+            pi.annotation_count = slots.annotations + 1
+            sql.execute(_SET_COUNT_SQL, {"n": pi.annotation_count, "item": pi.pk})
         resolution.evaluate(pi, project)
         previous_text = current.proposed_category if current else ""
         if annotation.proposed_category and annotation.proposed_category != previous_text:

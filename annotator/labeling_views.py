@@ -55,15 +55,15 @@ def _project_issue_or_404(project: Project, item_id: int) -> ProjectIssue:
 @login_required
 def label_next(request, project_id: int):
     membership = membership_or_404(request.user, project_id, roles=LABELER_ROLES)
-    item = queue.next_issue_for(request.user, membership.project)
-    if item is None:
+    item_id = queue.next_issue_id_for(request.user, membership.project)
+    if item_id is None:
         progress = labeling.progress_of(request.user, membership.project)
         return render(
             request,
             "labeling/nothing_left.html",
             {"project": membership.project, "progress": progress},
         )
-    return redirect("label_issue", project_id=project_id, item_id=item.pk)
+    return redirect("label_issue", project_id=project_id, item_id=item_id)
 
 
 @login_required
@@ -73,14 +73,12 @@ def label_issue(request, project_id: int, item_id: int):
     project = membership.project
     error = None
     if request.method == "POST":
-        # A submission needs only the ids (`submit` locks and re-reads the row); the issue
-        # itself is loaded only to show the form again with an error.
-        item = get_object_or_404(
-            ProjectIssue.objects.only("id", "project_id", "issue_id"), project=project, pk=item_id
-        )
+        # A submission needs only the id (`submit` locks and reads the row, and raises
+        # NotYours for an issue that is not the project's); the issue itself is loaded only
+        # to show the form again with an error.
         try:
             label = labeling.parse_label(project, request.POST)
-            labeling.submit(request.user, project, item, label)
+            labeling.submit(request.user, project, item_id, label)
         except labeling.NotYours:
             raise Http404 from None
         except labeling.LabelError as exc:

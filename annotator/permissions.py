@@ -3,10 +3,38 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import cache
 
 from django.http import Http404
 
+from annotator import sql
 from annotator.models import LEAD_ROLES, Membership, Project
+from taxonomy.models import TaxonomyVersion
+
+
+@cache
+def _membership_sql() -> str:
+    # Every page of a project starts here, so it is one hand-written statement rather than an
+    # ORM query (whose compilation cost more than the query; see annotator.sql).
+    return (
+        f"SELECT {sql.columns(Membership, 'm')}, {sql.columns(Project, 'p')},"
+        f" {sql.columns(TaxonomyVersion, 'v')}"
+        f" FROM {Membership._meta.db_table} m"
+        f" JOIN {Project._meta.db_table} p ON p.id = m.project_id"
+        f" JOIN {TaxonomyVersion._meta.db_table} v ON v.id = p.taxonomy_version_id"
+        " WHERE m.project_id = %(project)s AND m.user_id = %(user)s"
+    )
+
+
+def _membership(user, project_id: int) -> Membership | None:
+    row = sql.first(_membership_sql(), {"project": project_id, "user": user.pk})
+    if row is None:
+        return None
+    membership, at = sql.model_from_row(Membership, row)
+    project, at = sql.model_from_row(Project, row, at)
+    project.taxonomy_version, _ = sql.model_from_row(TaxonomyVersion, row, at)
+    membership.project = project
+    return membership
 
 
 def membership_or_404(user, project_id: int, roles: Iterable[str] | None = None) -> Membership:
@@ -16,13 +44,13 @@ def membership_or_404(user, project_id: int, roles: Iterable[str] | None = None)
     """
     if not user.is_authenticated:
         raise Http404
-    membership = (
-        Membership.objects.select_related("project", "project__taxonomy_version")
-        .filter(project_id=project_id, user=user)
-        # No ordering: Membership's default order joins auth_user, on every request.
-        .order_by()
-        .first()
-    )
+    try:
+        project_id = int(project_id)
+    except (TypeError, ValueError):
+        raise Http404 from None
+    if not 0 < project_id < 2**63:  # beyond a bigint: no such project
+        raise Http404
+    membership = _membership(user, project_id)
     if membership is None and user.is_superuser:
         project = Project.objects.filter(pk=project_id).first()
         if project is None:

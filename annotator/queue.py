@@ -10,6 +10,7 @@ before reserving it, because the candidate filter ran on a snapshot that may be 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
@@ -17,6 +18,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from annotator import sql
 from annotator.models import Annotation, Project, ProjectIssue, Reservation
 
 # Candidates locked per round; a few spare rows make a busy queue front cheap to step past.
@@ -30,7 +32,10 @@ WHERE pi.project_id = %(project)s AND pi.status = 'open'
   AND NOT EXISTS (
     SELECT 1 FROM annotator_annotation a
     WHERE a.project_id = pi.project_id AND a.issue_id = pi.issue_id
-      AND a.annotator_id = %(user)s AND a.is_current)
+      AND a.annotator_id = %(user)s AND a.is_current
+    -- OFFSET 0 keeps this a probe of the unique index per queue row; as an anti-join the
+    -- planner compared every queue row with every annotation of the user (quadratic).
+    OFFSET 0)
   AND (%(with_skipped)s OR NOT EXISTS (
     SELECT 1 FROM annotator_reservation own
     WHERE own.project_issue_id = pi.id AND own.annotator_id = %(user)s
@@ -41,7 +46,22 @@ WHERE pi.project_id = %(project)s AND pi.status = 'open'
   ) < %(k)s
 ORDER BY pi.position, pi.id
 LIMIT %(limit)s
-FOR UPDATE OF pi SKIP LOCKED
+"""
+_LOCK = "FOR UPDATE OF pi SKIP LOCKED"
+
+# The user's active reservation, if any; else the candidates, locked. One round trip for what
+# most requests need (a volunteer who just submitted holds no reservation).
+_EXISTING_OR_CANDIDATES_SQL = f"""
+WITH existing AS (
+  SELECT r.project_issue_id FROM annotator_reservation r
+  JOIN annotator_projectissue ep ON ep.id = r.project_issue_id
+  WHERE r.annotator_id = %(user)s AND ep.project_id = %(project)s AND ep.status = 'open'
+    AND r.skipped_at IS NULL AND r.expires_at > %(now)s
+  ORDER BY r.created_at LIMIT 1)
+SELECT project_issue_id, NULL, 1 FROM existing
+UNION ALL
+SELECT c.id, c.issue_id, 0 FROM ({_CANDIDATES_SQL} {{lock}}) c
+WHERE NOT EXISTS (SELECT 1 FROM existing)
 """
 
 
@@ -65,13 +85,9 @@ def active_reservation(user, project: Project) -> Reservation | None:
     )
 
 
-_SLOTS_SQL = """
-SELECT
-  EXISTS (SELECT 1 FROM annotator_annotation a
-          WHERE a.project_id = %(project)s AND a.issue_id = %(issue)s AND a.is_current
-            AND a.annotator_id = %(user)s),
-  (SELECT count(*) FROM annotator_annotation a
-   WHERE a.project_id = %(project)s AND a.issue_id = %(issue)s AND a.is_current),
+# Others' active reservations of an issue: unexpired, unskipped, and not of someone who has
+# since labeled it (such a row is about to be deleted by their submission).
+_OTHERS_RESERVED = """
   (SELECT count(*) FROM annotator_reservation r
    WHERE r.project_issue_id = %(item)s AND r.skipped_at IS NULL AND r.expires_at > %(now)s
      AND r.annotator_id <> %(user)s
@@ -80,12 +96,31 @@ SELECT
                        AND a.is_current AND a.annotator_id = r.annotator_id))
 """
 
+_SLOTS_SQL = f"""
+SELECT
+  (SELECT a.id FROM annotator_annotation a
+   WHERE a.project_id = %(project)s AND a.issue_id = %(issue)s AND a.is_current
+     AND a.annotator_id = %(user)s),
+  (SELECT r.skipped_at IS NULL FROM annotator_reservation r
+   WHERE r.project_issue_id = %(item)s AND r.annotator_id = %(user)s),
+  (SELECT count(*) FROM annotator_annotation a
+   WHERE a.project_id = %(project)s AND a.issue_id = %(issue)s AND a.is_current),
+  {_OTHERS_RESERVED}
+"""
 
-def slot_state(project_issue: ProjectIssue, user) -> tuple[bool, int, int]:
-    """(user has a current annotation, current annotations, others' active reservations).
 
-    One round trip; call it under the issue's row lock for an exact answer.
-    """
+@dataclass
+class Slots:
+    """Where the user and an issue's K slots stand (exact under the issue's row lock)."""
+
+    own_annotation_id: int | None  # the user's current annotation
+    reservation: bool | None  # None: no reservation row; False: handed back (skipped)
+    annotations: int  # current annotations
+    reserved: int  # others' active reservations
+
+
+def slot_state(project_issue: ProjectIssue, user) -> Slots:
+    """One round trip; call it under the issue's row lock for an exact answer."""
     params = {
         "project": project_issue.project_id,
         "issue": project_issue.issue_id,
@@ -93,15 +128,13 @@ def slot_state(project_issue: ProjectIssue, user) -> tuple[bool, int, int]:
         "user": user.pk,
         "now": timezone.now(),
     }
-    with connection.cursor() as cursor:
-        cursor.execute(_SLOTS_SQL, params)
-        annotated, annotations, reserved = cursor.fetchone()
-    return annotated, annotations, reserved
+    own, reservation, annotations, reserved = sql.first(_SLOTS_SQL, params)
+    return Slots(own, None if reservation is None else bool(reservation), annotations, reserved)
 
 
 # The re-count of `_SLOTS_SQL` and the reservation in one statement (one round trip): a row
 # is written only when the user has not labeled the issue and a slot is still free.
-_RESERVE_IF_FREE_SQL = """
+_RESERVE_IF_FREE_SQL = f"""
 INSERT INTO annotator_reservation
   (project_issue_id, annotator_id, created_at, expires_at, skipped_at)
 SELECT %(item)s, %(user)s, %(now)s, %(expires)s, NULL
@@ -110,12 +143,7 @@ WHERE NOT EXISTS (SELECT 1 FROM annotator_annotation a
                     AND a.annotator_id = %(user)s)
   AND (SELECT count(*) FROM annotator_annotation a
        WHERE a.project_id = %(project)s AND a.issue_id = %(issue)s AND a.is_current)
-    + (SELECT count(*) FROM annotator_reservation r
-       WHERE r.project_issue_id = %(item)s AND r.skipped_at IS NULL AND r.expires_at > %(now)s
-         AND r.annotator_id <> %(user)s
-         AND NOT EXISTS (SELECT 1 FROM annotator_annotation a
-                         WHERE a.project_id = %(project)s AND a.issue_id = %(issue)s
-                           AND a.is_current AND a.annotator_id = r.annotator_id)) < %(k)s
+    + {_OTHERS_RESERVED} < %(k)s
 ON CONFLICT (project_issue_id, annotator_id)
 DO UPDATE SET created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at,
               skipped_at = NULL
@@ -133,15 +161,11 @@ def _reserve_if_free(project: Project, item_id: int, issue_id: int, user, expire
         "expires": expires,
         "k": project.annotations_per_issue,
     }
-    with connection.cursor() as cursor:
-        cursor.execute(_RESERVE_IF_FREE_SQL, params)
-        return cursor.rowcount > 0
+    return sql.execute(_RESERVE_IF_FREE_SQL, params) > 0
 
 
-def _candidates(
-    user, project: Project, with_skipped: bool, lock: bool = True
-) -> list[tuple[int, int]]:
-    params = {
+def _params(user, project: Project, with_skipped: bool) -> dict:
+    return {
         "project": project.pk,
         "user": user.pk,
         "with_skipped": with_skipped,
@@ -149,52 +173,62 @@ def _candidates(
         "k": project.annotations_per_issue,
         "limit": CANDIDATES_PER_ROUND,
     }
+
+
+def _lock_clause() -> str:
     # SQLite (the laptop default) has no row locks; it serializes writers instead.
-    lock = lock and connection.vendor == "postgresql"
-    sql = _CANDIDATES_SQL if lock else _CANDIDATES_SQL.replace("FOR UPDATE OF pi SKIP LOCKED", "")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return [(row[0], row[1]) for row in cursor.fetchall()]
+    return _LOCK if connection.vendor == "postgresql" else ""
 
 
-def next_issue_for(user, project: Project) -> ProjectIssue | None:
-    """Reserve and return the next issue the user should label, or None when nothing is left.
+def _existing_or_candidates(
+    user, project: Project, with_skipped: bool
+) -> tuple[int | None, list[tuple[int, int]]]:
+    """(the user's reserved issue, or None; else the locked candidates)."""
+    found = sql.rows(
+        _EXISTING_OR_CANDIDATES_SQL.format(lock=_lock_clause()),
+        _params(user, project, with_skipped),
+    )
+    if found and found[0][2]:
+        return found[0][0], []
+    return None, [(pk, issue_id) for pk, issue_id, _ in found]
+
+
+def _any_candidate(user, project: Project, with_skipped: bool) -> bool:
+    return bool(sql.rows(_CANDIDATES_SQL, _params(user, project, with_skipped)))
+
+
+def next_issue_id_for(user, project: Project) -> int | None:
+    """Reserve the next issue the user should label; its `ProjectIssue` id, or None when
+    nothing is left.
 
     Asking again while a reservation is active returns the same issue, so a reload never
     takes a second slot.
     """
-    # Just the id first: most requests hold no reservation, and the full row (with its
-    # issue) is loaded only when there is one.
-    existing = (
-        Reservation.objects.filter(
-            project_issue__project=project,
-            project_issue__status=ProjectIssue.Status.OPEN,
-            annotator=user,
-            skipped_at__isnull=True,
-            expires_at__gt=timezone.now(),
-        )
-        .order_by("created_at")
-        .values_list("project_issue_id", flat=True)[:1]
-    )
-    for item_id in existing:
-        return ProjectIssue.objects.select_related("issue").get(pk=item_id)
     expires = timezone.now() + timedelta(minutes=reservation_minutes())
     # Skipped issues come back only when nothing else is left for this annotator.
     for with_skipped in (False, True):
         for attempt in range(LOCKED_RETRIES):
             with transaction.atomic():
-                candidates = _candidates(user, project, with_skipped)
+                reserved, candidates = _existing_or_candidates(user, project, with_skipped)
+                if reserved is not None:
+                    return reserved
                 for pk, issue_id in candidates:
                     # The filter above ran on a snapshot; re-count now that the row is ours.
                     if _reserve_if_free(project, pk, issue_id, user, expires):
-                        return ProjectIssue.objects.select_related("issue").get(pk=pk)
+                        return pk
             # No row was taken: either nothing is left, or the rows were full on a fresh look,
             # or locked for a moment by other annotators (who may leave a slot for this one).
-            if not _candidates(user, project, with_skipped, lock=False):
+            if not _any_candidate(user, project, with_skipped):
                 break
             if not candidates:
                 time.sleep(0.002 * (attempt + 1))
     return None
+
+
+def next_issue_for(user, project: Project) -> ProjectIssue | None:
+    """Like `next_issue_id_for`, with the issue loaded."""
+    pk = next_issue_id_for(user, project)
+    return None if pk is None else ProjectIssue.objects.select_related("issue").get(pk=pk)
 
 
 def skip(user, project_issue: ProjectIssue) -> bool:

@@ -141,7 +141,7 @@ def invite(request, token: str):
             return render(
                 request, "registration/invite_unusable.html", {"reason": str(exc)}, status=410
             )
-        login(request, membership.user, backend="django.contrib.auth.backends.ModelBackend")
+        login(request, membership.user, backend="annotator.auth.ModelBackend")
         messages.success(request, f"Welcome! You joined {membership.project} as {membership.role}.")
         return redirect("project_detail", project_id=membership.project_id)
     return render(request, "registration/accept_invite.html", {"form": form, "invite": invitation})

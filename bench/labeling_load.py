@@ -159,7 +159,7 @@ def sessions(usernames: list[str]) -> dict[str, str]:
     for user in User.objects.filter(username__in=usernames):
         store = SessionStore()
         store[SESSION_KEY] = str(user.pk)
-        store[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+        store[BACKEND_SESSION_KEY] = "annotator.auth.ModelBackend"
         store[HASH_SESSION_KEY] = user.get_session_auth_hash()
         store.create()
         keys[user.username] = store.session_key
