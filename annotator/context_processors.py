@@ -1,6 +1,14 @@
 """Template context every page needs: which top-level pages the user may open."""
 
-from annotator.models import LEAD_ROLES, Membership
+from annotator import sql
+from annotator.models import LEAD_ROLES
+
+# Every page asks; one prepared statement (see annotator.sql).
+_LEAD_ROLES_SQL = ", ".join(f"'{role.value}'" for role in LEAD_ROLES)
+_LEADS_ANY_SQL = (
+    "SELECT EXISTS (SELECT 1 FROM annotator_membership"
+    f" WHERE user_id = %(user)s AND role IN ({_LEAD_ROLES_SQL}))"
+)
 
 
 def navigation(request) -> dict:
@@ -8,7 +16,5 @@ def navigation(request) -> dict:
     if not user.is_authenticated:
         return {}
     # Same rule as the repositories page itself: staff, or a lead of any project.
-    manages_ingest = (
-        user.is_staff or Membership.objects.filter(user=user, role__in=LEAD_ROLES).exists()
-    )
+    manages_ingest = user.is_staff or bool(sql.first(_LEADS_ANY_SQL, {"user": user.pk})[0])
     return {"nav_manages_ingest": manages_ingest}

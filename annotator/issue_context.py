@@ -103,7 +103,11 @@ def label_choices(version_id: int, initial: dict | None) -> dict[str, list[dict]
     chosen = {str(initial.get(f) or "") for f in ("issue_type", "theme", "sub_theme")}
     levels: dict[int, list[dict]] = {1: [], 2: [], 3: []}
     for node in taxonomy_nodes(version_id):
-        levels[node["level"]].append({**node, "selected": str(node["id"]) in chosen})
+        # Ids as text: the template would otherwise localize each number (a third of the
+        # form's rendering time).
+        option = {**node, "id": str(node["id"]), "parent": str(node["parent"] or "")}
+        option["selected"] = option["id"] in chosen
+        levels[node["level"]].append(option)
     for node in levels[1]:
         node["key"] = node["name"][:1].lower()
     return {"type_options": levels[1], "theme_options": levels[2], "sub_options": levels[3]}

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from django.core.cache import cache
 from django.db import connection, transaction
-from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models import Count, Q
 
 from annotator import resolution, sql
 from annotator.issue_context import nodes_by_id
@@ -125,24 +125,28 @@ def parse_label(project: Project, data) -> Label:
     return label
 
 
-def _own_current(user, project_issue: ProjectIssue):
-    # At most one row (constraint `one_current_annotation`), so no ordering is needed: the
-    # model's default one joins project, issue and repository just to sort a single row.
-    return Annotation.objects.filter(
-        project_id=project_issue.project_id,
-        issue_id=project_issue.issue_id,
-        annotator=user,
-        is_current=True,
-    ).order_by()
+_OWN_CURRENT_SQL = """
+SELECT a.id FROM annotator_annotation a
+WHERE a.project_id = %(project)s AND a.issue_id = %(issue)s AND a.annotator_id = %(user)s
+  AND a.is_current
+"""
 
 
 def own_annotation(user, project_issue: ProjectIssue) -> Annotation | None:
-    qs = (
-        _own_current(user, project_issue)
-        .select_related("issue_type", "theme", "sub_theme")
-        .defer("issue_type__details", "theme__details", "sub_theme__details")
+    """The user's current annotation of the issue, with its nodes, or None."""
+    # At most one row (constraint `one_current_annotation`). Most pages are a first look, so
+    # the id is looked up by a prepared statement and the row loaded only when there is one.
+    found = sql.first(
+        _OWN_CURRENT_SQL,
+        {"project": project_issue.project_id, "issue": project_issue.issue_id, "user": user.pk},
     )
-    return next(iter(qs[:1]), None)
+    if found is None:
+        return None
+    return (
+        Annotation.objects.select_related("issue_type", "theme", "sub_theme")
+        .defer("issue_type__details", "theme__details", "sub_theme__details")
+        .get(pk=found[0])
+    )
 
 
 _LOCK_ITEM_SQL = (
@@ -287,6 +291,16 @@ def project_counts(project: Project) -> dict[str, int]:
     return counts
 
 
+# The user's current annotations, and how many of those issues still need annotations.
+_MY_COUNTS_SQL = """
+SELECT count(*),
+       sum(CASE WHEN pi.status = 'open' AND pi.annotation_count < %(k)s THEN 1 ELSE 0 END)
+FROM annotator_annotation a
+JOIN annotator_projectissue pi ON pi.project_id = a.project_id AND pi.issue_id = a.issue_id
+WHERE a.project_id = %(project)s AND a.annotator_id = %(user)s AND a.is_current
+"""
+
+
 def progress_of(user, project: Project, with_agreement: bool = False) -> Progress:
     """How many issues the user labeled, how many are left for them, and the project's state.
 
@@ -294,27 +308,24 @@ def progress_of(user, project: Project, with_agreement: bool = False) -> Progres
     upper bound, since others may fill them first.
     """
     counts = project_counts(project)
-    mine = Annotation.objects.filter(project=project, annotator=user, is_current=True)
-    labeled_ids = mine.values("issue_id")
-    labeled = mine.count()
-    # Driven from the user's annotations (few), not from the project's issues (many).
-    mine_needing = mine.filter(
-        Exists(
-            ProjectIssue.objects.filter(
-                project=project,
-                issue_id=OuterRef("issue_id"),
-                status=ProjectIssue.Status.OPEN,
-                annotation_count__lt=project.annotations_per_issue,
-            )
-        )
-    ).count()
+    # On every labeling page: one statement, driven from the user's annotations (few), not
+    # from the project's issues (many).
+    labeled, mine_needing = sql.first(
+        _MY_COUNTS_SQL,
+        {"project": project.pk, "user": user.pk, "k": project.annotations_per_issue},
+    )
+    labeled, mine_needing = labeled or 0, mine_needing or 0
     left = max(counts["needing"] - mine_needing, 0)
     progress = Progress(labeled, left, counts["total"], counts["final"])
     if with_agreement:
         finals = {
             r.issue_id: r
             for r in Resolution.objects.filter(
-                project=project, is_current=True, issue_id__in=labeled_ids
+                project=project,
+                is_current=True,
+                issue_id__in=Annotation.objects.filter(
+                    project=project, annotator=user, is_current=True
+                ).values("issue_id"),
             )
         }
         for a in Annotation.objects.filter(

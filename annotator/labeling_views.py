@@ -14,11 +14,11 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404, JsonResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_POST
 
-from annotator import labeling, queue, resolution, setup
+from annotator import labeling, queue, resolution, setup, sql
 from annotator.issue_context import (
     issue_context,
     label_choices,
@@ -44,12 +44,29 @@ LABELER_ROLES = (Role.ANNOTATOR, Role.LEAD, Role.ADMIN)
 _issue_images = csp_update({"img-src": ["https:", "http:"]})
 
 
+# The labeling page's issue with its repository, the raw forge payload left out: a prepared
+# statement (see annotator.sql), since every issue a volunteer labels opens this page.
+_ITEM_SQL = (
+    f"SELECT {sql.columns(ProjectIssue, 'pi')}, {sql.columns(Issue, 'i', defer=('raw',))},"
+    f" {sql.columns(Repository, 'r')} FROM annotator_projectissue pi"
+    " JOIN ingest_issue i ON i.id = pi.issue_id"
+    " JOIN ingest_repository r ON r.id = i.repository_id"
+    " WHERE pi.id = %(item)s AND pi.project_id = %(project)s"
+)
+
+
 def _project_issue_or_404(project: Project, item_id: int) -> ProjectIssue:
-    return get_object_or_404(
-        ProjectIssue.objects.select_related("issue", "issue__repository").defer("issue__raw"),
-        project=project,
-        pk=item_id,
-    )
+    if not 0 < item_id < 2**63:
+        raise Http404
+    row = sql.first(_ITEM_SQL, {"item": item_id, "project": project.pk})
+    if row is None:
+        raise Http404
+    item, at = sql.model_from_row(ProjectIssue, row)
+    issue, at = sql.model_from_row(Issue, row, at, defer=("raw",))
+    issue.repository, _ = sql.model_from_row(Repository, row, at)
+    item.issue = issue
+    item.project = project
+    return item
 
 
 @login_required
@@ -90,7 +107,8 @@ def label_issue(request, project_id: int, item_id: int):
     # (A valid POST was checked by `submit`, which raises NotYours for an issue not theirs.)
     own = labeling.own_annotation(request.user, item)
     # One's own label is enough to open the page; only without one is the reservation checked.
-    if own is None and not queue.has_reservation(request.user, item):
+    reservation = None if own else queue.reservation_of(request.user, item)
+    if own is None and not queue.was_handed(reservation):
         raise Http404
     is_final = item.status == ProjectIssue.Status.FINAL
     context = {
@@ -103,7 +121,7 @@ def label_issue(request, project_id: int, item_id: int):
         "is_final": is_final,
         # Blind until final: only the final label, never the other annotations.
         "final": resolution.current_resolution(item) if is_final else None,
-        "reservation": None if own else queue.active_reservation(request.user, project),
+        "reservation": reservation if reservation and reservation.skipped_at is None else None,
         "progress": labeling.progress_of(request.user, project),
         "fp_reasons": FalsePositiveReason.choices,
         "taxonomy": taxonomy_nodes(project.taxonomy_version_id),

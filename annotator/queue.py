@@ -15,7 +15,6 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from annotator import sql
@@ -255,13 +254,29 @@ def can_open(user, project_issue: ProjectIssue) -> bool:
     return has_reservation(user, project_issue)
 
 
+_RESERVATION_SQL = (
+    f"SELECT {sql.columns(Reservation, 'r')} FROM annotator_reservation r"
+    " WHERE r.project_issue_id = %(item)s AND r.annotator_id = %(user)s"
+)
+
+
+def reservation_of(user, project_issue: ProjectIssue) -> Reservation | None:
+    """The user's reservation row of the issue (active, expired or handed back), if any."""
+    row = sql.first(_RESERVATION_SQL, {"item": project_issue.pk, "user": user.pk})
+    return None if row is None else sql.model_from_row(Reservation, row)[0]
+
+
+def was_handed(reservation: Reservation | None) -> bool:
+    """Whether a reservation row still lets its annotator open the issue: not handed back,
+    or handed back only a moment ago."""
+    return reservation is not None and (
+        reservation.skipped_at is None or reservation.expires_at > timezone.now()
+    )
+
+
 def has_reservation(user, project_issue: ProjectIssue) -> bool:
     """Whether the issue was handed to the user (and not handed back long ago)."""
-    return Reservation.objects.filter(
-        Q(skipped_at__isnull=True) | Q(expires_at__gt=timezone.now()),
-        project_issue=project_issue,
-        annotator=user,
-    ).exists()
+    return was_handed(reservation_of(user, project_issue))
 
 
 def release_expired(project: Project | None = None) -> int:

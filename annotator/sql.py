@@ -96,37 +96,45 @@ def _insert_sql(model: type[Model]) -> str:
     return f'INSERT INTO "{table}" ({names}) VALUES ({values}) RETURNING "{pk}"'
 
 
-def columns(model: type[Model], alias: str) -> str:
-    """The select list of a model's concrete columns, in `model_from_row` order."""
-    return ", ".join(f'{alias}."{f.column}"' for f in model._meta.concrete_fields)
+def columns(model: type[Model], alias: str, defer: tuple[str, ...] = ()) -> str:
+    """The select list of a model's concrete columns (but `defer`), in `model_from_row`
+    order."""
+    return ", ".join(f'{alias}."{f.column}"' for f in _fields(model, defer))
 
 
-def model_from_row(model: type[M], row: Sequence, start: int = 0) -> tuple[M, int]:
-    """An instance built from `row[start:]` as selected by `columns(model, ...)`.
+def _fields(model: type[Model], defer: tuple[str, ...] = ()) -> list:
+    return [f for f in model._meta.concrete_fields if f.name not in defer]
+
+
+def model_from_row(
+    model: type[M], row: Sequence, start: int = 0, defer: tuple[str, ...] = ()
+) -> tuple[M, int]:
+    """An instance built from `row[start:]` as selected by `columns(model, ..., defer)`.
 
     Returns the instance and the index of the next column. Built with `Model.from_db`, as the
-    ORM builds its own, so the instance behaves like one loaded by a queryset.
+    ORM builds its own, so the instance behaves like one loaded by a queryset (a deferred
+    field loads on first access).
     """
-    fields = model._meta.concrete_fields
+    fields = _fields(model, defer)
     end = start + len(fields)
     values = [
         value if convert is None else convert(value)
-        for convert, value in zip(_converters(model), row[start:end], strict=True)
+        for convert, value in zip(_converters(model, defer), row[start:end], strict=True)
     ]
     instance = model.from_db(connection.alias, [f.attname for f in fields], values)
     return instance, end
 
 
-_CONVERTERS: dict[tuple[type[Model], str], list] = {}
+_CONVERTERS: dict[tuple, list] = {}
 
 
-def _converters(model: type[Model]) -> list:
+def _converters(model: type[Model], defer: tuple[str, ...] = ()) -> list:
     """Per column, what the ORM applies between the database value and the attribute (JSON
     text to objects, SQLite's integers to booleans, ...), or None."""
-    key = (model, connection.vendor)
+    key = (model, defer, connection.vendor)
     if key not in _CONVERTERS:
         found = []
-        for field in model._meta.concrete_fields:
+        for field in _fields(model, defer):
             col = field.get_col(model._meta.db_table)
             steps = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
             found.append(_chain(steps, col) if steps else None)
