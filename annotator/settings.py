@@ -123,7 +123,7 @@ REDIS_URL = env_str("REDIS_URL")
 if REDIS_URL:
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "annotator.cache.RedisCache",
             "LOCATION": REDIS_URL,
             # Each test run gets its own prefix (bin/test): cached rows keyed by database ids
             # must not outlive the test database they were read from.
