@@ -7,8 +7,11 @@
     .venv/bin/python bench/labeling_load.py all --runs 3   # setup, then each scenario 3 times
 
 Uses its own database (BENCH_DATABASE_URL, default annotator_bench_labeling) and Redis db
-(BENCH_REDIS_URL, default db 13), starts gunicorn on 127.0.0.1 with DEBUG off, and drives it
-with a threaded `requests` client. Sessions are created directly in the database so no login
+(BENCH_REDIS_URL, default db 13), starts gunicorn on 127.0.0.1 with DEBUG off and the
+deployment's gunicorn.conf.py (--workers / --threads override it), and drives it with
+threads of a lean `http.client` annotator. Each run reports CPU milliseconds per submission
+used by the client, the gunicorn workers and PostgreSQL (all PostgreSQL backends on the
+host: run it on a quiet machine). Sessions are created directly in the database so no login
 (and no password hashing) is part of the measurement. Latencies are client-side on the
 loopback interface, so they include the server time plus a fraction of a millisecond.
 """
@@ -169,23 +172,16 @@ def sessions(usernames: list[str]) -> dict[str, str]:
     return keys
 
 
-def start_server(workers: int, threads: int = 4) -> subprocess.Popen:
+def start_server(workers: int | None = None, threads: int = 1) -> subprocess.Popen:
+    """gunicorn as deployed (gunicorn.conf.py: sync workers, 2 x cores + 1), unless told."""
     env = {**os.environ, **SERVER_ENV}
+    command = [str(ROOT / ".venv/bin/gunicorn"), "annotator.wsgi", "-b", f"127.0.0.1:{PORT}"]
+    if workers:
+        command += ["-w", str(workers)]
+    if threads > 1:
+        command += ["--worker-class", "gthread", "--threads", str(threads)]
     proc = subprocess.Popen(
-        [
-            str(ROOT / ".venv/bin/gunicorn"),
-            "annotator.wsgi",
-            "-b",
-            f"127.0.0.1:{PORT}",
-            "-w",
-            str(workers),
-            "--worker-class",
-            "gthread" if threads > 1 else "sync",
-            "--threads",
-            str(threads),
-            "--log-level",
-            "warning",
-        ],
+        [*command, "--log-level", "warning"],
         cwd=ROOT,
         env=env,
         # Its own log, so a server left behind never holds the caller's output open.
@@ -466,8 +462,8 @@ def main() -> None:
     parser.add_argument("scenario", choices=["setup", "realistic", "saturation", "page", "all"])
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--seconds", type=float, default=60)
-    parser.add_argument("--workers", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=4, help="1: sync workers")
+    parser.add_argument("--workers", type=int, default=None, help="default: gunicorn.conf.py")
+    parser.add_argument("--threads", type=int, default=1, help="above 1: gthread workers")
     args = parser.parse_args()
     if args.scenario in ("setup", "all"):
         setup()
