@@ -101,22 +101,26 @@ TEMPLATES = [
 ]
 
 DATABASE_URL = env_str("DATABASE_URL")
+# The labeling hot path's statements are prepared once per connection (annotator/sql.py);
+# turn off behind a connection pooler that cannot keep prepared statements.
+DB_PREPARED_STATEMENTS = env_bool("DB_PREPARED_STATEMENTS", True)
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        options = DATABASES["default"].setdefault("OPTIONS", {})
         # Generic plans for prepared statements, which only the labeling hot path uses
         # (annotator/sql.py): planned once per connection instead of on every request.
-        DATABASES["default"].setdefault("OPTIONS", {})["options"] = (
-            "-c plan_cache_mode=force_generic_plan"
-        )
+        options["options"] = "-c plan_cache_mode=force_generic_plan"
+        # Django turns psycopg's statement preparation off (None), which also ignores an
+        # explicit prepare=True. Its own queries are bound on the client and never prepared
+        # whatever this says; annotator/sql.py asks for each of its statements.
+        if DB_PREPARED_STATEMENTS:
+            options["prepare_threshold"] = 5
 else:
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
         "default": {"ENGINE": "django.db.backends.sqlite3", "NAME": DATA_DIR / "db.sqlite3"}
     }
-# The labeling hot path's statements are prepared once per connection (annotator/sql.py);
-# turn off behind a connection pooler that cannot keep prepared statements.
-DB_PREPARED_STATEMENTS = env_bool("DB_PREPARED_STATEMENTS", True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL")
