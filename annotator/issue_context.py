@@ -93,7 +93,7 @@ def taxonomy_nodes(version_id: int) -> list[dict]:
     return _cached_nodes(version_id, with_details=False)
 
 
-def label_choices(version_id: int, initial: dict | None) -> dict[str, list[dict]]:
+def label_choices(version_id: int, initial: dict | None) -> dict:
     """Options of the type, theme and sub-theme lists, with the current choice marked.
 
     Built here rather than in the template: a taxonomy has about a hundred nodes, and comparing
@@ -110,7 +110,14 @@ def label_choices(version_id: int, initial: dict | None) -> dict[str, list[dict]
         levels[node["level"]].append(option)
     for node in levels[1]:
         node["key"] = node["name"][:1].lower()
-    return {"type_options": levels[1], "theme_options": levels[2], "sub_options": levels[3]}
+    return {
+        "type_options": levels[1],
+        "theme_options": levels[2],
+        "sub_options": levels[3],
+        # The rendered lists depend on nothing else: the template caches them under this key
+        # (as long as the nodes themselves are cached).
+        "options_key": f"{version_id}:{':'.join(sorted(chosen))}",
+    }
 
 
 def nodes_by_id(version_id: int) -> dict[int, dict]:
