@@ -157,6 +157,7 @@ def setup() -> None:
 def sessions(usernames: list[str]) -> dict[str, str]:
     """Session keys for the users, created directly in the session store."""
     django_setup()
+    from django.conf import settings
     from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
     from django.contrib.auth.models import User
     from django.contrib.sessions.backends.db import SessionStore
@@ -165,7 +166,7 @@ def sessions(usernames: list[str]) -> dict[str, str]:
     for user in User.objects.filter(username__in=usernames):
         store = SessionStore()
         store[SESSION_KEY] = str(user.pk)
-        store[BACKEND_SESSION_KEY] = "annotator.auth.ModelBackend"
+        store[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[-1]
         store[HASH_SESSION_KEY] = user.get_session_auth_hash()
         store.create()
         keys[user.username] = store.session_key
