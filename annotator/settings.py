@@ -146,6 +146,11 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TIMEZONE = "UTC"
+# Ingest: a sync run queued for workers is cut into this many parts (time slices) that free
+# workers share; a part's task stores pages for this many seconds, then queues its next task
+# behind the others (ingest/tasks.py).
+INGEST_SYNC_PARTS = env_int("INGEST_SYNC_PARTS", 4)
+INGEST_TASK_SECONDS = env_int("INGEST_TASK_SECONDS", 2)
 CELERY_BEAT_SCHEDULE: dict = {
     # Ingest: resume runs whose worker died; start the periodic re-syncs that are due.
     "ingest-resync-due": {"task": "ingest.tasks.resync_due", "schedule": 15 * 60},

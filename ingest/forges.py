@@ -8,12 +8,21 @@ into field dicts for `Issue` and `Comment`, with times in UTC.
 Failures are classified so the caller can act without sleeping a worker:
 `RateLimited` carries the time to try again; `FatalForgeError` (401, 404, 410, 422 …) fails a
 run clearly; 5xx, timeouts, resets and unreadable JSON are retried here with a short backoff
-and become `TransientForgeError` once the retries run out. Tokens never leave this module:
-every URL or message that leaves it has been through `redact`.
+and become `TransientForgeError` once the retries run out. Busy endpoints answer 502/504 for
+`per_page=100` and the cure is a smaller page, so after two server errors (or timeouts) in a
+row a listing page is asked again at 50, then at 25, items (`Page.url` says which); the next
+link returned goes back to 100 as soon as the position allows (at once for a cursor, at a
+multiple of 100 for a page number).
+
+A page's JSON is parsed once, with the standard library, from the bytes received. NUL
+characters (`\\u0000`), which PostgreSQL cannot store in text or jsonb, are dropped from a page
+that has any. Tokens never leave this module: every URL or message that leaves it has been
+through `redact`.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -30,6 +39,8 @@ from ingest.models import Repository
 log = logging.getLogger(__name__)
 
 PER_PAGE = 100
+SMALLER_PAGES = (50, 25)  # per_page tried after repeated server errors at 100
+SHRINK_AFTER = 2  # server errors or timeouts in a row at one page size before a smaller one
 TOKEN_PARAMS = {"access_token", "private_token"}
 
 
@@ -46,7 +57,7 @@ def token_allowed(forge: str, api_url: str) -> bool:
     return bool(host) and (host == default or host in extra)
 
 
-class _TokenSafeSession(requests.Session):
+class TokenSafeSession(requests.Session):
     """A session that drops GitLab's PRIVATE-TOKEN header on a redirect to another host.
 
     requests strips `Authorization` itself in that case, but not a custom header.
@@ -203,7 +214,7 @@ class ForgeClient:
         if token is None:
             token = settings.FORGE_TOKENS.get(self.forge, "")
         self.token = token if token_allowed(self.forge, self.api_url) else ""
-        self.session = session or _TokenSafeSession()
+        self.session = session or TokenSafeSession()
         self.session.headers.setdefault("User-Agent", "issue-annotator-ingest")
         self.timeout = (
             _setting("INGEST_CONNECT_TIMEOUT", 5.0),
@@ -246,6 +257,17 @@ class ForgeClient:
 
     def next_page(self, response: requests.Response, url: str, items: list) -> str | None:
         raise NotImplementedError
+
+    def newest_url(self, url: str) -> str:
+        """The listing at `url` reduced to its newest item (one request, to split a long run)."""
+        return with_params(url, direction="desc", per_page=1, page=None, after=None)
+
+    def updated_at(self, listing: str, raw: dict) -> datetime | None:
+        """The update time of an item of the issue listing or of the comment listing."""
+        if listing == "issues":
+            return self.parse_issue(raw)["updated_at"]
+        comment = self.parse_comment(raw)
+        return comment.fields["updated_at"] if comment else None
 
     def pages_estimate(self, response: requests.Response) -> int | None:
         return None
@@ -305,77 +327,119 @@ class ForgeClient:
         return None
 
     def get_page(self, url: str, etag: str | None = None) -> Page:
-        """One page of a listing (or one object), retried on transient failures."""
+        """One page of a listing (or one object), retried on transient failures.
+
+        After two server errors or timeouts in a row, a listing page is asked again with a
+        smaller `per_page` (100 → 50 → 25) at the same position, each smaller size with a
+        fresh set of retries, before giving up.
+        """
         clean = strip_token(url)
         where = self.redact(clean)
-        last_error = ""
-        for attempt in range(self.max_retries + 1):
-            if attempt:
+        sizes = self._page_sizes(clean)
+        tried = sizes[:1]
+        attempt_url, last_error = clean, ""
+        made = at_size = in_a_row = 0
+        left = self.max_retries + 1
+        while left:
+            if at_size:
+                time.sleep(self.backoff * 2 ** (at_size - 1))
+            if made:
                 self.retries += 1
-                time.sleep(self.backoff * 2 ** (attempt - 1))
-            headers = {"Accept": "application/json", **self.auth_headers()}
-            if etag:
-                headers["If-None-Match"] = etag
-            try:
-                self.requests += 1
-                response = self.session.get(
-                    self.authorize_url(clean), headers=headers, timeout=self.timeout
-                )
-            except (requests.Timeout, requests.ConnectionError) as exc:
-                last_error = f"{type(exc).__name__} at {where}"
-                log.warning("forge request failed, will retry: %s", last_error)
-                continue
-            self._read_quota(response)
-            status = response.status_code
-            if status == 304:
-                return Page(url=clean, not_modified=True, etag=etag)
-            if status in (403, 429):
-                limited = self._rate_limit(response)
-                if limited is not None:
-                    raise limited
-                last_error = f"403 {self._message(response)} at {where}"
-                continue  # a transient 403: a few bounded retries
-            if status == 401:
-                raise FatalForgeError(
-                    f"401 Unauthorized at {where}: check the {self.forge} token", status
-                )
-            if status == 404 and self.retry_not_found(clean) and attempt < 2:
-                last_error = f"404 at {where}"
-                continue
-            if status in (404, 410):
-                raise FatalForgeError(f"{status} {self._message(response)} at {where}", status)
-            if status >= 500:
-                last_error = f"{status} server error at {where}"
-                log.warning("forge answered %s, will retry: %s", status, where)
-                continue
-            if status >= 400:
-                raise FatalForgeError(f"{status} {self._message(response)} at {where}", status)
-            try:
-                data = response.json()
-            except ValueError:  # truncated or garbled body
-                last_error = f"unreadable JSON at {where}"
-                log.warning("unreadable forge JSON, will retry: %s", where)
-                continue
-            if data is None:
-                last_error = f"empty (null) response at {where}"
-                continue
-            items = data if isinstance(data, list) else [data]
-            final = strip_token(response.url)
-            return Page(
-                url=clean,
-                items=items,
-                next_url=self._next(response, clean, items) if isinstance(data, list) else None,
-                etag=response.headers.get("ETag"),
-                pages_estimate=self.pages_estimate(response),
-                final_url=self.redact(final) if response.history else None,
-            )
+            page, last_error, server_error = self._attempt(attempt_url, etag, retry_404=made < 2)
+            made, at_size, left = made + 1, at_size + 1, left - 1
+            if page is not None:
+                return page
+            in_a_row = in_a_row + 1 if server_error else 0
+            if in_a_row >= SHRINK_AFTER and len(tried) < len(sizes):
+                tried.append(sizes[len(tried)])
+                attempt_url = resize_page(clean, tried[-1])
+                etag = None  # the ETag belongs to the full page
+                at_size = in_a_row = 0
+                left = self.max_retries + 1
+                log.warning("forge keeps failing at %s, trying per_page=%s", where, tried[-1])
+        sizes_note = f" (per_page {', '.join(map(str, tried))})" if len(tried) > 1 else ""
         raise TransientForgeError(
-            f"gave up after {self.max_retries + 1} attempts: {self.redact(last_error)}"
+            f"gave up after {made} attempts{sizes_note} at {where}: {self.redact(last_error)}"
+        )
+
+    def _page_sizes(self, url: str) -> list[int]:
+        """The page sizes to try for `url`: its own, then the smaller ones (listings only)."""
+        size = _int(query_param(url, "per_page"))
+        if size is None:
+            return [0]  # one object: no page size to change
+        return [size, *(s for s in SMALLER_PAGES if s < size)]
+
+    def _attempt(
+        self, url: str, etag: str | None, retry_404: bool
+    ) -> tuple[Page | None, str, bool]:
+        """One request: (the page, "", False), or (None, the error, whether it was a server
+        error or a timeout, after which a smaller page may help). Raises what is not retried."""
+        where = self.redact(url)
+        headers = {"Accept": "application/json", **self.auth_headers()}
+        if etag:
+            headers["If-None-Match"] = etag
+        try:
+            self.requests += 1
+            response = self.session.get(
+                self.authorize_url(url), headers=headers, timeout=self.timeout
+            )
+        except requests.Timeout as exc:
+            log.warning("forge request timed out, will retry: %s", where)
+            return None, f"{type(exc).__name__} at {where}", True
+        except requests.ConnectionError as exc:
+            log.warning("forge request failed, will retry: %s at %s", type(exc).__name__, where)
+            return None, f"{type(exc).__name__} at {where}", False
+        self._read_quota(response)
+        status = response.status_code
+        if status == 304:
+            return Page(url=url, not_modified=True, etag=etag), "", False
+        if status in (403, 429):
+            limited = self._rate_limit(response)
+            if limited is not None:
+                raise limited
+            return None, f"403 {self._message(response)} at {where}", False  # a few retries
+        if status == 401:
+            raise FatalForgeError(
+                f"401 Unauthorized at {where}: check the {self.forge} token", status
+            )
+        if status == 404 and retry_404 and self.retry_not_found(url):
+            return None, f"404 at {where}", False
+        if status in (404, 410):
+            raise FatalForgeError(f"{status} {self._message(response)} at {where}", status)
+        if status >= 500:
+            log.warning("forge answered %s, will retry: %s", status, where)
+            return None, f"{status} server error at {where}", True
+        if status >= 400:
+            raise FatalForgeError(f"{status} {self._message(response)} at {where}", status)
+        content = response.content
+        try:
+            data = json.loads(content)
+        except ValueError:  # truncated or garbled body
+            log.warning("unreadable forge JSON, will retry: %s", where)
+            return None, f"unreadable JSON at {where}", False
+        if data is None:
+            return None, f"empty (null) response at {where}", False
+        if b"\\u0000" in content:
+            data = _without_nul(data)
+        items = data if isinstance(data, list) else [data]
+        final = strip_token(response.url)
+        full_size = query_param(url, "per_page") in (None, str(PER_PAGE))
+        return (
+            Page(
+                url=url,
+                items=items,
+                next_url=self._next(response, url, items) if isinstance(data, list) else None,
+                etag=response.headers.get("ETag"),
+                pages_estimate=self.pages_estimate(response) if full_size else None,
+                final_url=self.redact(final) if response.history else None,
+            ),
+            "",
+            False,
         )
 
     def _next(self, response: requests.Response, url: str, items: list) -> str | None:
         nxt = self.next_page(response, url, items)
-        return strip_token(nxt) if nxt else None
+        return full_size_page(strip_token(nxt)) if nxt else None
 
     def retry_not_found(self, url: str) -> bool:
         return False
@@ -387,6 +451,44 @@ class ForgeClient:
             page = self.get_page(next_url)
             yield page
             next_url = page.next_url
+
+
+def resize_page(url: str, size: int) -> str:
+    """The same position of a listing asked with `size` items a page (a smaller page)."""
+    old = _int(query_param(url, "per_page")) or size
+    if query_param(url, "after") is not None:  # a cursor marks a position, whatever the size
+        return with_params(url, per_page=size)
+    page = _int(query_param(url, "page")) or 1
+    return with_params(url, page=(page - 1) * old // size + 1, per_page=size)
+
+
+def full_size_page(url: str) -> str:
+    """A next link of a shrunk listing back at the largest page size its position allows."""
+    size = _int(query_param(url, "per_page"))
+    if size is None or size >= PER_PAGE:
+        return url
+    larger = [s for s in (PER_PAGE, *SMALLER_PAGES) if s > size]
+    if query_param(url, "after") is not None:  # a cursor marks a position, whatever the size
+        return with_params(url, per_page=PER_PAGE)
+    page = _int(query_param(url, "page"))
+    if page is None:
+        return url
+    offset = (page - 1) * size
+    for bigger in larger:  # largest first
+        if offset % bigger == 0:
+            return with_params(url, page=offset // bigger + 1, per_page=bigger)
+    return url
+
+
+def _without_nul(value: Any) -> Any:
+    """`value` with NUL characters dropped from every string (PostgreSQL cannot store them)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, list):
+        return [_without_nul(v) for v in value]
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    return value
 
 
 def _login(user: dict | None, key: str = "login") -> str:
@@ -560,6 +662,9 @@ class GitLabClient(ForgeClient):
 
     def comments_url(self, since: datetime | None) -> str | None:
         return None
+
+    def newest_url(self, url: str) -> str:
+        return with_params(url, sort="desc", per_page=1, page=None)
 
     def issue_url(self, number: str) -> str:
         return f"{self.base}/issues/{quote(number)}"

@@ -1,7 +1,8 @@
 """Forge data: repositories and their issues with discussions, as collected from the forges.
 
 Also the collection machinery's state: keyword sets (data, editable in the admin), sync runs
-with their cursor and figures, and the ETags of pages already stored.
+with their figures, the parts of a run (each a chain of page tasks with its own cursor), and the
+ETags of pages already stored.
 """
 
 from __future__ import annotations
@@ -156,11 +157,19 @@ class Comment(models.Model):
 
 
 class SyncRun(models.Model):
-    """One collection of a repository over a window, advanced one committed page at a time.
+    """One collection of a repository over a window: the run a lead watches, with its figures.
 
-    `phase` and `next_url` are the cursor: they are saved in the transaction that stores a page,
-    so a worker killed mid-run resumes at the first page not yet stored.
+    The cursors live in its parts (`SyncPart`): one chain of page tasks each, so several workers
+    can share a large repository. The figures here are the sums over the parts, added in the
+    transaction that stores each page.
+
+    A run of kind "hydrate" records the fetching of issues known only by URL (the study's URL
+    lists): no parts; `pages` counts the issues fetched out of `pages_estimate`.
     """
+
+    class Kind(models.TextChoices):
+        SYNC = "sync", "repository sync"
+        HYDRATE = "hydrate", "issues from URL lists"
 
     class Status(models.TextChoices):
         QUEUED = "queued", "queued"
@@ -178,15 +187,15 @@ class SyncRun(models.Model):
     ACTIVE = (Status.QUEUED, Status.RUNNING, Status.WAITING)
 
     repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="sync_runs")
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.SYNC)
     since = models.DateTimeField(null=True, blank=True, help_text="Issues updated since.")
     until = models.DateTimeField(null=True, blank=True, help_text="Issues created until.")
     keyword_set = models.ForeignKey(KeywordSet, null=True, blank=True, on_delete=models.SET_NULL)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     phase = models.CharField(max_length=10, choices=Phase.choices, default=Phase.ISSUES)
-    next_url = models.TextField(blank=True, help_text="Next page of the phase (no token).")
-    notes_pending = models.JSONField(default=list, blank=True)
-    # The live task chain; a task carrying another token (a stale redelivery) stops.
-    chain = models.CharField(max_length=32, blank=True)
+    parts_wanted = models.PositiveSmallIntegerField(
+        default=1, help_text="Into how many time slices a long listing is split (1 = one chain)."
+    )
     # Figures.
     pages = models.PositiveIntegerField(default=0)
     pages_estimate = models.PositiveIntegerField(null=True, blank=True)
@@ -206,6 +215,8 @@ class SyncRun(models.Model):
     quota_reset_at = models.DateTimeField(null=True, blank=True)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
     max_updated_seen = models.DateTimeField(null=True, blank=True)
+    # Pages stored per Celery worker (node name), so a lead sees who shares the run.
+    worker_pages = models.JSONField(default=dict, blank=True)
     errors = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -240,15 +251,65 @@ class SyncRun(models.Model):
 
     def figures(self) -> dict[str, object]:
         names = [
-            "status", "phase", "pages", "requests", "not_modified", "retries",
+            "kind", "status", "phase", "pages", "requests", "not_modified", "retries",
             "rate_limit_waits", "issues_seen", "issues_new", "issues_updated", "filtered_in",
             "filtered_out", "pull_requests_skipped", "comments_seen", "comments_skipped",
             "quota_remaining",
         ]  # fmt: skip
         data: dict[str, object] = {n: getattr(self, n) for n in names}
+        if self.pk:
+            parts = list(self.parts.values_list("status", flat=True))
+            active = sum(s in self.ACTIVE for s in parts)
+            data["parts"] = f"{len(parts)} ({active} active)" if active else len(parts)
+        data["workers"] = ", ".join(f"{w}: {n}" for w, n in sorted(self.worker_pages.items()))
         data["errors"] = len(self.errors)
         data["seconds"] = round(self.duration_seconds or 0, 2)
         return data
+
+
+class SyncPart(models.Model):
+    """One chain of page tasks of a run: a listing, or a time slice of it, with its own cursor.
+
+    `phase`, `next_url` and `notes_pending` are the cursor: they are saved in the transaction
+    that stores a page, so a worker killed mid-part resumes at the first page not yet stored.
+    `chain` is the token of the one live task of the part; it changes with every stored page, so
+    a duplicate or stale task stops instead of walking the same pages beside the live one.
+    """
+
+    run = models.ForeignKey(SyncRun, on_delete=models.CASCADE, related_name="parts")
+    listing = models.CharField(
+        max_length=10,
+        choices=[(SyncRun.Phase.ISSUES, "issues"), (SyncRun.Phase.COMMENTS, "comments")],
+        default=SyncRun.Phase.ISSUES,
+    )
+    phase = models.CharField(
+        max_length=10, choices=SyncRun.Phase.choices, default=SyncRun.Phase.ISSUES
+    )
+    status = models.CharField(
+        max_length=10, choices=SyncRun.Status.choices, default=SyncRun.Status.QUEUED
+    )
+    # The part's slice of the listing: items updated in [window_start, window_end). A listing's
+    # first part has no start (the run's `since`); the last part of a split has no end.
+    window_start = models.DateTimeField(null=True, blank=True)
+    window_end = models.DateTimeField(null=True, blank=True)
+    next_url = models.TextField(blank=True, help_text="Next page of the part (no token).")
+    notes_pending = models.JSONField(default=list, blank=True)
+    chain = models.CharField(max_length=32, blank=True)
+    pages = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "id"]
+        indexes = [models.Index(fields=["status", "heartbeat_at"])]
+
+    def __str__(self) -> str:
+        return f"part {self.pk} ({self.listing}) of sync {self.run_id}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in SyncRun.ACTIVE
 
 
 class PageETag(models.Model):
@@ -257,8 +318,10 @@ class PageETag(models.Model):
     repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="etags")
     url = models.TextField(help_text="The page URL without any token.")
     etag = models.CharField(max_length=200)
-    # A 304 has no body, so the page's own next link is kept with its ETag.
+    # A 304 has no body, so the page's own next link is kept with its ETag, and the newest
+    # update on it (a time slice of a split run ends on the page that passes its end).
     next_url = models.TextField(blank=True)
+    max_updated_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -1,46 +1,86 @@
-"""Celery tasks of the ingest: thin wrappers around `ingest.sync` that take ids."""
+"""Celery tasks of the ingest: thin wrappers around `ingest.sync` that take ids.
+
+A sync run is one or more parts, each a chain of `sync_part` tasks carrying the part's chain
+token. A task stores pages of its part (each page its own committed step) for up to
+INGEST_TASK_SECONDS (2 s), then queues the part's next task behind whatever else is queued: a
+page per task would pay for a new database connection a page, since Celery closes Django's
+connections around every task. A part that splits queues the new parts' first tasks at once,
+so whichever workers are free share the run. The tasks stay on the queue the run was started
+on (`start_sync(..., queue=...)`), so a large sync can be given workers of its own; a resumed
+part goes to the default queue.
+"""
 
 from __future__ import annotations
 
 import logging
+import time
+from datetime import datetime
 
 from celery import shared_task
-from django.db import transaction
+from django.conf import settings
+from django.db import OperationalError, transaction
 
 from ingest import sync
-from ingest.forges import ForgeError, RateLimited
-from ingest.models import Issue, SyncRun
+from ingest.models import SyncPart
 
 log = logging.getLogger(__name__)
 
 
+RETRIED_SQLSTATES = {"40P01", "40001"}  # deadlock detected, serialization failure
+
+
+def _on(queue: str | None) -> dict[str, str]:
+    return {"queue": queue} if queue else {}
+
+
+def _queue(part_id: int, chain: str, eta: datetime | None = None, queue: str | None = None) -> None:
+    transaction.on_commit(lambda: sync_part.apply_async((part_id, chain), eta=eta, **_on(queue)))
+
+
+@shared_task(acks_late=True, bind=True)
+def sync_part(self, part_id: int, chain: str | None = None) -> None:
+    """Pages of a part for a time slice, then the part's next task (at the rate-limit reset
+    when the forge said to wait); the first tasks of any parts it split off at once."""
+    queue = (self.request.delivery_info or {}).get("routing_key")
+    worker = self.request.hostname or ""
+    deadline = time.monotonic() + getattr(settings, "INGEST_TASK_SECONDS", 2.0)
+    while True:  # a part deleted meanwhile (its run gone) ends the loop: `more` is False
+        try:
+            result = sync.step_part(part_id, chain, worker=worker)
+        except OperationalError as exc:
+            if getattr(exc.__cause__, "sqlstate", None) not in RETRIED_SQLSTATES:
+                raise
+            # Two parts' pages crossed (PostgreSQL chose this one to undo): nothing was
+            # stored, the cursor is where it was; the same step again in a moment.
+            log.warning("sync part %s: %s; trying the page again", part_id, exc)
+            sync_part.apply_async((part_id, chain), countdown=1, **_on(queue))
+            return
+        for spawned_id, spawned_chain in result.spawned:
+            _queue(spawned_id, spawned_chain, queue=queue)
+        if not result.more:
+            return
+        if result.wait_until is not None or time.monotonic() >= deadline:
+            # Never sleep here: a rate-limited part comes back at the reset time.
+            _queue(part_id, result.chain, eta=result.wait_until, queue=queue)
+            return
+        chain = result.chain
+
+
 @shared_task(acks_late=True)
 def sync_page(run_id: int, chain: str | None = None) -> None:
-    """One page of a run, then the next page as a new task (or the same one after a reset)."""
-    if not SyncRun.objects.filter(pk=run_id).exists():
-        return
-    result = sync.step(run_id, chain)
-    if result.more:
-        # Never sleep here: a rate-limited run comes back at the reset time.
-        eta = result.wait_until
-        transaction.on_commit(lambda: sync_page.apply_async((run_id, chain), eta=eta))
+    """A task queued before runs had parts: the run's part that took over its chain token."""
+    part = SyncPart.objects.filter(run_id=run_id, chain=chain or "").first()
+    if part is not None:
+        sync_part.delay(part.pk, part.chain)
 
 
 @shared_task(acks_late=True)
-def hydrate_issues(issue_ids: list[int]) -> None:
-    """Fetch issues known only by URL (and their comments), one by one."""
-    pending = list(
-        Issue.objects.filter(pk__in=issue_ids, fetched_at__isnull=True).select_related("repository")
-    )
-    for i, issue in enumerate(pending):
-        try:
-            sync.hydrate_issue(issue)
-        except RateLimited as exc:
-            rest = [x.pk for x in pending[i:]]
-            hydrate_issues.apply_async((rest,), eta=exc.retry_at)
-            return
-        except ForgeError as exc:
-            log.warning("could not fetch %s: %s", issue, exc)
+def hydrate_issues(issue_ids: list[int], run_ids: list[int] | None = None) -> None:
+    """Fetch issues known only by URL (and their comments), recorded as runs a lead can watch;
+    after a rate limit, the rest comes back at the reset time."""
+    result = sync.hydrate_issues(issue_ids, run_ids or ())
+    if result.wait_until is not None:
+        hydrate_issues.apply_async((result.rest, result.run_ids), eta=result.wait_until)
 
 
 @shared_task

@@ -57,7 +57,8 @@ def repositories(request):
 def repository_sync(request, repository_id: int):
     _require_ingest_manager(request.user)
     repo = get_object_or_404(Repository, pk=repository_id)
-    active = repo.sync_runs.filter(status__in=SyncRun.ACTIVE).first()
+    # A hydration of imported URLs may run beside a sync; only another sync is in the way.
+    active = repo.sync_runs.filter(status__in=SyncRun.ACTIVE, kind=SyncRun.Kind.SYNC).first()
     if active is not None:
         messages.info(request, f"A sync of {repo} is already under way.")
         return redirect("sync_run", run_id=active.pk)

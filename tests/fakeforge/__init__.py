@@ -3,8 +3,14 @@
 It serves the three APIs as `/work/shared/reference/forge-apis.md` describes them, from data a
 test sets up (`FakeForge.repo(...)`, `FakeRepo.add_issue(...)`), records every request, counts
 rate-limit quota down per request (not for a 304) and injects faults on demand
-(`FakeForge.inject`): 502, a slow response past the client's timeout, a connection reset,
-truncated JSON, a null response, primary and secondary rate limits, 401, spurious 404.
+(`FakeForge.inject`, matching a path fragment and/or exact query parameters): 502, a slow
+response past the client's timeout, a connection reset, truncated JSON, a null response,
+primary and secondary rate limits, 401, spurious 404.
+
+A listing page is serialized once and its bytes (and ETag) served again until the data
+changes: any change through the `FakeRepo` methods, `cursor_after` or `gitee_link` starts
+afresh. A test that edits the dataclasses directly after requests were served calls
+`FakeRepo.touch()`. Headers (rate-limit counters, Link, ETag) stay per request.
 
     GitHub  {url}/github             /repos/{o}/{r}/issues …
     Gitee   {url}/gitee/api/v5       /repos/{o}/{r}/issues …
@@ -122,6 +128,10 @@ class FakeRepo:
             issue.updated = when  # a new comment updates its issue, as on the forges
         return comment
 
+    def touch(self) -> None:
+        """Mark the data changed (after editing the dataclasses directly)."""
+        self.version += 1
+
     def edit_issue(self, number: int | str, at: datetime | str, **changes: Any) -> FakeIssue:
         issue = self.issues[str(number)]
         self.version += 1
@@ -139,6 +149,15 @@ class Fault:
     seconds: float = 0.0  # timeout delay, Retry-After, or primary reset
     status: int = 403
     retry_after: bool = True
+    query: dict[str, str] | None = None  # exact query parameters the request must carry
+
+    def matches(self, path: str) -> bool:
+        if self.times <= 0 or self.path_contains not in path:
+            return False
+        if self.query:
+            given = dict(parse_qsl(urlsplit(path).query, keep_blank_values=True))
+            return all(given.get(k) == str(v) for k, v in self.query.items())
+        return True
 
 
 @dataclass
@@ -176,6 +195,9 @@ class FakeForge:
         self.delay = delay  # seconds added to every response (to catch a sync mid-way)
         self.lock = threading.Lock()
         self.cache: dict[tuple, list] = {}
+        self.pages: dict[tuple, tuple[dict[str, str], bytes, str]] = {}  # serialized listings
+        self.pages_generation: tuple = ()
+        self.cpu_seconds = 0.0  # CPU time spent answering requests (benchmarks report it)
         self.server: ThreadingHTTPServer | None = None
         self.thread: threading.Thread | None = None
 
@@ -238,10 +260,18 @@ class FakeForge:
     def reset_counts(self) -> None:
         self.requests.clear()
 
+    def generation(self) -> tuple:
+        """Changes whenever what a listing page holds may change."""
+        return (
+            self.cursor_after,
+            self.gitee_link,
+            tuple((key, repo.version) for key, repo in self.repos.items()),
+        )
+
     def take_fault(self, path: str) -> Fault | None:
         with self.lock:
             for fault in self.faults:
-                if fault.times > 0 and fault.path_contains in path:
+                if fault.matches(path):
                     fault.times -= 1
                     return fault
         return None
@@ -259,6 +289,15 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
+        started = time.thread_time()
+        try:
+            self._get()
+        finally:
+            spent = time.thread_time() - started
+            with self.fake.lock:
+                self.fake.cpu_seconds += spent
+
+    def _get(self) -> None:
         fake = self.fake
         parts = urlsplit(self.path)
         path = parts.path
@@ -290,8 +329,11 @@ class _Handler(BaseHTTPRequestHandler):
     def _send(self, forge, path, query, status, headers, body, fault) -> None:
         fake = self.fake
         quota = fake.quota.get(forge)
-        payload = b"" if body is ... else json.dumps(body).encode()
-        etag = f'W/"{hashlib.sha1(payload).hexdigest()}"' if status == 200 else None
+        if isinstance(body, _Serialized):
+            payload, etag = body.payload, body.etag
+        else:
+            payload = b"" if body is ... else json.dumps(body).encode()
+            etag = _etag(payload) if status == 200 else None
         if etag and self.headers.get("If-None-Match") == etag:
             status, payload, headers = 304, b"", {}
         elif quota is not None and status < 400:
@@ -370,13 +412,42 @@ class _Handler(BaseHTTPRequestHandler):
                     {},
                     {"message": "401 Unauthorized" if forge == "gitlab" else "Bad credentials"},
                 )
+        return self._listing_or_object(forge, path, query)
+
+    def _listing_or_object(self, forge: str, path: str, query: dict) -> Response:
+        """A listing page from the serialized pages when its data has not changed since."""
+        fake = self.fake
+        generation = fake.generation()
+        key = (
+            forge,
+            path,
+            tuple(sorted((k, v) for k, v in query.items() if k != "access_token")),
+            self.headers.get("Host"),  # the Link header names it
+        )
+        with fake.lock:
+            if fake.pages_generation != generation or len(fake.pages) > 5000:
+                fake.pages.clear()
+                fake.pages_generation = generation
+            cached = fake.pages.get(key)
+        if cached is not None:
+            headers, payload, etag = cached
+            return 200, dict(headers), _Serialized(payload, etag)
         if forge == "github":
-            return self._github(path.removeprefix("/github"), query)
-        if forge == "gitee":
-            return self._gitee(path.removeprefix("/gitee/api/v5"), query)
-        if forge == "gitlab":
-            return self._gitlab(path.removeprefix("/gitlab/api/v4"), query)
-        raise _HttpError(404, {"message": "Not Found"})
+            status, headers, body = self._github(path.removeprefix("/github"), query)
+        elif forge == "gitee":
+            status, headers, body = self._gitee(path.removeprefix("/gitee/api/v5"), query)
+        elif forge == "gitlab":
+            status, headers, body = self._gitlab(path.removeprefix("/gitlab/api/v4"), query)
+        else:
+            raise _HttpError(404, {"message": "Not Found"})
+        if status != 200 or not isinstance(body, list):
+            return status, headers, body  # single objects: moves and deletions stay live
+        payload = json.dumps(body).encode()
+        serialized = _Serialized(payload, _etag(payload))
+        with fake.lock:
+            if fake.pages_generation == generation:
+                fake.pages[key] = (dict(headers), payload, serialized.etag)
+        return status, headers, serialized
 
     def _memo(self, repo: FakeRepo, path: str, query: dict, build: Callable[[], list]) -> list:
         """A sorted listing, built once per data version (pages of a big listing share it)."""
@@ -733,6 +804,16 @@ class _Handler(BaseHTTPRequestHandler):
             "system": c.system,
             "noteable_type": "Issue",
         }
+
+
+@dataclass
+class _Serialized:
+    payload: bytes
+    etag: str
+
+
+def _etag(payload: bytes) -> str:
+    return f'W/"{hashlib.sha1(payload).hexdigest()}"'
 
 
 class _Lazy:

@@ -83,12 +83,39 @@ def test_primary_quota_exhausted_waits_for_the_reset(fake, megatron, status):
 def test_persistent_server_errors_fail_clearly_keeping_earlier_pages(fake, megatron, settings):
     _, repo = megatron
     settings.INGEST_MAX_RETRIES = 2
-    fake.inject("502", path_contains="page=3", times=99)
+    # Issues 201-250 at every page size: page 3 of 100, page 5 of 50, page 9 of 25.
+    for page, size in ((3, 100), (5, 50), (9, 25)):
+        fake.inject("502", "/issues?", times=99, query={"page": page, "per_page": size})
     run = run_inline(start_sync(repo, enqueue=False))
     assert run.status == "failed"
-    assert "502" in run.errors[-1]["message"] and "page=3" in run.errors[-1]["message"]
+    message = run.errors[-1]["message"]
+    assert "502" in message and "page=3" in message and "(per_page 100, 50, 25)" in message
     assert Issue.objects.filter(repository=repo).count() == 200  # pages 1 and 2 kept
-    assert run.pages == 2 and "page=3" in run.next_url
+    assert run.pages == 2 and "page=3" in run.parts.get().next_url
+    # Two tries at 100, two at 50, then the three a page may have, at 25.
+    assert fake.count(status=502) == 2 + 2 + 3
+
+
+def test_a_page_that_keeps_failing_at_100_is_fetched_in_smaller_pages(fake, megatron):
+    _, repo = megatron
+    fake.inject("502", "/issues?", times=99, query={"page": 2, "per_page": 100})
+    fake.inject("502", "/issues?", times=99, query={"page": 3, "per_page": 50})
+    run = run_inline(start_sync(repo, enqueue=False))
+    _assert_complete(run, repo)
+    pages = [
+        (r.query.get("page", "1"), r.query["per_page"], r.status)
+        for r in fake.requests
+        if r.path.endswith("/issues")
+    ]
+    assert pages == [
+        ("1", "100", 200),
+        ("2", "100", 502), ("2", "100", 502),  # issues 101-200 ...
+        ("3", "50", 502), ("3", "50", 502),  # ... 101-150 at 50 fail too ...
+        ("5", "25", 200), ("6", "25", 200),  # ... so at 25, up to 150,
+        ("4", "50", 200),  # 151-200 at 50,
+        ("3", "100", 200),  # and back to 100 where the position allows.
+    ]  # fmt: skip
+    assert run.retries == 4 and run.pages == 1 + 3 + 1 + 3  # 3 comment pages
 
 
 def test_bad_credentials_fail_at_once_without_leaking_the_token(fake, megatron, settings):

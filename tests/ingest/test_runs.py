@@ -6,8 +6,14 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from ingest.models import Comment, Issue, SyncRun
-from ingest.sync import resume_stalled, run_inline, start_sync, step, sync_due_repositories
+from ingest.models import Comment, Issue, SyncPart, SyncRun
+from ingest.sync import (
+    resume_stalled,
+    run_inline,
+    start_sync,
+    step_part,
+    sync_due_repositories,
+)
 
 
 def test_a_full_rerun_updates_in_place_and_never_duplicates(fake, make_repo):
@@ -28,7 +34,8 @@ def test_a_stale_task_chain_does_nothing(fake, make_repo):
     forge, repo = make_repo("github", "NVIDIA", "Megatron-LM")
     forge.add_issue(1)
     run = start_sync(repo, enqueue=False)
-    assert step(run.pk, "not-the-live-chain").more is False
+    part = run.parts.get()
+    assert step_part(part.pk, "not-the-live-chain").more is False
     run.refresh_from_db()
     assert run.pages == 0 and fake.count() == 0 and run.status == "queued"
 
@@ -37,13 +44,15 @@ def test_stalled_runs_are_resumed_and_due_repositories_resynced(fake, make_repo)
     _, repo = make_repo("github", "NVIDIA", "Megatron-LM", sync_interval_hours=24)
     _, idle = make_repo("github", "NVIDIA", "Other", sync_interval_hours=0)
     run = start_sync(repo, enqueue=False)
-    SyncRun.objects.filter(pk=run.pk).update(
-        status="running", heartbeat_at=timezone.now() - timedelta(hours=1)
+    an_hour_ago = timezone.now() - timedelta(hours=1)
+    SyncRun.objects.filter(pk=run.pk).update(status="running", heartbeat_at=an_hour_ago)
+    SyncPart.objects.filter(run=run).update(
+        status="running", heartbeat_at=an_hour_ago, created_at=an_hour_ago
     )
-    chain = run.chain
+    chain = run.parts.get().chain
     assert resume_stalled() == [run.pk]
-    run.refresh_from_db()
-    assert run.chain != chain  # a new chain: the dead worker's task is ignored if redelivered
+    # A new chain: the dead worker's task is ignored if redelivered.
+    assert run.parts.get().chain != chain
     assert sync_due_repositories() == []  # a run is active
     SyncRun.objects.filter(pk=run.pk).update(status="done")
     started = sync_due_repositories()

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from ingest.models import Comment, Issue, Repository
-from ingest.sync import hydrate_issue
+from ingest.models import Comment, Issue, Repository, SyncRun
+from ingest.sync import hydrate_issue, hydrate_issues
 from ingest.urllists import parse_files
 
 LISTS = Path(__file__).parent / "data" / "url-lists"  # the study's lists, copied
@@ -81,3 +81,43 @@ def test_hydration_fetches_issue_and_comments_records_moves_and_deletions(fake, 
     moved = hydrate_issue(issues["649"])
     assert moved.raw["moved_to"].endswith("/issues/648") and Issue.objects.count() == 3
     assert hydrate_issue(issues["650"]).state == "deleted"
+
+
+def test_hydrating_a_url_list_is_recorded_as_a_run_per_repository(fake, make_repo, settings):
+    forge, megatron = make_repo("github", "NVIDIA", "Megatron-LM")
+    for n in (1340, 1341, 1342):
+        forge.add_issue(n, f"Issue {n}", comments=2)
+    forge.add_issue(1343, "Gone")
+    forge.issues["1343"].deleted = True
+    gitee, mindspeed = make_repo("gitee", "ascend", "MindSpeed")
+    gitee.add_issue("IBD6YU", "NPU out of memory", comments=1)
+    known = [
+        Issue.objects.create(repository=repo, number=n, url=f"{repo.web_url}/issues/{n}")
+        for repo, n in [(megatron, "1340"), (megatron, "1341"), (megatron, "1342"),
+                        (megatron, "1343"), (megatron, "9999"), (mindspeed, "IBD6YU")]
+    ]  # fmt: skip
+    # Rate limited after two requests: the runs wait, and the rest comes back later.
+    fake.set_quota("github", limit=2, window=60)
+    first = hydrate_issues([i.pk for i in known])
+    waiting = SyncRun.objects.get(repository=megatron)
+    assert first.wait_until is not None and len(first.rest) == 5
+    assert (waiting.kind, waiting.status, waiting.pages, waiting.pages_estimate) == (
+        "hydrate", "waiting", 1, 5,
+    )  # fmt: skip
+    assert waiting.percent == 20 and "rate limited" in waiting.errors[-1]["message"]
+
+    fake.set_quota("github", limit=100, window=60)
+    second = hydrate_issues(first.rest, first.run_ids)
+    assert second.wait_until is None and sorted(second.run_ids) == sorted(first.run_ids)
+    done = SyncRun.objects.get(repository=megatron)
+    assert (done.status, done.pages, done.percent) == ("done", 5, 100)
+    assert (done.issues_seen, done.issues_new, done.comments_seen) == (4, 3, 6)
+    assert done.requests == fake.count("/github/") and done.rate_limit_waits == 1
+    messages = [e["message"] for e in done.errors]
+    assert any(m.startswith("#9999 not fetched: 404") for m in messages)
+    assert "#1343 deleted on the forge (410)" in messages
+    other = SyncRun.objects.get(repository=mindspeed)
+    assert (other.kind, other.status, other.pages, other.comments_seen) == ("hydrate", "done", 1, 1)
+    assert Comment.objects.filter(issue__repository=megatron).count() == 6
+    # The run's page shows it like any sync.
+    assert done.figures()["kind"] == "hydrate" and not SyncRun.objects.filter(parts__isnull=False)

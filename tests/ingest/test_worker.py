@@ -1,4 +1,5 @@
-"""Real `celery worker` processes on real Redis: killed mid-sync, and waiting out a quota.
+"""Real `celery worker` processes on real Redis: killed mid-sync, sharing one large run, and
+waiting out a quota.
 
 The worker runs in its own process against the test database, so these tests commit
 (`transaction=True`) and restore the migrations' data afterwards (`serialized_rollback`).
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -32,16 +34,17 @@ def _database_url() -> str:
 
 
 @pytest.fixture
-def start_worker() -> Iterator[Callable[[], subprocess.Popen]]:
+def start_worker() -> Iterator[Callable[..., subprocess.Popen]]:
     assert settings.REDIS_URL, "worker tests need Redis (bin/test sets REDIS_URL)"
     app.control.purge()  # tasks left in the queue by an earlier, interrupted run
     workers: list[subprocess.Popen] = []
 
-    def start() -> subprocess.Popen:
+    def start(name: str = "celery") -> subprocess.Popen:
         env = {**os.environ, "DATABASE_URL": _database_url(), "REDIS_URL": settings.REDIS_URL}
         proc = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "annotator", "worker", "-P", "solo",
-             "--without-heartbeat", "--without-gossip", "--without-mingle", "-l", "warning"],
+             "-n", f"{name}@%h", "--without-heartbeat", "--without-gossip", "--without-mingle",
+             "-l", "warning"],
             cwd=ROOT, env=env, start_new_session=True,
         )  # fmt: skip
         workers.append(proc)
@@ -78,7 +81,7 @@ def test_worker_killed_mid_sync_resumes_without_holes_or_duplicates(fake, make_r
         created = f"2024-01-{1 + n // 1440:02d}T{n // 60 % 24:02d}:{n % 60:02d}:00Z"
         forge.add_issue(n, created=created, comments=1 + n % 2)
     worker = start_worker()
-    run = start_sync(repo)
+    run = start_sync(repo, parts=1)  # one chain: its pages can be counted exactly
     wait_for(lambda: _run(run.pk).pages >= 5, 60, "five committed pages")
     os.killpg(worker.pid, signal.SIGKILL)
     worker.wait()
@@ -102,6 +105,56 @@ def test_worker_killed_mid_sync_resumes_without_holes_or_duplicates(fake, make_r
     )
     # At most the page in flight when the worker died was fetched twice.
     assert fake.count(status=200) <= 15 + 23 + 1
+
+
+def test_two_workers_share_a_large_run_and_a_killed_ones_parts_resume(
+    fake, make_repo, start_worker
+):
+    fake.delay = 0.02
+    forge, repo = make_repo("github", "pytorch", "pytorch")
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    for n in range(1, 2401):
+        forge.add_issue(
+            n,
+            created=start,
+            updated=start + timedelta(hours=3 * n + n % 5),
+            comments=n % 3,  # 2,400 comments
+        )
+    first = start_worker("first")
+    start_worker("second")
+    run = start_sync(repo, parts=4)
+
+    def both_storing() -> bool:
+        pages = _run(run.pk).worker_pages
+        return len(pages) == 2 and min(pages.values()) >= 3
+
+    wait_for(both_storing, 90, "both workers storing pages of the run")
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    killed = _run(run.pk)
+    assert killed.is_active and killed.parts.count() >= 4, killed.figures()
+    resume_run(killed)  # the dead worker's parts go on from their own committed cursors
+    wait_for(lambda: not _run(run.pk).is_active, 120, "the run to finish")
+
+    done = _run(run.pk)
+    assert done.status == "done", done.errors
+    numbers = list(Issue.objects.filter(repository=repo).values_list("number", flat=True))
+    assert sorted(numbers, key=int) == [str(n) for n in range(1, 2401)]
+    comments = Comment.objects.filter(issue__repository=repo)
+    assert sorted(comments.values_list("forge_id", flat=True)) == sorted(
+        str(c.id) for i in forge.issues.values() for c in i.comments
+    )
+    assert comments.count() == 2400
+    assert done.issues_new == 2400 and done.issues_seen == 2400, done.figures()
+    # Both workers stored pages; the issue listing and the comment listing were each split.
+    host = next(iter(done.worker_pages)).split("@", 1)[1]
+    assert set(done.worker_pages) == {f"first@{host}", f"second@{host}"}
+    assert min(done.worker_pages.values()) >= 3
+    listings = list(done.parts.values_list("listing", flat=True))
+    assert listings.count("issues") == 4 and listings.count("comments") == 4
+    # 24 + 24 pages, one newest-item probe per listing, at most one page across each of the
+    # 3 + 3 slice ends, and at most one page per part in flight when the worker died.
+    assert fake.count(status=200) <= 24 + 24 + 2 + 6 + 8
 
 
 def test_exhausted_quota_reschedules_the_task_and_completes_after_the_reset(
