@@ -4,6 +4,7 @@
     .venv/bin/python bench/labeling_load.py realistic      # 50 annotators, 5 s thinking
     .venv/bin/python bench/labeling_load.py saturation     # 20 annotators, no thinking
     .venv/bin/python bench/labeling_load.py page           # labeling page, 100 comments
+    .venv/bin/python bench/labeling_load.py floor          # /healthz: the stack's ceiling
     .venv/bin/python bench/labeling_load.py all --runs 3   # setup, then each scenario 3 times
 
 Uses its own database (BENCH_DATABASE_URL, default annotator_bench_labeling) and Redis db
@@ -421,6 +422,37 @@ def drive(n_users: int, think: float, duration: float) -> dict:
     }
 
 
+def floor(n_users: int = 20, duration: float = 15.0) -> dict:
+    """The stack's own ceiling: /healthz (no session, one `SELECT 1`) as fast as 20 clients
+    can ask. A submission costs two requests, so half this rate bounds saturation from above
+    whatever the labeling code does."""
+    done = [0]
+    stop = time.monotonic() + duration
+
+    def run() -> None:
+        c = Annotator("none")
+        while time.monotonic() < stop:
+            assert c.get(f"{BASE}/healthz").status_code == 200
+            done[0] += 1
+
+    before = cpu_by_party(SERVER_PID)
+    started = time.monotonic()
+    threads = [threading.Thread(target=run) for _ in range(n_users)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.monotonic() - started
+    after = cpu_by_party(SERVER_PID)
+    return {
+        "requests_per_s": round(done[0] / elapsed, 1),
+        "cpu_ms_per_request": {
+            party: round(1000 * (after[party] - before[party]) / max(done[0], 1), 2)
+            for party in before
+        },
+    }
+
+
 def page(requests_n: int = 50) -> dict:
     """Time the labeling page of the 100-comment issue (first, cold, then warm)."""
     django_setup()
@@ -460,7 +492,9 @@ def page(requests_n: int = 50) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("scenario", choices=["setup", "realistic", "saturation", "page", "all"])
+    parser.add_argument(
+        "scenario", choices=["setup", "realistic", "saturation", "page", "floor", "all"]
+    )
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--workers", type=int, default=None, help="default: gunicorn.conf.py")
@@ -481,6 +515,8 @@ def main() -> None:
                     result = drive(ANNOTATORS, 5.0, args.seconds)
                 elif name == "saturation":
                     result = drive(20, 0.0, args.seconds)
+                elif name == "floor":
+                    result = floor()
                 else:
                     result = page()
                 print(name, result, flush=True)
