@@ -32,9 +32,10 @@ WHERE pi.project_id = %(project)s AND pi.status = 'open'
     SELECT 1 FROM annotator_annotation a
     WHERE a.project_id = pi.project_id AND a.issue_id = pi.issue_id
       AND a.annotator_id = %(user)s AND a.is_current
-    -- OFFSET 0 keeps this a probe of the unique index per queue row; as an anti-join the
+    -- OFFSET keeps this a probe of the unique index per queue row; as an anti-join the
     -- planner compared every queue row with every annotation of the user (quadratic).
-    OFFSET 0)
+    -- (LIMIT before OFFSET: SQLite wants both.)
+    LIMIT 1 OFFSET 0)
   AND (%(with_skipped)s OR NOT EXISTS (
     SELECT 1 FROM annotator_reservation own
     WHERE own.project_issue_id = pi.id AND own.annotator_id = %(user)s
