@@ -56,7 +56,7 @@ _ITEM_SQL = (
 
 
 def _project_issue_or_404(project: Project, item_id: int) -> ProjectIssue:
-    if not 0 < item_id < 2**63:
+    if not sql.is_row_id(item_id):
         raise Http404
     row = sql.first(_ITEM_SQL, {"item": item_id, "project": project.pk})
     if row is None:

@@ -48,7 +48,7 @@ def membership_or_404(user, project_id: int, roles: Iterable[str] | None = None)
         project_id = int(project_id)
     except (TypeError, ValueError):
         raise Http404 from None
-    if not 0 < project_id < 2**63:  # beyond a bigint: no such project
+    if not sql.is_row_id(project_id):
         raise Http404
     membership = _membership(user, project_id)
     if membership is None and user.is_superuser:

@@ -60,6 +60,12 @@ def first(sql: str, params: dict[str, Any]) -> tuple | None:
         return cursor.fetchone() if cursor.description else None
 
 
+def is_row_id(value: int) -> bool:
+    """Whether `value` can be a primary key (a bigint). A larger one is no row, but as a bound
+    parameter PostgreSQL would reject it with an error (the ORM answers "no row" itself)."""
+    return 0 < value < 2**63
+
+
 def execute(sql: str, params: dict[str, Any]) -> int:
     """Run a statement; the number of rows it wrote."""
     with _cursor() as cursor:
@@ -74,22 +80,25 @@ def insert(instance: Model) -> None:
     when the instance was made), without save()'s extra queries; no signals are sent.
     """
     model = type(instance)
-    meta = model._meta
-    fields = [f for f in meta.concrete_fields if not f.primary_key]
     params = {
         f"v{n}": f.get_db_prep_save(f.pre_save(instance, True), connection)
-        for n, f in enumerate(fields)
+        for n, f in enumerate(_insert_fields(model))
     }
     row = first(_insert_sql(model), params)
-    setattr(instance, meta.pk.attname, row[0])
+    setattr(instance, model._meta.pk.attname, row[0])
     instance._state.adding = False
     instance._state.db = connection.alias
 
 
 @cache
+def _insert_fields(model: type[Model]) -> tuple:
+    return tuple(f for f in model._meta.concrete_fields if not f.primary_key)
+
+
+@cache
 def _insert_sql(model: type[Model]) -> str:
     meta = model._meta
-    fields = [f for f in meta.concrete_fields if not f.primary_key]
+    fields = _insert_fields(model)
     names = ", ".join(f'"{f.column}"' for f in fields)
     values = ", ".join(f"%(v{n})s" for n in range(len(fields)))
     table, pk = meta.db_table, meta.pk.column
@@ -102,8 +111,15 @@ def columns(model: type[Model], alias: str, defer: tuple[str, ...] = ()) -> str:
     return ", ".join(f'{alias}."{f.column}"' for f in _fields(model, defer))
 
 
-def _fields(model: type[Model], defer: tuple[str, ...] = ()) -> list:
-    return [f for f in model._meta.concrete_fields if f.name not in defer]
+# Cached per model and deferred set: rows are turned into instances on every labeling request.
+@cache
+def _fields(model: type[Model], defer: tuple[str, ...] = ()) -> tuple:
+    return tuple(f for f in model._meta.concrete_fields if f.name not in defer)
+
+
+@cache
+def _attnames(model: type[Model], defer: tuple[str, ...] = ()) -> list[str]:
+    return [f.attname for f in _fields(model, defer)]
 
 
 def model_from_row(
@@ -115,13 +131,13 @@ def model_from_row(
     ORM builds its own, so the instance behaves like one loaded by a queryset (a deferred
     field loads on first access).
     """
-    fields = _fields(model, defer)
-    end = start + len(fields)
+    names = _attnames(model, defer)
+    end = start + len(names)
     values = [
         value if convert is None else convert(value)
         for convert, value in zip(_converters(model, defer), row[start:end], strict=True)
     ]
-    instance = model.from_db(connection.alias, [f.attname for f in fields], values)
+    instance = model.from_db(connection.alias, names, values)
     return instance, end
 
 

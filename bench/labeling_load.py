@@ -320,6 +320,13 @@ def cpu_by_party(server_pid: int | None) -> dict[str, float]:
     return usage
 
 
+def cpu_ms_per(before: dict[str, float], after: dict[str, float], count: int) -> dict:
+    """CPU milliseconds per request or submission, by party, between two `cpu_by_party`."""
+    return {
+        party: round(1000 * (after[party] - before[party]) / max(count, 1), 2) for party in before
+    }
+
+
 SERVER_PID: int | None = None
 
 
@@ -415,10 +422,7 @@ def drive(n_users: int, think: float, duration: float) -> dict:
         "submit_p95": round(percentile(submit_ms, 95), 1),
         "submit_p99": round(percentile(submit_ms, 99), 1),
         # CPU milliseconds per stored submission, by party (all share the same cores).
-        "cpu_ms_per_submission": {
-            party: round(1000 * (cpu_after[party] - cpu_before[party]) / max(ok[0], 1), 2)
-            for party in cpu_before
-        },
+        "cpu_ms_per_submission": cpu_ms_per(cpu_before, cpu_after, ok[0]),
     }
 
 
@@ -446,10 +450,7 @@ def floor(n_users: int = 20, duration: float = 15.0) -> dict:
     after = cpu_by_party(SERVER_PID)
     return {
         "requests_per_s": round(done[0] / elapsed, 1),
-        "cpu_ms_per_request": {
-            party: round(1000 * (after[party] - before[party]) / max(done[0], 1), 2)
-            for party in before
-        },
+        "cpu_ms_per_request": cpu_ms_per(before, after, done[0]),
     }
 
 

@@ -107,10 +107,9 @@ ISSUE_COLUMNS = [
 ]  # fmt: skip
 ISSUE_UPDATE_FIELDS = [c for c in ISSUE_COLUMNS if c != "number"] + ["fetched_at"]
 COMMENT_COLUMNS = ["forge_id", "author", "body", "created_at", "updated_at", "raw"]
-COMMENT_UPDATE_FIELDS = ["author", "body", "created_at", "updated_at", "raw"]
+COMMENT_UPDATE_FIELDS = [c for c in COMMENT_COLUMNS if c != "forge_id"]
 NOTES_PER_STEP = 10
 MAX_ERRORS_KEPT = 50
-DEFAULT_PARTS = 4
 Phase = SyncRun.Phase
 Status = SyncRun.Status
 
@@ -477,7 +476,7 @@ def start_sync(
         repository.refresh_from_db(fields=["synced_until"])
         since = repository.synced_until
     if parts is None:
-        parts = getattr(settings, "INGEST_SYNC_PARTS", DEFAULT_PARTS) if enqueue else 1
+        parts = settings.INGEST_SYNC_PARTS if enqueue else 1
     client = client_for(repository)
     run = SyncRun.objects.create(
         repository=repository,

@@ -43,7 +43,7 @@ def sync_part(self, part_id: int, chain: str | None = None) -> None:
     when the forge said to wait); the first tasks of any parts it split off at once."""
     queue = (self.request.delivery_info or {}).get("routing_key")
     worker = self.request.hostname or ""
-    deadline = time.monotonic() + getattr(settings, "INGEST_TASK_SECONDS", 2.0)
+    deadline = time.monotonic() + settings.INGEST_TASK_SECONDS
     while True:  # a part deleted meanwhile (its run gone) ends the loop: `more` is False
         try:
             result = sync.step_part(part_id, chain, worker=worker)
