@@ -6,4 +6,11 @@ class AnnotatorConfig(AppConfig):
     verbose_name = "Labeling"
 
     def ready(self) -> None:
-        from annotator import checks  # noqa: F401  (registers system checks)
+        from django.db.models.signals import post_migrate
+
+        from annotator import (
+            checks,  # noqa: F401  (registers system checks)
+            pg_functions,
+        )
+
+        post_migrate.connect(pg_functions.install, sender=self)

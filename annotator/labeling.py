@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from django.core.cache import cache
 from django.db import connection, transaction
 from django.db.models import Count, Q
+from django.utils import timezone
 
-from annotator import resolution, sql
+from annotator import pg_functions, resolution, sql
 from annotator.issue_context import nodes_by_id
 from annotator.models import (
     Annotation,
@@ -23,7 +24,7 @@ from annotator.models import (
     ProjectIssue,
     Resolution,
 )
-from annotator.queue import slot_state
+from annotator.queue import _SLOTS_SQL, slot_state
 from taxonomy.models import TaxonomyNode
 from taxonomy.proposals import proposal_from_annotation
 
@@ -171,15 +172,132 @@ _DELETE_RESERVATION_SQL = (
 _SET_COUNT_SQL = "UPDATE annotator_projectissue SET annotation_count = %(n)s WHERE id = %(item)s"
 
 
+def _new_annotation(pi: ProjectIssue, user, label: Label, current: Annotation | None) -> Annotation:
+    return Annotation(
+        project_id=pi.project_id,
+        issue_id=pi.issue_id,
+        annotator=user,
+        revision=current.revision + 1 if current else 1,
+        is_pilot=pi.is_pilot,
+        is_false_positive=label.is_false_positive,
+        false_positive_reason=label.false_positive_reason,
+        issue_type_id=label.issue_type_id,
+        theme_id=label.theme_id,
+        sub_theme_id=label.sub_theme_id,
+        summary=label.summary,
+        note=label.note,
+        proposed_category=label.proposed_category,
+    )
+
+
+# Columns of a first annotation that come from the locked issue row, not from the caller.
+_FROM_ISSUE_ROW = {
+    "project_id": "arg_project",
+    "issue_id": "arg_issue",
+    "is_pilot": "locked.is_pilot",
+}
+
+
+def _passed_fields() -> tuple:
+    return tuple(f for f in sql.insert_fields(Annotation) if f.column not in _FROM_ISSUE_ROW)
+
+
+@pg_functions.register
+def _submit_first_function() -> pg_functions.Function:
+    """The common submission, a user's first label of an issue that stays below K labels, as
+    one PL/pgSQL call: `submit`'s lock, look at the slots and writes, the same statements.
+    Returns no row for every other case, and `submit` takes its Python path, which decides it
+    under the same lock."""
+    columns = [f.column for f in sql.insert_fields(Annotation)]
+    values = [_FROM_ISSUE_ROW.get(column, f"arg_col_{column}") for column in columns]
+    names = ", ".join(f'"{column}"' for column in columns)
+    passed = tuple((f"col_{f.column}", f.db_type(connection)) for f in _passed_fields())
+    return pg_functions.Function(
+        "annotator_submit_first",
+        arguments=(
+            ("project", "bigint"),
+            ("item", "bigint"),
+            ("user", "integer"),
+            ("now", "timestamptz"),
+            ("k", "integer"),
+            *passed,
+        ),
+        returns="TABLE(out_id bigint, out_issue_id bigint, out_is_pilot boolean)",
+        body=f"""
+DECLARE
+  locked record;
+  slots record;
+  arg_issue bigint;
+  arg_n integer;
+  new_id bigint;
+BEGIN
+  SELECT * INTO locked FROM ({pg_functions.plpgsql(_LOCK_ITEM_SQL)} FOR UPDATE) pi;
+  IF NOT FOUND OR locked.status <> '{ProjectIssue.Status.OPEN.value}' THEN
+    RETURN;
+  END IF;
+  arg_issue := locked.issue_id;
+  SELECT * INTO slots
+    FROM ({pg_functions.plpgsql(_SLOTS_SQL)}) s(own, reservation, annotations, reserved);
+  -- A revision, no active reservation, no free slot, or the K-th label (compared at once):
+  -- the Python path.
+  IF slots.own IS NOT NULL OR slots.reservation IS NOT TRUE
+     OR slots.annotations + slots.reserved >= arg_k OR slots.annotations + 1 >= arg_k THEN
+    RETURN;
+  END IF;
+  INSERT INTO annotator_annotation ({names}) VALUES ({", ".join(values)}) RETURNING id INTO new_id;
+  {pg_functions.plpgsql(_DELETE_RESERVATION_SQL)};
+  arg_n := slots.annotations + 1;
+  {pg_functions.plpgsql(_SET_COUNT_SQL)};
+  RETURN QUERY SELECT new_id, locked.issue_id, locked.is_pilot;
+END""",
+    )
+
+
+def _submit_first(user, project: Project, item_id: int, label: Label) -> Annotation | None:
+    """The stored annotation if the one-call path took the submission, else None."""
+    if connection.vendor != "postgresql" or label.proposed_category:
+        return None  # a proposal also becomes a taxonomy proposal: the Python path
+    function = _submit_first_function()
+    if not pg_functions.available(function):
+        return None
+    annotation = _new_annotation(
+        ProjectIssue(project_id=project.pk, issue_id=None, is_pilot=False), user, label, None
+    )
+    params = {
+        "project": project.pk,
+        "item": item_id,
+        "user": user.pk,
+        "now": timezone.now(),
+        "k": project.annotations_per_issue,
+        **{
+            f"col_{f.column}": f.get_db_prep_save(f.pre_save(annotation, True), connection)
+            for f in _passed_fields()
+        },
+    }
+    row = sql.first(function.call_sql, params)
+    if row is None:
+        return None
+    annotation.pk, annotation.issue_id, annotation.is_pilot = row
+    annotation._state.adding = False
+    annotation._state.db = connection.alias
+    return annotation
+
+
 def submit(user, project: Project, project_issue: ProjectIssue | int, label: Label) -> Annotation:
     """Record the user's label of an issue of the project: a first annotation or a revision.
 
     `project_issue` may be just its id: the row is read again under its lock. Raises NotYours
     when the issue was never handed to the user, LabelError when it can no longer take their
     label. Every volunteer calls this once per issue, so it is hand-written SQL (see
-    annotator.sql): a lock, one look at the slots, and the writes.
+    annotator.sql): a lock, one look at the slots, and the writes; on PostgreSQL the common
+    case is one call of `_submit_first_function`.
     """
     item_id = getattr(project_issue, "pk", project_issue)
+    if not sql.is_row_id(item_id):
+        raise NotYours
+    annotation = _submit_first(user, project, item_id, label)
+    if annotation is not None:
+        return annotation
     with transaction.atomic():
         # Same lock as the queue takes, so the K-slot count below cannot race a reservation.
         pi = _lock_item(project, item_id)
@@ -204,21 +322,7 @@ def submit(user, project: Project, project_issue: ProjectIssue | int, label: Lab
         if current is not None:
             current.is_current = False
             current.save(update_fields=["is_current"])
-        annotation = Annotation(
-            project_id=pi.project_id,
-            issue_id=pi.issue_id,
-            annotator=user,
-            revision=current.revision + 1 if current else 1,
-            is_pilot=pi.is_pilot,
-            is_false_positive=label.is_false_positive,
-            false_positive_reason=label.false_positive_reason,
-            issue_type_id=label.issue_type_id,
-            theme_id=label.theme_id,
-            sub_theme_id=label.sub_theme_id,
-            summary=label.summary,
-            note=label.note,
-            proposed_category=label.proposed_category,
-        )
+        annotation = _new_annotation(pi, user, label, current)
         sql.insert(annotation)
         if slots.reservation is not None:
             sql.execute(_DELETE_RESERVATION_SQL, {"item": pi.pk, "user": user.pk})

@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from annotator import sql
+from annotator import pg_functions, sql
 from annotator.models import Annotation, Project, ProjectIssue, Reservation
 
 # Candidates locked per round; a few spare rows make a busy queue front cheap to step past.
@@ -58,7 +58,7 @@ WITH existing AS (
   WHERE r.annotator_id = %(user)s AND ep.project_id = %(project)s AND ep.status = 'open'
     AND r.skipped_at IS NULL AND r.expires_at > %(now)s
   ORDER BY r.created_at LIMIT 1)
-SELECT project_issue_id, NULL, 1 FROM existing
+SELECT project_issue_id AS id, NULL AS issue_id, 1 AS existing FROM existing
 UNION ALL
 SELECT c.id, c.issue_id, 0 FROM ({_CANDIDATES_SQL} {{lock}}) c
 WHERE NOT EXISTS (SELECT 1 FROM existing)
@@ -193,6 +193,68 @@ def _existing_or_candidates(
     return None, [(pk, issue_id) for pk, issue_id, _ in found]
 
 
+@pg_functions.register
+def _reserve_next_function() -> pg_functions.Function:
+    """`_reserve_round` as one PL/pgSQL call: the same two statements in one round trip."""
+    candidates = pg_functions.plpgsql(_EXISTING_OR_CANDIDATES_SQL.format(lock=_LOCK))
+    reserve = pg_functions.plpgsql(_RESERVE_IF_FREE_SQL)
+    return pg_functions.Function(
+        "annotator_reserve_next",
+        arguments=(
+            ("project", "bigint"),
+            ("user", "integer"),
+            ("with_skipped", "boolean"),
+            ("now", "timestamptz"),
+            ("expires", "timestamptz"),
+            ("k", "integer"),
+            ("limit", "integer"),
+        ),
+        returns="TABLE(out_item bigint, out_candidates integer)",
+        body=f"""
+DECLARE
+  found_row record;
+  arg_item bigint;
+  arg_issue bigint;
+  locked integer := 0;
+BEGIN
+  FOR found_row IN {candidates} LOOP
+    IF found_row.existing = 1 THEN
+      RETURN QUERY SELECT found_row.id, 0;
+      RETURN;
+    END IF;
+    locked := locked + 1;
+    arg_item := found_row.id;
+    arg_issue := found_row.issue_id;
+    {reserve};
+    IF FOUND THEN
+      RETURN QUERY SELECT arg_item, locked;
+      RETURN;
+    END IF;
+  END LOOP;
+  RETURN QUERY SELECT NULL::bigint, locked;
+END""",
+    )
+
+
+def _reserve_round(user, project: Project, with_skipped: bool, expires) -> tuple[int | None, int]:
+    """One try: the user's active reservation or a newly reserved issue (its id, or None), and
+    how many candidates this try locked."""
+    function = _reserve_next_function() if connection.vendor == "postgresql" else None
+    if function is not None and pg_functions.available(function):
+        params = {**_params(user, project, with_skipped), "expires": expires}
+        item, locked = sql.first(function.call_sql, params)
+        return item, locked
+    with transaction.atomic():
+        reserved, candidates = _existing_or_candidates(user, project, with_skipped)
+        if reserved is not None:
+            return reserved, 0
+        for pk, issue_id in candidates:
+            # The filter above ran on a snapshot; re-count now that the row is ours.
+            if _reserve_if_free(project, pk, issue_id, user, expires):
+                return pk, len(candidates)
+        return None, len(candidates)
+
+
 def _any_candidate(user, project: Project, with_skipped: bool) -> bool:
     return bool(sql.rows(_CANDIDATES_SQL, _params(user, project, with_skipped)))
 
@@ -208,19 +270,14 @@ def next_issue_id_for(user, project: Project) -> int | None:
     # Skipped issues come back only when nothing else is left for this annotator.
     for with_skipped in (False, True):
         for attempt in range(LOCKED_RETRIES):
-            with transaction.atomic():
-                reserved, candidates = _existing_or_candidates(user, project, with_skipped)
-                if reserved is not None:
-                    return reserved
-                for pk, issue_id in candidates:
-                    # The filter above ran on a snapshot; re-count now that the row is ours.
-                    if _reserve_if_free(project, pk, issue_id, user, expires):
-                        return pk
+            item, locked = _reserve_round(user, project, with_skipped, expires)
+            if item is not None:
+                return item
             # No row was taken: either nothing is left, or the rows were full on a fresh look,
             # or locked for a moment by other annotators (who may leave a slot for this one).
             if not _any_candidate(user, project, with_skipped):
                 break
-            if not candidates:
+            if not locked:
                 time.sleep(0.002 * (attempt + 1))
     return None
 

@@ -74,7 +74,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "csp.middleware.CSPMiddleware",
+    "annotator.middleware.CSPMiddleware",  # django-csp's, minus redirects
     "django_htmx.middleware.HtmxMiddleware",
     # Last, as django-axes asks: it inspects the response of a failed login.
     "axes.middleware.AxesMiddleware",
@@ -104,6 +104,9 @@ DATABASE_URL = env_str("DATABASE_URL")
 # The labeling hot path's statements are prepared once per connection (annotator/sql.py);
 # turn off behind a connection pooler that cannot keep prepared statements.
 DB_PREPARED_STATEMENTS = env_bool("DB_PREPARED_STATEMENTS", True)
+# The queue's reservation and a first label as one PL/pgSQL call each (annotator/pg_functions.py);
+# off: the same statements one by one from Python, as on SQLite.
+DB_FUNCTIONS = env_bool("DB_FUNCTIONS", True)
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":

@@ -24,18 +24,18 @@ from typing import Any, TypeVar
 from django.conf import settings
 from django.db import connection
 from django.db.models import Model
+from psycopg import Cursor
+from psycopg.pq import ExecStatus
 
 M = TypeVar("M", bound=Model)
 
 
 def _cursor():
     if connection.vendor == "postgresql":
-        import psycopg
-
         connection.ensure_connection()
         # A plain psycopg cursor binds on the server (Django's default one quotes on the
         # client, which makes every statement's text unique and so never prepared).
-        return psycopg.Cursor(connection.connection)
+        return Cursor(connection.connection)
     return connection.cursor()
 
 
@@ -46,18 +46,26 @@ def _execute(cursor, sql: str, params: dict[str, Any]) -> None:
         cursor.execute(sql, params)
 
 
+def _has_rows(cursor) -> bool:
+    if connection.vendor == "postgresql":
+        # Not `cursor.description`: psycopg builds a Column object per column to answer it,
+        # which cost more than the fetch for the membership's 35 columns.
+        return cursor.pgresult.status == ExecStatus.TUPLES_OK
+    return cursor.description is not None
+
+
 def rows(sql: str, params: dict[str, Any]) -> list[tuple]:
     """All rows of a statement."""
     with _cursor() as cursor:
         _execute(cursor, sql, params)
-        return cursor.fetchall() if cursor.description else []
+        return cursor.fetchall() if _has_rows(cursor) else []
 
 
 def first(sql: str, params: dict[str, Any]) -> tuple | None:
     """The first row of a statement, or None."""
     with _cursor() as cursor:
         _execute(cursor, sql, params)
-        return cursor.fetchone() if cursor.description else None
+        return cursor.fetchone() if _has_rows(cursor) else None
 
 
 def is_row_id(value: int) -> bool:
@@ -82,7 +90,7 @@ def insert(instance: Model) -> None:
     model = type(instance)
     params = {
         f"v{n}": f.get_db_prep_save(f.pre_save(instance, True), connection)
-        for n, f in enumerate(_insert_fields(model))
+        for n, f in enumerate(insert_fields(model))
     }
     row = first(_insert_sql(model), params)
     setattr(instance, model._meta.pk.attname, row[0])
@@ -91,14 +99,15 @@ def insert(instance: Model) -> None:
 
 
 @cache
-def _insert_fields(model: type[Model]) -> tuple:
+def insert_fields(model: type[Model]) -> tuple:
+    """The columns `insert` writes: every concrete field but the auto primary key."""
     return tuple(f for f in model._meta.concrete_fields if not f.primary_key)
 
 
 @cache
 def _insert_sql(model: type[Model]) -> str:
     meta = model._meta
-    fields = _insert_fields(model)
+    fields = insert_fields(model)
     names = ", ".join(f'"{f.column}"' for f in fields)
     values = ", ".join(f"%(v{n})s" for n in range(len(fields)))
     table, pk = meta.db_table, meta.pk.column

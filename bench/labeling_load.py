@@ -5,6 +5,7 @@
     .venv/bin/python bench/labeling_load.py saturation     # 20 annotators, no thinking
     .venv/bin/python bench/labeling_load.py page           # labeling page, 100 comments
     .venv/bin/python bench/labeling_load.py floor          # /healthz: the stack's ceiling
+    .venv/bin/python bench/labeling_load.py cost           # one cycle's CPU and round trips
     .venv/bin/python bench/labeling_load.py all --runs 3   # setup, then each scenario 3 times
 
 Uses its own database (BENCH_DATABASE_URL, default annotator_bench_labeling) and Redis db
@@ -129,7 +130,9 @@ def setup() -> None:
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")  # fresh statistics after the bulk load, as autovacuum would
+        # Fresh statistics after the bulk load, and no dead rows of the project it replaced,
+        # as autovacuum would leave them.
+        cursor.execute("VACUUM ANALYZE")
     # One issue with 100 comments, for the page benchmark; a reader holds it.
     heavy = issues[-1]
     Comment.objects.bulk_create(
@@ -491,10 +494,122 @@ def page(requests_n: int = 50) -> dict:
     }
 
 
+def cost(cycles: int = 700) -> dict:
+    """What one submission costs, without contention: K annotators in turn, next + submit
+    through the WSGI application in this process (no HTTP, no gunicorn), one request at a
+    time.
+
+    Reports this process's CPU and its PostgreSQL backend's CPU per cycle, and the round
+    trips to PostgreSQL and Redis. Steadier than `saturation` on a shared machine, so it is
+    the figure to compare two versions of the code by; saturation is the one that counts.
+    """
+    django_setup()
+    import io
+
+    import psycopg
+    import redis.connection
+    from django.db import connection
+
+    from annotator.models import Project
+    from annotator.wsgi import application
+
+    project = Project.objects.get(name=PROJECT)
+    analyze()
+    # K annotators in turn, as under saturation: each issue is labeled by all of them and
+    # leaves the queue (one annotator alone would walk ever further past issues it labeled).
+    names = [f"bench-{n}" for n in range(K)]
+    keys = sessions(names)
+    labels = label_payload(project.pk)
+    # Round trips: each statement, and each transaction's COMMIT and the BEGIN psycopg sends
+    # ahead of its first statement.
+    counts = {"statements": 0, "transactions": 0, "redis": 0}
+    patched = [
+        (psycopg.Cursor, "execute", "statements"),
+        (psycopg.Connection, "commit", "transactions"),
+        (psycopg.Connection, "rollback", "transactions"),
+        (redis.connection.Connection, "send_packed_command", "redis"),
+    ]
+    originals = [getattr(owner, name) for owner, name, _ in patched]
+
+    def counting(original, what):
+        def counted(*args, **kwargs):
+            counts[what] += 1
+            return original(*args, **kwargs)
+
+        return counted
+
+    def call(key: str, method: str, path: str, body: bytes = b"") -> tuple[str, dict]:
+        reply = {}
+
+        def start_response(status, headers, exc_info=None):
+            reply["status"], reply["headers"] = status, dict(headers)
+
+        environ = {
+            "REQUEST_METHOD": method,
+            "PATH_INFO": path,
+            "QUERY_STRING": "",
+            "SERVER_NAME": "127.0.0.1",
+            "SERVER_PORT": str(PORT),
+            "HTTP_HOST": f"127.0.0.1:{PORT}",
+            "HTTP_COOKIE": f"sessionid={key}; csrftoken={CSRF}",
+            "HTTP_X_CSRFTOKEN": CSRF,
+            "wsgi.url_scheme": "http",
+            "wsgi.input": io.BytesIO(body),
+            "wsgi.errors": sys.stderr,
+            "CONTENT_LENGTH": str(len(body)),
+            "CONTENT_TYPE": "application/x-www-form-urlencoded",
+        }
+        result = application(environ, start_response)
+        b"".join(result)
+        result.close()
+        return reply["status"], reply["headers"]
+
+    rng = random.Random(1)
+    next_path = f"/projects/{project.pk}/label/"
+
+    turn = [0]
+
+    def cycle() -> None:
+        key = keys[names[turn[0] % K]]
+        turn[0] += 1
+        status, headers = call(key, "GET", next_path)
+        assert status.startswith("302"), status
+        body = urlencode(rng.choice(labels)).encode()
+        status, _ = call(key, "POST", headers["Location"], body)
+        assert status.startswith("302"), status
+
+    for _ in range(5 * K):  # warm: connections, prepared statements, caches
+        cycle()
+    connection.ensure_connection()
+    backend = connection.connection.info.backend_pid
+    for (owner, name, what), original in zip(patched, originals, strict=True):
+        setattr(owner, name, counting(original, what))
+    try:
+        cpu0, pg0, t0 = time.process_time(), _proc_cpu(backend), time.perf_counter()
+        for _ in range(cycles):
+            cycle()
+        cpu1, pg1, t1 = time.process_time(), _proc_cpu(backend), time.perf_counter()
+    finally:
+        for (owner, name, _), original in zip(patched, originals, strict=True):
+            setattr(owner, name, original)
+    assert connection.connection.info.backend_pid == backend, "the connection was replaced"
+    return {
+        "cycles": cycles,
+        "wall_ms_per_cycle": round(1000 * (t1 - t0) / cycles, 2),
+        "python_cpu_ms_per_cycle": round(1000 * (cpu1 - cpu0) / cycles, 2),
+        "postgres_cpu_ms_per_cycle": round(1000 * (pg1 - pg0) / cycles, 2),
+        "postgres_round_trips_per_cycle": round(
+            (counts["statements"] + 2 * counts["transactions"]) / cycles, 2
+        ),
+        "redis_commands_per_cycle": round(counts["redis"] / cycles, 2),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
-        "scenario", choices=["setup", "realistic", "saturation", "page", "floor", "all"]
+        "scenario",
+        choices=["setup", "realistic", "saturation", "page", "floor", "cost", "all"],
     )
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--seconds", type=float, default=60)
@@ -505,6 +620,10 @@ def main() -> None:
         setup()
         if args.scenario == "setup":
             return
+    if args.scenario == "cost":
+        for _ in range(args.runs):
+            print("cost", cost(), flush=True)
+        return
     scenarios = ["realistic", "saturation", "page"] if args.scenario == "all" else [args.scenario]
     server = start_server(args.workers, args.threads)
     global SERVER_PID
