@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.core.cache import cache
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
@@ -255,7 +255,8 @@ END""",
 
 def _submit_first(user, project: Project, item_id: int, label: Label) -> Annotation | None:
     """The stored annotation if the one-call path took the submission, else None."""
-    if connection.vendor != "postgresql" or label.proposed_category:
+    db = connections[DEFAULT_DB_ALIAS]
+    if db.vendor != "postgresql" or label.proposed_category:
         return None  # a proposal also becomes a taxonomy proposal: the Python path
     function = _submit_first_function()
     if not pg_functions.available(function):
@@ -270,7 +271,7 @@ def _submit_first(user, project: Project, item_id: int, label: Label) -> Annotat
         "now": timezone.now(),
         "k": project.annotations_per_issue,
         **{
-            f"col_{f.column}": f.get_db_prep_save(f.pre_save(annotation, True), connection)
+            f"col_{f.column}": f.get_db_prep_save(f.pre_save(annotation, True), db)
             for f in _passed_fields()
         },
     }
@@ -279,7 +280,7 @@ def _submit_first(user, project: Project, item_id: int, label: Label) -> Annotat
         return None
     annotation.pk, annotation.issue_id, annotation.is_pilot = row
     annotation._state.adding = False
-    annotation._state.db = connection.alias
+    annotation._state.db = DEFAULT_DB_ALIAS
     return annotation
 
 

@@ -22,7 +22,7 @@ from functools import cache
 from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Model
 from psycopg import Cursor
 from psycopg.pq import ExecStatus
@@ -30,42 +30,47 @@ from psycopg.pq import ExecStatus
 M = TypeVar("M", bound=Model)
 
 
-def _cursor():
-    if connection.vendor == "postgresql":
-        connection.ensure_connection()
-        # A plain psycopg cursor binds on the server (Django's default one quotes on the
-        # client, which makes every statement's text unique and so never prepared).
-        return Cursor(connection.connection)
-    return connection.cursor()
+def _run(sql: str, params: dict[str, Any], fetch: str):
+    """Run a statement on this thread's default connection; `fetch`: "one", "all" or
+    "rowcount"."""
+    # The wrapper itself, not the `django.db.connection` proxy: every attribute read through
+    # the proxy is a context-local lookup, and these functions run a dozen times a request.
+    db = connections[DEFAULT_DB_ALIAS]
+    # Errors become Django's (IntegrityError, ...) and mark the connection for a health
+    # check at the end of the request, as through Django's own cursor.
+    with db.wrap_database_errors:
+        if db.vendor == "postgresql":
+            if db.connection is None:
+                db.ensure_connection()
+            # A plain psycopg cursor binds on the server (Django's default one quotes on the
+            # client, which makes every statement's text unique and so never prepared).
+            with Cursor(db.connection) as cursor:
+                cursor.execute(sql, params, prepare=settings.DB_PREPARED_STATEMENTS)
+                # Not `cursor.description`: psycopg builds a Column object per column to
+                # answer it, which cost more than the fetch for the membership's 35 columns.
+                has_rows = cursor.pgresult.status == ExecStatus.TUPLES_OK
+                return _fetch(cursor, fetch, has_rows)
+        with db.cursor() as cursor:
+            cursor.execute(sql, params)
+            return _fetch(cursor, fetch, cursor.description is not None)
 
 
-def _execute(cursor, sql: str, params: dict[str, Any]) -> None:
-    if connection.vendor == "postgresql":
-        cursor.execute(sql, params, prepare=settings.DB_PREPARED_STATEMENTS)
-    else:
-        cursor.execute(sql, params)
-
-
-def _has_rows(cursor) -> bool:
-    if connection.vendor == "postgresql":
-        # Not `cursor.description`: psycopg builds a Column object per column to answer it,
-        # which cost more than the fetch for the membership's 35 columns.
-        return cursor.pgresult.status == ExecStatus.TUPLES_OK
-    return cursor.description is not None
+def _fetch(cursor, fetch: str, has_rows: bool):
+    if fetch == "rowcount":
+        return cursor.rowcount
+    if fetch == "one":
+        return cursor.fetchone() if has_rows else None
+    return cursor.fetchall() if has_rows else []
 
 
 def rows(sql: str, params: dict[str, Any]) -> list[tuple]:
     """All rows of a statement."""
-    with _cursor() as cursor:
-        _execute(cursor, sql, params)
-        return cursor.fetchall() if _has_rows(cursor) else []
+    return _run(sql, params, "all")
 
 
 def first(sql: str, params: dict[str, Any]) -> tuple | None:
     """The first row of a statement, or None."""
-    with _cursor() as cursor:
-        _execute(cursor, sql, params)
-        return cursor.fetchone() if _has_rows(cursor) else None
+    return _run(sql, params, "one")
 
 
 def is_row_id(value: int) -> bool:
@@ -76,9 +81,7 @@ def is_row_id(value: int) -> bool:
 
 def execute(sql: str, params: dict[str, Any]) -> int:
     """Run a statement; the number of rows it wrote."""
-    with _cursor() as cursor:
-        _execute(cursor, sql, params)
-        return cursor.rowcount
+    return _run(sql, params, "rowcount")
 
 
 def insert(instance: Model) -> None:
@@ -88,14 +91,15 @@ def insert(instance: Model) -> None:
     when the instance was made), without save()'s extra queries; no signals are sent.
     """
     model = type(instance)
+    db = connections[DEFAULT_DB_ALIAS]
     params = {
-        f"v{n}": f.get_db_prep_save(f.pre_save(instance, True), connection)
+        f"v{n}": f.get_db_prep_save(f.pre_save(instance, True), db)
         for n, f in enumerate(insert_fields(model))
     }
     row = first(_insert_sql(model), params)
     setattr(instance, model._meta.pk.attname, row[0])
     instance._state.adding = False
-    instance._state.db = connection.alias
+    instance._state.db = DEFAULT_DB_ALIAS
 
 
 @cache
@@ -140,37 +144,38 @@ def model_from_row(
     ORM builds its own, so the instance behaves like one loaded by a queryset (a deferred
     field loads on first access).
     """
+    db = connections[DEFAULT_DB_ALIAS]
     names = _attnames(model, defer)
     end = start + len(names)
     values = [
-        value if convert is None else convert(value)
-        for convert, value in zip(_converters(model, defer), row[start:end], strict=True)
+        value if convert is None else convert(value, db)
+        for convert, value in zip(_converters(model, defer, db), row[start:end], strict=True)
     ]
-    instance = model.from_db(connection.alias, names, values)
+    instance = model.from_db(DEFAULT_DB_ALIAS, names, values)
     return instance, end
 
 
 _CONVERTERS: dict[tuple, list] = {}
 
 
-def _converters(model: type[Model], defer: tuple[str, ...] = ()) -> list:
+def _converters(model: type[Model], defer: tuple[str, ...], db) -> list:
     """Per column, what the ORM applies between the database value and the attribute (JSON
     text to objects, SQLite's integers to booleans, ...), or None."""
-    key = (model, defer, connection.vendor)
+    key = (model, defer, db.vendor)
     if key not in _CONVERTERS:
         found = []
         for field in _fields(model, defer):
             col = field.get_col(model._meta.db_table)
-            steps = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
+            steps = db.ops.get_db_converters(col) + col.get_db_converters(db)
             found.append(_chain(steps, col) if steps else None)
         _CONVERTERS[key] = found
     return _CONVERTERS[key]
 
 
 def _chain(steps: list, col):
-    def convert(value):
+    def convert(value, db):
         for step in steps:
-            value = step(value, col, connection)
+            value = step(value, col, db)
         return value
 
     return convert
