@@ -66,7 +66,7 @@ class Function:
     @property
     def call_sql(self) -> str:
         values = ", ".join(f"%({name})s" for name, _ in self.arguments)
-        return f"SELECT * FROM {self.name}({values})"  # noqa: S608 (names from our code)
+        return f"SELECT * FROM {self.name}({values})"
 
 
 # Builders rather than functions: some need the connection (column types) to be built.

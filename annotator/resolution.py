@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
+from annotator import sql
 from annotator.models import (
     Annotation,
     DiscussionMessage,
@@ -122,7 +123,7 @@ def _finalize(
     winners = [a for a in annotations if label_key(a) == key]
     reasons = Counter(a.false_positive_reason for a in winners if a.false_positive_reason)
     sample = winners[0]
-    resolution = Resolution.objects.create(
+    resolution = Resolution(
         project_id=project_issue.project_id,
         issue_id=project_issue.issue_id,
         method=method,
@@ -132,9 +133,47 @@ def _finalize(
         theme_id=sample.theme_id,
         sub_theme_id=sample.sub_theme_id,
     )
+    # One in K submissions ends here: hand-written statements, as the rest of `submit`.
+    sql.insert(resolution)
     project_issue.status = ProjectIssue.Status.FINAL
-    project_issue.save(update_fields=["status", "disagreement_level", "split"])
+    _save_comparison(project_issue)
     return resolution
+
+
+_SAVE_COMPARISON_SQL = (
+    "UPDATE annotator_projectissue SET status = %(status)s,"
+    " disagreement_level = %(level)s, split = %(split)s WHERE id = %(item)s"
+)
+
+
+def _save_comparison(project_issue: ProjectIssue) -> None:
+    """Store the issue's status and the comparison's outcome (what `save(update_fields=...)`
+    would, in one prepared statement)."""
+    sql.execute(
+        _SAVE_COMPARISON_SQL,
+        {
+            "status": project_issue.status,
+            "level": project_issue.disagreement_level,
+            "split": project_issue.split,
+            "item": project_issue.pk,
+        },
+    )
+
+
+_CURRENT_LABELS_SQL = (
+    f"SELECT {sql.columns(Annotation, 'a')} FROM annotator_annotation a"
+    " WHERE a.project_id = %(project)s AND a.issue_id = %(issue)s AND a.is_current"
+    " ORDER BY a.created_at, a.id"
+)
+
+
+def _current_labels(project_issue: ProjectIssue) -> list[Annotation]:
+    """The issue's current annotations, oldest first, without related rows."""
+    found = sql.rows(
+        _CURRENT_LABELS_SQL,
+        {"project": project_issue.project_id, "issue": project_issue.issue_id},
+    )
+    return [sql.model_from_row(Annotation, row)[0] for row in found]
 
 
 def evaluate(project_issue: ProjectIssue, project: Project | None = None) -> Resolution | None:
@@ -147,11 +186,7 @@ def evaluate(project_issue: ProjectIssue, project: Project | None = None) -> Res
     if project_issue.status == ProjectIssue.Status.FINAL or project_issue.annotation_count < k:
         return None
     # Only the label ids are compared: no need for the annotators' and nodes' rows here.
-    annotations = list(
-        Annotation.objects.filter(
-            project_id=project_issue.project_id, issue_id=project_issue.issue_id, is_current=True
-        ).order_by("created_at", "id")
-    )
+    annotations = _current_labels(project_issue)
     if len(annotations) < k:
         return None
     comparison = compare(annotations, k)
@@ -168,7 +203,7 @@ def evaluate(project_issue: ProjectIssue, project: Project | None = None) -> Res
     ):
         return _finalize(project_issue, annotations, key, Resolution.Method.MAJORITY)
     project_issue.status = ProjectIssue.Status.DISAGREEMENT
-    project_issue.save(update_fields=["status", "disagreement_level", "split"])
+    _save_comparison(project_issue)
     return None
 
 
