@@ -1,15 +1,19 @@
 """gunicorn settings shared by docker compose, the Dockerfile, bin/serve and the benchmarks.
 
-Sync workers, (2 x cores) + 1 of them unless WEB_CONCURRENCY says otherwise. A labeling
-page takes ~25 ms of CPU and next-issue / submit ~5 ms each; with threads in one process
-those short requests waited behind the page for the GIL (next-issue p95 34 ms with 3 workers
-x 4 threads, 20 ms with 5 sync workers; bench/RESULTS.md). Sync workers do not keep HTTP
-connections alive, which is fine behind a reverse proxy.
+Sync workers, cores + 1 of them unless WEB_CONCURRENCY says otherwise. The app's requests
+are short and busy on the CPU (next issue and submit ~2 ms each, a labeling page ~25 ms; the
+database answers in well under a millisecond), so a worker seldom waits and more workers only
+add switching: under saturation 3 workers on 2 cores took 20 % less CPU per submission than
+5 and labeled 12-37 % more issues a second, with the realistic load's p95 unchanged
+(bench/RESULTS.md, round 4). With threads in one process the short requests waited behind a
+page render for the GIL (next-issue p95 34 ms with 3 workers x 4 threads, 20 ms with sync
+workers). Sync workers do not keep HTTP connections alive, which is fine behind a reverse
+proxy. Where the database is on another host, more workers may pay: set WEB_CONCURRENCY.
 """
 
 import multiprocessing
 import os
 
-workers = int(os.environ.get("WEB_CONCURRENCY", 2 * multiprocessing.cpu_count() + 1))
+workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count() + 1))
 worker_class = "sync"
 timeout = 60

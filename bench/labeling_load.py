@@ -178,7 +178,7 @@ def sessions(usernames: list[str]) -> dict[str, str]:
 
 
 def start_server(workers: int | None = None, threads: int = 1) -> subprocess.Popen:
-    """gunicorn as deployed (gunicorn.conf.py: sync workers, 2 x cores + 1), unless told."""
+    """gunicorn as deployed (gunicorn.conf.py: sync workers, cores + 1), unless told."""
     env = {**os.environ, **SERVER_ENV}
     command = [str(ROOT / ".venv/bin/gunicorn"), "annotator.wsgi", "-b", f"127.0.0.1:{PORT}"]
     if workers:
