@@ -240,6 +240,33 @@ class Resolution(LabelFields):
         return f"{self.issue} in {self.project}: {self.label_code} ({self.method})"
 
 
+class QueueFrontier(models.Model):
+    """How far an annotator has certainly come through a project's queue.
+
+    Every open issue before `position` is one they labeled or handed back, so the queue starts
+    looking for their next issue there. Without it, a volunteer far ahead of the others (in
+    the study all seven labeled every issue) stepped past every issue they had labeled and the
+    others had not, on every request. Positions change only when the queue is ordered again,
+    which deletes the project's frontiers.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "annotator"], name="one_frontier_per_annotator"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.annotator} in {self.project}: from position {self.position}"
+
+
 class Reservation(models.Model):
     """An issue handed to an annotator; it holds one of the issue's K slots until it expires.
 

@@ -25,21 +25,33 @@ CANDIDATES_PER_ROUND = 4
 # Rounds to wait out rows that are only locked for a moment by other annotators.
 LOCKED_RETRIES = 20
 
-_CANDIDATES_SQL = """
-SELECT pi.id, pi.issue_id FROM annotator_projectissue pi
-WHERE pi.project_id = %(project)s AND pi.status = 'open'
-  AND NOT EXISTS (
+# Conditions on a queue row `pi` for the user: not labeled by them, not handed back by them.
+_NOT_LABELED_BY_USER = """
+  NOT EXISTS (
     SELECT 1 FROM annotator_annotation a
     WHERE a.project_id = pi.project_id AND a.issue_id = pi.issue_id
       AND a.annotator_id = %(user)s AND a.is_current
     -- OFFSET keeps this a probe of the unique index per queue row; as an anti-join the
     -- planner compared every queue row with every annotation of the user (quadratic).
     -- (LIMIT before OFFSET: SQLite wants both.)
-    LIMIT 1 OFFSET 0)
-  AND (%(with_skipped)s OR NOT EXISTS (
+    LIMIT 1 OFFSET 0)"""
+_NOT_HANDED_BACK_BY_USER = """
+  NOT EXISTS (
     SELECT 1 FROM annotator_reservation own
     WHERE own.project_issue_id = pi.id AND own.annotator_id = %(user)s
-      AND own.skipped_at IS NOT NULL))
+      AND own.skipped_at IS NOT NULL)"""
+# Where the user's part of the queue begins (`QueueFrontier`): 0 when handed-back issues are
+# wanted too, since those lie behind it.
+_FRONTIER = """
+  coalesce((SELECT f.position FROM annotator_queuefrontier f
+            WHERE f.project_id = %(project)s AND f.annotator_id = %(user)s), 0)"""
+
+_CANDIDATES_SQL = f"""
+SELECT pi.id, pi.issue_id, pi.position FROM annotator_projectissue pi
+WHERE pi.project_id = %(project)s AND pi.status = 'open'
+  AND pi.position >= CASE WHEN %(with_skipped)s THEN 0 ELSE {_FRONTIER} END
+  AND {_NOT_LABELED_BY_USER}
+  AND (%(with_skipped)s OR {_NOT_HANDED_BACK_BY_USER})
   AND pi.annotation_count + (
     SELECT count(*) FROM annotator_reservation r
     WHERE r.project_issue_id = pi.id AND r.skipped_at IS NULL AND r.expires_at > %(now)s
@@ -58,9 +70,9 @@ WITH existing AS (
   WHERE r.annotator_id = %(user)s AND ep.project_id = %(project)s AND ep.status = 'open'
     AND r.skipped_at IS NULL AND r.expires_at > %(now)s
   ORDER BY r.created_at LIMIT 1)
-SELECT project_issue_id AS id, NULL AS issue_id, 1 AS existing FROM existing
+SELECT project_issue_id AS id, NULL AS issue_id, NULL AS position, 1 AS existing FROM existing
 UNION ALL
-SELECT c.id, c.issue_id, 0 FROM ({_CANDIDATES_SQL} {{lock}}) c
+SELECT c.id, c.issue_id, c.position, 0 FROM ({_CANDIDATES_SQL} {{lock}}) c
 WHERE NOT EXISTS (SELECT 1 FROM existing)
 """
 
@@ -150,6 +162,27 @@ DO UPDATE SET created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
 """
 
 
+# After the user reserved the issue at %(position)s in the first round: the open issues between
+# their frontier and it were stepped past as labeled or handed back by them, or as full. The
+# frontier moves up to the first full one (its slot may free again), else to the reserved one.
+_ADVANCE_FRONTIER_SQL = f"""
+INSERT INTO annotator_queuefrontier (project_id, annotator_id, position)
+SELECT %(project)s, %(user)s, coalesce(min(pi.position), %(position)s)
+FROM annotator_projectissue pi
+WHERE pi.project_id = %(project)s AND pi.status = 'open'
+  AND pi.position >= {_FRONTIER} AND pi.position < %(position)s
+  AND {_NOT_LABELED_BY_USER} AND {_NOT_HANDED_BACK_BY_USER}
+ON CONFLICT (project_id, annotator_id) DO UPDATE SET position = EXCLUDED.position
+WHERE annotator_queuefrontier.position <> EXCLUDED.position
+"""
+
+
+def _advance_frontier(project: Project, user, position: int) -> None:
+    sql.execute(
+        _ADVANCE_FRONTIER_SQL, {"project": project.pk, "user": user.pk, "position": position}
+    )
+
+
 def _reserve_if_free(project: Project, item_id: int, issue_id: int, user, expires) -> bool:
     """Re-count the locked issue's slots and reserve one if free; whether it was reserved."""
     params = {
@@ -182,15 +215,15 @@ def _lock_clause() -> str:
 
 def _existing_or_candidates(
     user, project: Project, with_skipped: bool
-) -> tuple[int | None, list[tuple[int, int]]]:
-    """(the user's reserved issue, or None; else the locked candidates)."""
+) -> tuple[int | None, list[tuple[int, int, int]]]:
+    """(the user's reserved issue, or None; else the locked candidates: id, issue, position)."""
     found = sql.rows(
         _EXISTING_OR_CANDIDATES_SQL.format(lock=_lock_clause()),
         _params(user, project, with_skipped),
     )
-    if found and found[0][2]:
+    if found and found[0][3]:
         return found[0][0], []
-    return None, [(pk, issue_id) for pk, issue_id, _ in found]
+    return None, [(pk, issue_id, position) for pk, issue_id, position, _ in found]
 
 
 @pg_functions.register
@@ -198,6 +231,7 @@ def _reserve_next_function() -> pg_functions.Function:
     """`_reserve_round` as one PL/pgSQL call: the same two statements in one round trip."""
     candidates = pg_functions.plpgsql(_EXISTING_OR_CANDIDATES_SQL.format(lock=_LOCK))
     reserve = pg_functions.plpgsql(_RESERVE_IF_FREE_SQL)
+    advance = pg_functions.plpgsql(_ADVANCE_FRONTIER_SQL)
     return pg_functions.Function(
         "annotator_reserve_next",
         arguments=(
@@ -215,6 +249,7 @@ DECLARE
   found_row record;
   arg_item bigint;
   arg_issue bigint;
+  arg_position integer;
   locked integer := 0;
 BEGIN
   FOR found_row IN {candidates} LOOP
@@ -225,8 +260,12 @@ BEGIN
     locked := locked + 1;
     arg_item := found_row.id;
     arg_issue := found_row.issue_id;
+    arg_position := found_row.position;
     {reserve};
     IF FOUND THEN
+      IF NOT arg_with_skipped THEN
+        {advance};
+      END IF;
       RETURN QUERY SELECT arg_item, locked;
       RETURN;
     END IF;
@@ -248,9 +287,11 @@ def _reserve_round(user, project: Project, with_skipped: bool, expires) -> tuple
         reserved, candidates = _existing_or_candidates(user, project, with_skipped)
         if reserved is not None:
             return reserved, 0
-        for pk, issue_id in candidates:
+        for pk, issue_id, position in candidates:
             # The filter above ran on a snapshot; re-count now that the row is ours.
             if _reserve_if_free(project, pk, issue_id, user, expires):
+                if not with_skipped:
+                    _advance_frontier(project, user, position)
                 return pk, len(candidates)
         return None, len(candidates)
 

@@ -16,7 +16,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from annotator.models import Annotation, Project, ProjectIssue
+from annotator.models import Annotation, Project, ProjectIssue, QueueFrontier
 from ingest.models import Issue
 
 
@@ -143,6 +143,8 @@ def order_queue(project: Project, pilot_size: int, seed: int) -> None:
     position = {pk: i for i, pk in enumerate(pilot + rest)}
     objs = [ProjectIssue(id=pk, position=position[pk], is_pilot=pk in pilot_set) for pk, _ in rows]
     ProjectIssue.objects.bulk_update(objs, ["position", "is_pilot"], batch_size=2000)
+    # Frontiers are positions in the old order: everyone starts looking from the front again.
+    QueueFrontier.objects.filter(project=project).delete()
     project.pilot_size = len(pilot)
     project.queue_seed = seed
     project.save(update_fields=["pilot_size", "queue_seed"])

@@ -6,6 +6,7 @@
     .venv/bin/python bench/labeling_load.py page           # labeling page, 100 comments
     .venv/bin/python bench/labeling_load.py floor          # /healthz: the stack's ceiling
     .venv/bin/python bench/labeling_load.py cost           # one cycle's CPU and round trips
+    .venv/bin/python bench/labeling_load.py ahead          # a volunteer 10,000 issues ahead
     .venv/bin/python bench/labeling_load.py all --runs 3   # setup, then each scenario 3 times
 
 Uses its own database (BENCH_DATABASE_URL, default annotator_bench_labeling) and Redis db
@@ -494,6 +495,38 @@ def page(requests_n: int = 50) -> dict:
     }
 
 
+def _wsgi(key: str, method: str, path: str, body: bytes = b"") -> tuple[str, dict]:
+    """One request of a volunteer (session `key`) through the WSGI application, in process."""
+    import io
+
+    from annotator.wsgi import application
+
+    reply = {}
+
+    def start_response(status, headers, exc_info=None):
+        reply["status"], reply["headers"] = status, dict(headers)
+
+    environ = {
+        "REQUEST_METHOD": method,
+        "PATH_INFO": path,
+        "QUERY_STRING": "",
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": str(PORT),
+        "HTTP_HOST": f"127.0.0.1:{PORT}",
+        "HTTP_COOKIE": f"sessionid={key}; csrftoken={CSRF}",
+        "HTTP_X_CSRFTOKEN": CSRF,
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.errors": sys.stderr,
+        "CONTENT_LENGTH": str(len(body)),
+        "CONTENT_TYPE": "application/x-www-form-urlencoded",
+    }
+    result = application(environ, start_response)
+    b"".join(result)
+    result.close()
+    return reply["status"], reply["headers"]
+
+
 def cost(cycles: int = 700) -> dict:
     """What one submission costs, without contention: K annotators in turn, next + submit
     through the WSGI application in this process (no HTTP, no gunicorn), one request at a
@@ -504,14 +537,12 @@ def cost(cycles: int = 700) -> dict:
     the figure to compare two versions of the code by; saturation is the one that counts.
     """
     django_setup()
-    import io
 
     import psycopg
     import redis.connection
     from django.db import connection
 
     from annotator.models import Project
-    from annotator.wsgi import application
 
     project = Project.objects.get(name=PROJECT)
     analyze()
@@ -538,32 +569,6 @@ def cost(cycles: int = 700) -> dict:
 
         return counted
 
-    def call(key: str, method: str, path: str, body: bytes = b"") -> tuple[str, dict]:
-        reply = {}
-
-        def start_response(status, headers, exc_info=None):
-            reply["status"], reply["headers"] = status, dict(headers)
-
-        environ = {
-            "REQUEST_METHOD": method,
-            "PATH_INFO": path,
-            "QUERY_STRING": "",
-            "SERVER_NAME": "127.0.0.1",
-            "SERVER_PORT": str(PORT),
-            "HTTP_HOST": f"127.0.0.1:{PORT}",
-            "HTTP_COOKIE": f"sessionid={key}; csrftoken={CSRF}",
-            "HTTP_X_CSRFTOKEN": CSRF,
-            "wsgi.url_scheme": "http",
-            "wsgi.input": io.BytesIO(body),
-            "wsgi.errors": sys.stderr,
-            "CONTENT_LENGTH": str(len(body)),
-            "CONTENT_TYPE": "application/x-www-form-urlencoded",
-        }
-        result = application(environ, start_response)
-        b"".join(result)
-        result.close()
-        return reply["status"], reply["headers"]
-
     rng = random.Random(1)
     next_path = f"/projects/{project.pk}/label/"
 
@@ -572,10 +577,10 @@ def cost(cycles: int = 700) -> dict:
     def cycle() -> None:
         key = keys[names[turn[0] % K]]
         turn[0] += 1
-        status, headers = call(key, "GET", next_path)
+        status, headers = _wsgi(key, "GET", next_path)
         assert status.startswith("302"), status
         body = urlencode(rng.choice(labels)).encode()
-        status, _ = call(key, "POST", headers["Location"], body)
+        status, _ = _wsgi(key, "POST", headers["Location"], body)
         assert status.startswith("302"), status
 
     for _ in range(5 * K):  # warm: connections, prepared statements, caches
@@ -605,11 +610,71 @@ def cost(cycles: int = 700) -> dict:
     }
 
 
+def ahead(labeled: int = 10_000, cycles: int = 60) -> dict:
+    """One volunteer far ahead of the others, as in the study where everyone labeled every
+    issue: they labeled the first `labeled` issues of the queue, which still wait for the
+    others. Times their next issue and submission in this process (WSGI, no HTTP)."""
+    django_setup()
+    from django.contrib.auth.models import User
+    from django.db import connection
+
+    from annotator.models import Membership, Project, Role
+
+    project = Project.objects.get(name=PROJECT)
+    user, _ = User.objects.get_or_create(username="bench-ahead", defaults={"password": "!"})
+    Membership.objects.get_or_create(project=project, user=user, defaults={"role": Role.ANNOTATOR})
+    with connection.cursor() as cursor:
+        # Their labels of the first open issues in queue order, written directly (no frontier).
+        cursor.execute(
+            "DELETE FROM annotator_annotation WHERE annotator_id = %s AND project_id = %s",
+            [user.pk, project.pk],
+        )
+        cursor.execute("DELETE FROM annotator_queuefrontier WHERE annotator_id = %s", [user.pk])
+        cursor.execute("DELETE FROM annotator_reservation WHERE annotator_id = %s", [user.pk])
+        cursor.execute(
+            """
+            INSERT INTO annotator_annotation (project_id, issue_id, annotator_id, revision,
+              is_current, is_pilot, is_false_positive, false_positive_reason, summary, note,
+              proposed_category, created_at)
+            SELECT pi.project_id, pi.issue_id, %s, 1, true, false, true, 'keyword_in_names',
+                   '', '', '', now()
+            FROM annotator_projectissue pi
+            WHERE pi.project_id = %s AND pi.status = 'open'
+            ORDER BY pi.position, pi.id LIMIT %s
+            """,
+            [user.pk, project.pk, labeled],
+        )
+        cursor.execute("ANALYZE annotator_annotation")
+    key = sessions(["bench-ahead"])["bench-ahead"]
+    labels = label_payload(project.pk)
+    rng = random.Random(2)
+    _wsgi(key, "GET", "/healthz")  # the process's first request imports every view
+    next_ms, submit_ms = [], []
+    for _ in range(cycles):
+        t0 = time.perf_counter()
+        status, headers = _wsgi(key, "GET", f"/projects/{project.pk}/label/")
+        t1 = time.perf_counter()
+        assert status.startswith("302"), status
+        body = urlencode(rng.choice(labels)).encode()
+        status, _ = _wsgi(key, "POST", headers["Location"], body)
+        t2 = time.perf_counter()
+        assert status.startswith("302"), status
+        next_ms.append((t1 - t0) * 1000)
+        submit_ms.append((t2 - t1) * 1000)
+    return {
+        "labeled_ahead": labeled,
+        "first_next_ms": round(next_ms[0], 1),
+        "next_p50": round(percentile(next_ms[1:], 50), 1),
+        "next_p95": round(percentile(next_ms[1:], 95), 1),
+        "submit_p50": round(percentile(submit_ms, 50), 1),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
         "scenario",
-        choices=["setup", "realistic", "saturation", "page", "floor", "cost", "all"],
+        choices=["setup", "realistic", "saturation", "page", "floor", "cost", "ahead", "all"],
     )
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--seconds", type=float, default=60)
@@ -620,9 +685,9 @@ def main() -> None:
         setup()
         if args.scenario == "setup":
             return
-    if args.scenario == "cost":
+    if args.scenario in ("cost", "ahead"):
         for _ in range(args.runs):
-            print("cost", cost(), flush=True)
+            print(args.scenario, cost() if args.scenario == "cost" else ahead(), flush=True)
         return
     scenarios = ["realistic", "saturation", "page"] if args.scenario == "all" else [args.scenario]
     server = start_server(args.workers, args.threads)
