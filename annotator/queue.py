@@ -5,6 +5,10 @@ K slots are taken (a reservation, an annotation) happens while holding the row l
 `ProjectIssue`. `next_issue_for` locks candidate rows with `FOR UPDATE SKIP LOCKED`, so two
 annotators asking at once never wait on each other, and re-counts the slots of a locked row
 before reserving it, because the candidate filter ran on a snapshot that may be stale.
+
+On PostgreSQL one such try is one call of a PL/pgSQL function built from the same statements
+(annotator.pg_functions). Each annotator's search starts at their `QueueFrontier`, behind which
+every open issue is one they labeled or handed back.
 """
 
 from __future__ import annotations

@@ -147,6 +147,11 @@
   const help = document.getElementById("help");
   const toggleHelp = () => (help.open ? help.close() : help.showModal());
   document.getElementById("show-help")?.addEventListener("click", toggleHelp);
+  // Closing the help (Escape or its button) may leave the focus on its Close button, where
+  // Enter would press that button instead of submitting the label.
+  help.addEventListener("close", () => {
+    if (help.contains(document.activeElement)) document.activeElement.blur();
+  });
   const typing = (el) => el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
   const submit = () => labelForm.requestSubmit(document.getElementById("submit-label"));
 
@@ -170,7 +175,9 @@
       event.preventDefault();
       toggleHelp();
     } else if (key === "Enter") {
-      if (target.tagName === "BUTTON" || target.tagName === "A") return;
+      // A focused button or link keeps its own Enter, unless it is in a closed dialog.
+      const control = target.tagName === "BUTTON" || target.tagName === "A";
+      if (control && !target.closest("dialog:not([open])")) return;
       event.preventDefault();
       submit();
     } else if (key === "s") {

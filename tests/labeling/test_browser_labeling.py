@@ -23,6 +23,10 @@ def test_volunteer_labels_three_issues_by_keyboard_alone(
     page, live_server, project, items, annotator
 ):
     problems = _watch(page)
+    traffic: list[str] = []
+    page.on("request", lambda r: traffic.append(f"{r.method} {r.url}"))
+    page.on("response", lambda r: traffic.append(f"-> {r.status} {r.url}"))
+    page.on("requestfailed", lambda r: traffic.append(f"failed {r.url} {r.failure}"))
     log_in(page, live_server, annotator.username)
     page.goto(live_server.url + reverse("label_next", args=[project.pk]))
 
@@ -35,7 +39,7 @@ def test_volunteer_labels_three_issues_by_keyboard_alone(
             raise AssertionError(
                 f"expected item {n} ({items[n].pk}), page is at {page.url}; "
                 f"focus on {page.evaluate('document.activeElement.outerHTML.slice(0, 120)')}; "
-                f"errors: {errors}; console: {problems}"
+                f"errors: {errors}; console: {problems}; last responses: {traffic[-6:]}"
             ) from exc
         # Keys pressed before labeling.js is listening would be lost.
         page.locator("body[data-labeling-ready]").wait_for(state="attached")
@@ -44,6 +48,7 @@ def test_volunteer_labels_three_issues_by_keyboard_alone(
     page.keyboard.press("?")
     assert page.locator("#help").is_visible()
     page.keyboard.press("Escape")
+    page.locator("#help").wait_for(state="hidden", timeout=3000)
     page.keyboard.press("b")
     page.keyboard.press("3")
     assert page.locator("#id_theme option:checked").inner_text().startswith("C.3 ")
