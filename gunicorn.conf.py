@@ -3,9 +3,9 @@
 Sync workers, cores + 1 of them unless WEB_CONCURRENCY says otherwise. The app's requests
 are short and busy on the CPU (next issue and submit ~2 ms each, a labeling page ~25 ms; the
 database answers in well under a millisecond), so a worker seldom waits and more workers only
-add switching: under saturation 3 workers on 2 cores took 20 % less CPU per submission than
-5 and labeled 12-37 % more issues a second, with the realistic load's p95 unchanged
-(bench/RESULTS.md, round 4). With threads in one process the short requests waited behind a
+add switching: under saturation 3 workers on 2 cores took 19-34 % less CPU per submission
+than 5 and labeled 13-31 % more issues a second, with the realistic load's p95 unchanged
+(bench/RESULTS.md, labeling round 4). With threads in one process the short requests waited behind a
 page render for the GIL (next-issue p95 34 ms with 3 workers x 4 threads, 20 ms with sync
 workers). Sync workers do not keep HTTP connections alive, which is fine behind a reverse
 proxy. Where the database is on another host, more workers may pay: set WEB_CONCURRENCY.
