@@ -26,6 +26,16 @@ class ProjectIssueAdmin(admin.ModelAdmin):
     list_display = ["issue", "project", "status", "is_pilot", "position"]
     list_filter = ["project", "status", "is_pilot"]
     raw_id_fields = ["issue"]
+    # Kept by the queue and the comparison: an edit here could hide an issue behind
+    # annotators' queue frontiers or break the K-slot count. Use the project's setup page.
+    readonly_fields = [
+        "position",
+        "is_pilot",
+        "status",
+        "annotation_count",
+        "disagreement_level",
+        "split",
+    ]
 
 
 @admin.register(Annotation)
@@ -33,6 +43,16 @@ class AnnotationAdmin(admin.ModelAdmin):
     list_display = ["issue", "annotator", "revision", "is_current", "label_code", "created_at"]
     list_filter = ["project", "is_current", "is_pilot", "is_false_positive"]
     raw_id_fields = ["issue", "issue_type", "theme", "sub_theme"]
+
+    # Annotations are history: never edited or deleted, a change is a new revision.
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(Resolution)

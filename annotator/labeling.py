@@ -275,7 +275,10 @@ def _submit_first(user, project: Project, item_id: int, label: Label) -> Annotat
             for f in _passed_fields()
         },
     }
-    row = sql.first(function.call_sql, params)
+    try:
+        row = pg_functions.first(function, params)
+    except pg_functions.Missing:
+        return None
     if row is None:
         return None
     annotation.pk, annotation.issue_id, annotation.is_pilot = row

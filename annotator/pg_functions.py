@@ -11,8 +11,9 @@ a count made after a row lock sees what the lock's previous holder committed.
 
 A function's name ends with a hash of its text, so a process calls only the body its code was
 written with. `migrate` installs them (post_migrate, like Django's permissions). Where one is
-missing, e.g. in a database not migrated since the code changed, the callers run their Python
-version, which is also what runs on SQLite. DB_FUNCTIONS=0 turns them off.
+missing, e.g. in a database not migrated since the code changed or recreated under running
+processes, the callers run their Python version, which is also what runs on SQLite.
+DB_FUNCTIONS=0 turns them off.
 """
 
 from __future__ import annotations
@@ -26,11 +27,14 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from django.conf import settings
-from django.db import connection, connections
+from django.db import DEFAULT_DB_ALIAS, ProgrammingError, connection, connections, transaction
+
+from annotator import sql
 
 logger = logging.getLogger(__name__)
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
+_UNDEFINED_FUNCTION = "42883"  # SQLSTATE
 # How long "not installed" is believed before pg_proc is asked again.
 _RECHECK_SECONDS = 30.0
 
@@ -80,18 +84,47 @@ def register(builder: Callable[[], Function]) -> Callable[[], Function]:
     return cached
 
 
-def install(using: str = "default", **kwargs) -> None:
-    """Create every registered function on the database (post_migrate receiver)."""
+# Serializes installs: two `migrate` runs replacing one function at once make PostgreSQL
+# fail with "tuple concurrently updated".
+_INSTALL_LOCK = 74_201_311
+
+
+def install(using: str = DEFAULT_DB_ALIAS, **kwargs) -> None:
+    """Create every registered function on the database (post_migrate receiver).
+
+    Only the default database: the only one the callers use, and the one whose column types
+    the functions are built with.
+    """
     target = connections[using]
-    if target.vendor != "postgresql":
+    if using != DEFAULT_DB_ALIAS or target.vendor != "postgresql":
         return
     # The modules that declare functions register them when imported.
     from annotator import labeling, queue  # noqa: F401
 
-    with target.cursor() as cursor:
+    with transaction.atomic(using=using), target.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_INSTALL_LOCK])
         for builder in _BUILDERS:
             cursor.execute(builder().create_sql)
     _present.clear()
+
+
+class Missing(Exception):
+    """The function is not in the database (any more): run the Python version."""
+
+
+def first(function: Function, params: dict) -> tuple | None:
+    """The first row the function returns, or None; raises Missing if it has disappeared
+    since `available` said yes (a database restored or recreated under the running code)."""
+    try:
+        return sql.first(function.call_sql, params)
+    except ProgrammingError as exc:
+        vanished = getattr(exc.__cause__, "sqlstate", None) == _UNDEFINED_FUNCTION
+        # Inside a transaction the failed call has aborted it: nothing else can run there.
+        if not vanished or connections[DEFAULT_DB_ALIAS].in_atomic_block:
+            raise
+        _present.clear()
+        logger.warning("%s has disappeared; run `manage.py migrate`", function.name)
+        raise Missing(function.name) from exc
 
 
 # Database name -> (function names found in pg_proc, when looked).

@@ -166,9 +166,11 @@ DO UPDATE SET created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
 """
 
 
-# After the user reserved the issue at %(position)s in the first round: the open issues between
-# their frontier and it were stepped past as labeled or handed back by them, or as full. The
-# frontier moves up to the first full one (its slot may free again), else to the reserved one.
+# After the user reserved the issue at %(position)s: the open issues between their frontier and
+# it were stepped past as labeled or handed back by them, or as full. The frontier moves up to
+# the first full one (its slot may free again), else to the reserved issue. A handed-back
+# issue taken again (second round) lies behind the frontier and is no longer handed back: the
+# frontier moves back to it, since its reservation may yet expire unlabeled.
 _ADVANCE_FRONTIER_SQL = f"""
 INSERT INTO annotator_queuefrontier (project_id, annotator_id, position)
 SELECT %(project)s, %(user)s, coalesce(min(pi.position), %(position)s)
@@ -267,9 +269,7 @@ BEGIN
     arg_position := found_row.position;
     {reserve};
     IF FOUND THEN
-      IF NOT arg_with_skipped THEN
-        {advance};
-      END IF;
+      {advance};
       RETURN QUERY SELECT arg_item, locked;
       RETURN;
     END IF;
@@ -285,8 +285,11 @@ def _reserve_round(user, project: Project, with_skipped: bool, expires) -> tuple
     function = _reserve_next_function() if connection.vendor == "postgresql" else None
     if function is not None and pg_functions.available(function):
         params = {**_params(user, project, with_skipped), "expires": expires}
-        item, locked = sql.first(function.call_sql, params)
-        return item, locked
+        try:
+            item, locked = pg_functions.first(function, params)
+            return item, locked
+        except pg_functions.Missing:
+            pass
     with transaction.atomic():
         reserved, candidates = _existing_or_candidates(user, project, with_skipped)
         if reserved is not None:
@@ -294,8 +297,7 @@ def _reserve_round(user, project: Project, with_skipped: bool, expires) -> tuple
         for pk, issue_id, position in candidates:
             # The filter above ran on a snapshot; re-count now that the row is ours.
             if _reserve_if_free(project, pk, issue_id, user, expires):
-                if not with_skipped:
-                    _advance_frontier(project, user, position)
+                _advance_frontier(project, user, position)
                 return pk, len(candidates)
         return None, len(candidates)
 

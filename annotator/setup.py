@@ -126,6 +126,7 @@ def apply_scope(project: Project, scope: Scope, pilot_size: int, seed: int) -> d
     return {"added": len(added), "removed": len(removable), "total": len(existing) + len(added)}
 
 
+@transaction.atomic
 def order_queue(project: Project, pilot_size: int, seed: int) -> None:
     """Draw the pilot (stratified by repository) and give every issue its queue position."""
     rows = list(

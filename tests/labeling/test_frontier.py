@@ -8,11 +8,15 @@ with the PostgreSQL functions and with the Python path alone.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+import time_machine
 from django.db import connection
+from django.utils import timezone
 
 from annotator import queue, setup
-from annotator.models import Annotation, ProjectIssue, QueueFrontier
+from annotator.models import Annotation, ProjectIssue, QueueFrontier, Reservation
 from tests.conftest import make_issue
 from tests.labeling.conftest import label_item, take_and_label
 
@@ -125,3 +129,28 @@ def test_the_candidate_scan_starts_at_the_frontier_in_the_index(
     # was handed): the index range starts there.
     assert scans and all("position" in scan.get("Index Cond", "") for scan in scans)
     assert sum(scan.get("Rows Removed by Filter", 0) for scan in scans) == 1
+
+
+def test_a_handed_back_issue_taken_again_and_abandoned_comes_back_in_order(
+    path, project, queue_of_twelve, annotator, other_annotator
+):
+    project.annotations_per_issue = 1
+    project.save()
+    first, second, third, fourth = queue_of_twelve[:4]
+    ProjectIssue.objects.filter(project=project, position__gt=3).delete()
+    assert queue.next_issue_for(annotator, project) == first
+    assert queue.skip(annotator, first)
+    for item in (second, third):
+        assert queue.next_issue_for(annotator, project) == item
+        label_item(annotator, project, item, "A.1")
+    Reservation.objects.create(  # Otto holds the fourth: full (K = 1)
+        project_issue=fourth,
+        annotator=other_annotator,
+        expires_at=timezone.now() + timedelta(minutes=30),
+    )
+    # Nothing else for Ada: the handed-back issue comes back, from behind her frontier ...
+    assert queue.next_issue_for(annotator, project) == first
+    assert _frontier(project, annotator) == first.position
+    # ... and she leaves it. Once both reservations have expired, it comes first again.
+    with time_machine.travel(timezone.now() + timedelta(minutes=31)):
+        assert queue.next_issue_for(annotator, project) == first

@@ -167,3 +167,20 @@ def test_without_the_functions_installed_the_python_path_runs(
     assert item.pk == items[0].pk
     annotation = labeling.submit(annotator, project, item.pk, _label(project, "A.1"))
     assert Annotation.objects.get(pk=annotation.pk).issue_id == item.issue_id
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_function_that_disappears_under_running_code_falls_back(project, items, annotator):
+    # A database recreated or restored while the workers run: `available` said yes before.
+    function = labeling._submit_first_function()
+    assert pg_functions.available(function)
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP FUNCTION {function.name}")
+        item = queue.next_issue_for(annotator, project)
+        annotation = labeling.submit(annotator, project, item.pk, _label(project, "A.1"))
+        assert Annotation.objects.get(pk=annotation.pk).issue_id == item.issue_id
+        assert not pg_functions.available(function)  # looked again, and remembered
+    finally:
+        pg_functions.install()
+        pg_functions._present.clear()
