@@ -8,10 +8,11 @@ is blind to it until the issue is final.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from django.core.cache import cache
-from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
+from django.db import connection, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
@@ -198,6 +199,7 @@ _FROM_ISSUE_ROW = {
 }
 
 
+@functools.cache
 def _passed_fields() -> tuple:
     return tuple(f for f in sql.insert_fields(Annotation) if f.column not in _FROM_ISSUE_ROW)
 
@@ -255,15 +257,15 @@ END""",
 
 def _submit_first(user, project: Project, item_id: int, label: Label) -> Annotation | None:
     """The stored annotation if the one-call path took the submission, else None."""
-    db = connections[DEFAULT_DB_ALIAS]
-    if db.vendor != "postgresql" or label.proposed_category:
+    if label.proposed_category:
         return None  # a proposal also becomes a taxonomy proposal: the Python path
-    function = _submit_first_function()
-    if not pg_functions.available(function):
+    function = pg_functions.usable(_submit_first_function)
+    if function is None:
         return None
     annotation = _new_annotation(
         ProjectIssue(project_id=project.pk, issue_id=None, is_pilot=False), user, label, None
     )
+    passed = _passed_fields()
     params = {
         "project": project.pk,
         "item": item_id,
@@ -271,8 +273,8 @@ def _submit_first(user, project: Project, item_id: int, label: Label) -> Annotat
         "now": timezone.now(),
         "k": project.annotations_per_issue,
         **{
-            f"col_{f.column}": f.get_db_prep_save(f.pre_save(annotation, True), db)
-            for f in _passed_fields()
+            f"col_{f.column}": value
+            for f, value in zip(passed, sql.db_values(annotation, passed), strict=True)
         },
     }
     try:
@@ -281,9 +283,8 @@ def _submit_first(user, project: Project, item_id: int, label: Label) -> Annotat
         return None
     if row is None:
         return None
-    annotation.pk, annotation.issue_id, annotation.is_pilot = row
-    annotation._state.adding = False
-    annotation._state.db = DEFAULT_DB_ALIAS
+    pk, annotation.issue_id, annotation.is_pilot = row
+    sql.mark_stored(annotation, pk)
     return annotation
 
 

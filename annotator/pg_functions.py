@@ -114,7 +114,7 @@ class Missing(Exception):
 
 def first(function: Function, params: dict) -> tuple | None:
     """The first row the function returns, or None; raises Missing if it has disappeared
-    since `available` said yes (a database restored or recreated under the running code)."""
+    since `usable` found it (a database restored or recreated under the running code)."""
     try:
         return sql.first(function.call_sql, params)
     except ProgrammingError as exc:
@@ -131,16 +131,18 @@ def first(function: Function, params: dict) -> tuple | None:
 _present: dict[str, tuple[frozenset[str], float]] = {}
 
 
-def available(function: Function) -> bool:
-    """Whether `function` can be called on the default database (else: the Python version)."""
+def usable(builder: Callable[[], Function]) -> Function | None:
+    """The registered function to call on the default database, or None: run the Python
+    version (not PostgreSQL, DB_FUNCTIONS off, or not installed)."""
     if connection.vendor != "postgresql" or not settings.DB_FUNCTIONS:
-        return False
+        return None
+    function = builder()
     key = connection.settings_dict["NAME"]
     names, looked = _present.get(key, (frozenset(), 0.0))
     if function.name in names:
-        return True
+        return function
     if time.monotonic() - looked < _RECHECK_SECONDS:
-        return False
+        return None
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
@@ -151,4 +153,5 @@ def available(function: Function) -> bool:
     _present[key] = (names, time.monotonic())
     if function.name not in names:
         logger.warning("%s is not installed; run `manage.py migrate`", function.name)
-    return function.name in names
+        return None
+    return function

@@ -282,8 +282,8 @@ END""",
 def _reserve_round(user, project: Project, with_skipped: bool, expires) -> tuple[int | None, int]:
     """One try: the user's active reservation or a newly reserved issue (its id, or None), and
     how many candidates this try locked."""
-    function = _reserve_next_function() if connection.vendor == "postgresql" else None
-    if function is not None and pg_functions.available(function):
+    function = pg_functions.usable(_reserve_next_function)
+    if function is not None:
         params = {**_params(user, project, with_skipped), "expires": expires}
         try:
             item, locked = pg_functions.first(function, params)

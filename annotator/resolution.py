@@ -255,7 +255,7 @@ def reopen(project_issue: ProjectIssue, lead, note: str = "") -> Resolution:
         pi.status = ProjectIssue.Status.DISAGREEMENT
         pi.disagreement_level = comparison.first_disagreement
         pi.split = comparison.split
-        pi.save(update_fields=["status", "disagreement_level", "split"])
+        _save_comparison(pi)
     return resolution
 
 

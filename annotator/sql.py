@@ -91,13 +91,21 @@ def insert(instance: Model) -> None:
     when the instance was made), without save()'s extra queries; no signals are sent.
     """
     model = type(instance)
+    values = db_values(instance, insert_fields(model))
+    row = first(_insert_sql(model), {f"v{n}": value for n, value in enumerate(values)})
+    mark_stored(instance, row[0])
+
+
+def db_values(instance: Model, fields: Sequence) -> list:
+    """The fields' values as an insert sends them: prepared by each field as `Model.save()`
+    prepares them (defaults were applied when the instance was made)."""
     db = connections[DEFAULT_DB_ALIAS]
-    params = {
-        f"v{n}": f.get_db_prep_save(f.pre_save(instance, True), db)
-        for n, f in enumerate(insert_fields(model))
-    }
-    row = first(_insert_sql(model), params)
-    setattr(instance, model._meta.pk.attname, row[0])
+    return [f.get_db_prep_save(f.pre_save(instance, True), db) for f in fields]
+
+
+def mark_stored(instance: Model, pk) -> None:
+    """Give an instance inserted by hand its key, and the state of a saved instance."""
+    setattr(instance, type(instance)._meta.pk.attname, pk)
     instance._state.adding = False
     instance._state.db = DEFAULT_DB_ALIAS
 

@@ -527,6 +527,18 @@ def _wsgi(key: str, method: str, path: str, body: bytes = b"") -> tuple[str, dic
     return reply["status"], reply["headers"]
 
 
+def _label_one(key: str, project_id: int, labels: list[dict], rng: random.Random) -> tuple:
+    """Next issue, then a label for it, through `_wsgi`; the two times in milliseconds."""
+    t0 = time.perf_counter()
+    status, headers = _wsgi(key, "GET", f"/projects/{project_id}/label/")
+    t1 = time.perf_counter()
+    assert status.startswith("302"), status
+    status, _ = _wsgi(key, "POST", headers["Location"], urlencode(rng.choice(labels)).encode())
+    t2 = time.perf_counter()
+    assert status.startswith("302"), status
+    return (t1 - t0) * 1000, (t2 - t1) * 1000
+
+
 def cost(cycles: int = 700) -> dict:
     """What one submission costs, without contention: K annotators in turn, next + submit
     through the WSGI application in this process (no HTTP, no gunicorn), one request at a
@@ -570,18 +582,13 @@ def cost(cycles: int = 700) -> dict:
         return counted
 
     rng = random.Random(1)
-    next_path = f"/projects/{project.pk}/label/"
 
     turn = [0]
 
     def cycle() -> None:
         key = keys[names[turn[0] % K]]
         turn[0] += 1
-        status, headers = _wsgi(key, "GET", next_path)
-        assert status.startswith("302"), status
-        body = urlencode(rng.choice(labels)).encode()
-        status, _ = _wsgi(key, "POST", headers["Location"], body)
-        assert status.startswith("302"), status
+        _label_one(key, project.pk, labels, rng)
 
     for _ in range(5 * K):  # warm: connections, prepared statements, caches
         cycle()
@@ -651,16 +658,9 @@ def ahead(labeled: int = 10_000, cycles: int = 60) -> dict:
     _wsgi(key, "GET", "/healthz")  # the process's first request imports every view
     next_ms, submit_ms = [], []
     for _ in range(cycles):
-        t0 = time.perf_counter()
-        status, headers = _wsgi(key, "GET", f"/projects/{project.pk}/label/")
-        t1 = time.perf_counter()
-        assert status.startswith("302"), status
-        body = urlencode(rng.choice(labels)).encode()
-        status, _ = _wsgi(key, "POST", headers["Location"], body)
-        t2 = time.perf_counter()
-        assert status.startswith("302"), status
-        next_ms.append((t1 - t0) * 1000)
-        submit_ms.append((t2 - t1) * 1000)
+        took_next, took_submit = _label_one(key, project.pk, labels, rng)
+        next_ms.append(took_next)
+        submit_ms.append(took_submit)
     return {
         "labeled_ahead": labeled,
         "first_next_ms": round(next_ms[0], 1),

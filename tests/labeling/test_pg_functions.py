@@ -51,7 +51,7 @@ def calls(db):
 
 @pytest.fixture
 def forget_installed():
-    """`available` remembers what pg_proc held; a test that drops a function must not leave
+    """`usable` remembers what pg_proc held; a test that drops a function must not leave
     that memory to the next test."""
     pg_functions._present.clear()
     yield
@@ -68,8 +68,8 @@ def test_migrate_installs_each_function_under_the_hash_of_its_text(db):
         installed = {row[0] for row in cursor.fetchall()}
     expected = {queue._reserve_next_function().name, labeling._submit_first_function().name}
     assert expected <= installed
-    for function in (queue._reserve_next_function(), labeling._submit_first_function()):
-        assert pg_functions.available(function)
+    for builder in (queue._reserve_next_function, labeling._submit_first_function):
+        assert pg_functions.usable(builder) is builder()
 
 
 def test_a_changed_body_gets_another_name():
@@ -162,7 +162,7 @@ def test_without_the_functions_installed_the_python_path_runs(
         # Inside the test's transaction: rolled back with it.
         for function in (queue._reserve_next_function(), labeling._submit_first_function()):
             cursor.execute(f"DROP FUNCTION {function.name}")
-    assert not pg_functions.available(labeling._submit_first_function())
+    assert pg_functions.usable(labeling._submit_first_function) is None
     item = queue.next_issue_for(annotator, project)
     assert item.pk == items[0].pk
     annotation = labeling.submit(annotator, project, item.pk, _label(project, "A.1"))
@@ -171,16 +171,17 @@ def test_without_the_functions_installed_the_python_path_runs(
 
 @pytest.mark.django_db(transaction=True)
 def test_a_function_that_disappears_under_running_code_falls_back(project, items, annotator):
-    # A database recreated or restored while the workers run: `available` said yes before.
+    # A database recreated or restored while the workers run: `usable` found it before.
     function = labeling._submit_first_function()
-    assert pg_functions.available(function)
+    assert pg_functions.usable(labeling._submit_first_function) is function
     try:
         with connection.cursor() as cursor:
             cursor.execute(f"DROP FUNCTION {function.name}")
         item = queue.next_issue_for(annotator, project)
         annotation = labeling.submit(annotator, project, item.pk, _label(project, "A.1"))
         assert Annotation.objects.get(pk=annotation.pk).issue_id == item.issue_id
-        assert not pg_functions.available(function)  # looked again, and remembered
+        # Looked again, and remembered.
+        assert pg_functions.usable(labeling._submit_first_function) is None
     finally:
         pg_functions.install()
         pg_functions._present.clear()
