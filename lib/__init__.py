@@ -1,0 +1,1 @@
+"""Small, dependency-free helpers shared by every app (no Django models, imports no app)."""
