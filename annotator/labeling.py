@@ -4,6 +4,11 @@ An annotation is never overwritten. Changing one's label writes a new revision a
 old one as not current; once K current annotations exist the issue is compared
 (`annotator.resolution.evaluate`). Errors never mention other annotators' work: an annotator
 is blind to it until the issue is final.
+
+Labels lock when the K-th arrives: from then on no annotator's revision is taken, so nothing an
+annotator does can re-run the comparison, move the issue out of the lead's queue or tell them
+how the others labeled (trying values until the issue turns final would). What they would
+change goes to the lead as a change request (`resolution.request_change`).
 """
 
 from __future__ import annotations
@@ -311,10 +316,12 @@ def submit(user, project: Project, project_issue: ProjectIssue | int, label: Lab
         current = (
             Annotation.objects.get(pk=slots.own_annotation_id) if slots.own_annotation_id else None
         )
-        if pi.status == ProjectIssue.Status.FINAL:
-            if current is None:
-                raise NotYours
-            raise LabelError("__all__", "This issue is final; its label can no longer change.")
+        if pi.status == ProjectIssue.Status.FINAL and current is None:
+            raise NotYours
+        if current is not None and label.same_as(current):
+            return current  # nothing changes (a double submit): the same answer in any state
+        if current is not None and is_locked(pi, project):
+            raise LabelError("__all__", LOCKED_MESSAGE)
         if current is None:
             if not slots.reservation:  # none, or handed back
                 raise NotYours
@@ -322,8 +329,6 @@ def submit(user, project: Project, project_issue: ProjectIssue | int, label: Lab
                 raise LabelError(
                     "__all__", "Your reservation of this issue expired; it was handed back."
                 )
-        elif label.same_as(current):
-            return current
         if current is not None:
             current.is_current = False
             current.save(update_fields=["is_current"])
@@ -335,13 +340,28 @@ def submit(user, project: Project, project_issue: ProjectIssue | int, label: Lab
             # Exact: counted under the row lock just above, plus this new annotation.
             pi.annotation_count = slots.annotations + 1
             sql.execute(_SET_COUNT_SQL, {"n": pi.annotation_count, "item": pi.pk})
-        resolution.evaluate(pi, project)
+            # Only a first label can be the K-th (revisions stop at the lock above).
+            resolution.evaluate(pi, project)
         previous_text = current.proposed_category if current else ""
         if annotation.proposed_category and annotation.proposed_category != previous_text:
             # The "propose a new category" box becomes a taxonomy proposal the others vote on
             # (once: a revision that keeps the same text does not propose it again).
             proposal_from_annotation(annotation)
     return annotation
+
+
+LOCKED_MESSAGE = (
+    "Your label is locked: this issue has all its labels and waits for its final label. "
+    "Ask the lead for a change instead."
+)
+
+
+def is_locked(project_issue: ProjectIssue, project: Project) -> bool:
+    """True once the issue has its K labels (or is final): no annotator may revise theirs."""
+    return (
+        project_issue.status != ProjectIssue.Status.OPEN
+        or project_issue.annotation_count >= project.annotations_per_issue
+    )
 
 
 def revisions(project: Project, issue_id: int, annotator=None):

@@ -13,6 +13,11 @@ urlpatterns = [
         name="skip_issue",
     ),
     path(
+        "projects/<int:project_id>/label/<int:item_id>/change-request/",
+        views.request_change,
+        name="request_change",
+    ),
+    path(
         "projects/<int:project_id>/label/taxonomy/<int:version_id>.json",
         views.label_taxonomy,
         name="label_taxonomy",

@@ -111,6 +111,8 @@ def label_issue(request, project_id: int, item_id: int):
     if own is None and not queue.was_handed(reservation):
         raise Http404
     is_final = item.status == ProjectIssue.Status.FINAL
+    # Locked once the issue has its K labels; shown the same whatever the others chose.
+    locked = own is not None and not is_final and labeling.is_locked(item, project)
     context = {
         "project": project,
         "item": item,
@@ -119,6 +121,8 @@ def label_issue(request, project_id: int, item_id: int):
         **label_choices(project.taxonomy_version_id, initial),
         "error": error,
         "is_final": is_final,
+        "locked": locked,
+        "my_messages": resolution.own_messages(item, request.user) if own else (),
         # Blind until final: only the final label, never the other annotations.
         "final": resolution.current_resolution(item) if is_final else None,
         "reservation": reservation if reservation and reservation.skipped_at is None else None,
@@ -128,6 +132,23 @@ def label_issue(request, project_id: int, item_id: int):
         **issue_context(item.issue),
     }
     return render(request, "labeling/label.html", context, status=400 if error else 200)
+
+
+@login_required
+@require_POST
+def request_change(request, project_id: int, item_id: int):
+    """An annotator asks the lead to change their locked label (nothing else changes)."""
+    membership = membership_or_404(request.user, project_id, roles=LABELER_ROLES)
+    item = _project_issue_or_404(membership.project, item_id)
+    if labeling.own_annotation(request.user, item) is None:
+        raise Http404  # as for an issue that was never theirs
+    try:
+        resolution.request_change(item, request.user, request.POST.get("body", ""))
+    except resolution.ResolutionError as exc:
+        messages.error(request, f"Not sent: {exc}")
+    else:
+        messages.success(request, "Sent to the lead.")
+    return redirect("label_issue", project_id=project_id, item_id=item_id)
 
 
 @login_required
@@ -281,6 +302,9 @@ def disagreement_queue(request, project_id: int):
         "repositories": Repository.objects.filter(
             issues__project_issues__project=project
         ).distinct(),
+        "late_requests": resolution.late_change_requests(project).filter(
+            project_issue__status=ProjectIssue.Status.FINAL
+        ),
     }
     template = "labeling/_queue_rows.html" if request.htmx else "labeling/queue.html"
     return render(request, template, context)
@@ -357,6 +381,7 @@ def resolve_issue(request, project_id: int, item_id: int):
         "level_name": resolution.LEVEL_NAMES.get(comparison.first_disagreement, ""),
         "final": resolution.current_resolution(item),
         "history": resolution.resolution_history(item),
+        "based_on": _based_on(resolution.current_resolution(item)),
         "revisions": labeling.revisions(project, item.issue_id),
         "discussion": item.discussion.select_related("author"),
         "methods": [(m, Resolution.Method(m).label) for m in resolution.LEAD_METHODS],
@@ -398,3 +423,14 @@ def _vote_name(level: str, value, nodes: dict) -> str:
         return "—"
     node = nodes.get(value)
     return f"{node.code} {node.name}" if node else str(value)
+
+
+def _based_on(final: Resolution | None) -> list[Annotation]:
+    """The revisions a final label was decided on, for the lead's history."""
+    if final is None or not final.based_on:
+        return []
+    return list(
+        Annotation.objects.filter(pk__in=final.based_on)
+        .select_related("annotator")
+        .order_by("annotator__username")
+    )

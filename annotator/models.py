@@ -225,6 +225,9 @@ class Resolution(LabelFields):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     reopened_at = models.DateTimeField(null=True, blank=True)
+    # The annotations (ids of the exact revisions) the final label was decided on: labels lock
+    # when the K-th arrives, so these are the issue's current annotations at that moment.
+    based_on = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["project", "issue", "-decided_at"]
@@ -296,7 +299,11 @@ class Reservation(models.Model):
 
 
 class DiscussionMessage(models.Model):
-    """A lead's note in the discussion of a disagreement."""
+    """A note in an issue's discussion: a lead's, or an annotator's request to change a label.
+
+    An annotator's label locks when the issue has its K labels; what they would change goes
+    here as a change request, for the lead. Annotators see only their own messages.
+    """
 
     project_issue = models.ForeignKey(
         ProjectIssue, on_delete=models.CASCADE, related_name="discussion"
@@ -306,6 +313,7 @@ class DiscussionMessage(models.Model):
     )
     body = models.TextField()
     created_at = models.DateTimeField(default=timezone.now)
+    is_change_request = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["project_issue", "created_at", "id"]

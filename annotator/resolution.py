@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from annotator import sql
@@ -132,6 +132,7 @@ def _finalize(
         issue_type_id=sample.issue_type_id,
         theme_id=sample.theme_id,
         sub_theme_id=sample.sub_theme_id,
+        based_on=[a.pk for a in annotations],
     )
     # One in K submissions ends here: hand-written statements, as the rest of `submit`.
     sql.insert(resolution)
@@ -221,7 +222,13 @@ def resolve(
         pi = ProjectIssue.objects.select_for_update().get(pk=project_issue.pk)
         if pi.status == ProjectIssue.Status.FINAL or current_resolution(pi) is not None:
             raise ResolutionError("The issue is already final; reopen it first.")
+        based_on = list(
+            Annotation.objects.filter(
+                project_id=pi.project_id, issue_id=pi.issue_id, is_current=True
+            ).values_list("pk", flat=True)
+        )
         resolution = Resolution.objects.create(
+            based_on=based_on,
             project_id=pi.project_id,
             issue_id=pi.issue_id,
             method=method,
@@ -265,11 +272,68 @@ def resolution_history(project_issue: ProjectIssue) -> QuerySet[Resolution]:
     ).select_related("decided_by", "reopened_by", "issue_type", "theme", "sub_theme")
 
 
-def add_message(project_issue: ProjectIssue, author, body: str) -> DiscussionMessage:
-    body = body.strip()
+MAX_MESSAGE = 5000
+
+
+def _message_body(body: str) -> str:
+    body = (body or "").strip()
     if not body:
         raise ResolutionError("message: write something first.")
-    return DiscussionMessage.objects.create(project_issue=project_issue, author=author, body=body)
+    if len(body) > MAX_MESSAGE:
+        raise ResolutionError(f"message: at most {MAX_MESSAGE} characters")
+    return body
+
+
+def add_message(project_issue: ProjectIssue, author, body: str) -> DiscussionMessage:
+    return DiscussionMessage.objects.create(
+        project_issue=project_issue, author=author, body=_message_body(body)
+    )
+
+
+def request_change(project_issue: ProjectIssue, annotator, body: str) -> DiscussionMessage:
+    """An annotator's request to change their locked label, for the lead's eyes.
+
+    Only an annotator with a current label of the issue may ask. The request changes nothing of
+    the issue: its status, annotations and final label stay as they are until a lead acts.
+    """
+    has_label = Annotation.objects.filter(
+        project_id=project_issue.project_id,
+        issue_id=project_issue.issue_id,
+        annotator=annotator,
+        is_current=True,
+    ).exists()
+    if not has_label:
+        raise ResolutionError("message: only an annotator of this issue may ask for a change")
+    return DiscussionMessage.objects.create(
+        project_issue=project_issue,
+        author=annotator,
+        body=_message_body(body),
+        is_change_request=True,
+    )
+
+
+def own_messages(project_issue: ProjectIssue, user) -> QuerySet[DiscussionMessage]:
+    """What an annotator may read of an issue's discussion: their own messages only."""
+    return project_issue.discussion.filter(author=user)
+
+
+def late_change_requests(project: Project) -> QuerySet[DiscussionMessage]:
+    """Change requests a lead has not acted on: on issues still waiting for a final label, or
+    made after the issue's current final label was decided."""
+    newer_than_final = Exists(
+        Resolution.objects.filter(
+            project_id=project.pk,
+            issue_id=OuterRef("project_issue__issue_id"),
+            is_current=True,
+            decided_at__lt=OuterRef("created_at"),
+        )
+    )
+    return (
+        DiscussionMessage.objects.filter(project_issue__project=project, is_change_request=True)
+        .filter(~Q(project_issue__status=ProjectIssue.Status.FINAL) | newer_than_final)
+        .select_related("author", "project_issue__issue")
+        .order_by("created_at", "id")
+    )
 
 
 def disagreement_queue(
@@ -299,6 +363,9 @@ def disagreement_queue(
         )
     if level:
         qs = qs.filter(disagreement_level=level)
+    qs = qs.annotate(
+        change_requests=Count("discussion", filter=Q(discussion__is_change_request=True))
+    )
     if sort == "position":
         return qs.order_by("position", "id")
     return qs.order_by("-split", "position", "id")

@@ -38,8 +38,13 @@ def _proposal_rows(project, user, is_lead: bool, queryset) -> list[dict]:
         tally = proposals.tally(p)
         my_vote = next((v for v in p.votes.all() if v.voter_id == user.pk), None)
         # Blindness: a linked issue tells that someone labeled it; annotators see only final
-        # ones (or their own proposal's), and see who voted but not who proposed.
+        # ones (or their own proposal's). They see how many voted, not who: the proposer's
+        # own approval would name them. A proposal made from a label sits under that label's
+        # theme, so its place is shown to them only once the labeled issue is final.
         issues = [i for i in p.issues.all() if is_lead or mine or i.pk in final]
+        from_open_label = (
+            p.source_annotation_id is not None and p.source_annotation.issue_id not in final
+        )
         rows.append(
             {
                 "p": p,
@@ -47,6 +52,8 @@ def _proposal_rows(project, user, is_lead: bool, queryset) -> list[dict]:
                 "my_vote": my_vote,
                 "issues": issues,
                 "show_proposer": is_lead or mine,
+                "show_voters": is_lead,
+                "show_parent": is_lead or mine or not from_open_label,
                 "mine": mine,
             }
         )
@@ -58,7 +65,7 @@ def _proposal_context(request, membership, form=None) -> dict:
     is_lead = membership.role in LEAD_ROLES
     qs = (
         Proposal.objects.filter(project=project)
-        .select_related("parent", "proposed_by", "created_node", "decided_by")
+        .select_related("parent", "proposed_by", "created_node", "decided_by", "source_annotation")
         .prefetch_related("votes", "issues")
     )
     return {

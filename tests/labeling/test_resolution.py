@@ -2,7 +2,7 @@
 
 import pytest
 
-from annotator import resolution
+from annotator import labeling, resolution
 from annotator.models import Project, ProjectIssue, Resolution
 from tests.labeling.conftest import label_item
 
@@ -80,12 +80,14 @@ def test_false_positive_exclusion_needs_all_k(project, items, raters):
     assert (final.is_false_positive, final.false_positive_reason) == (True, "keyword_in_names")
 
 
-def test_a_revision_can_settle_a_disagreement(project, items, raters):
+def test_a_revision_cannot_settle_a_disagreement(project, items, raters):
+    # Labels lock at K: only the lead settles it (a revision that did was a way to probe).
     item = label_all(project, items[0], raters, ["C.1", "C.2", "C.1"])
     assert item.status == ProjectIssue.Status.DISAGREEMENT
-    label_item(raters[1], project, item, "C.1")
+    with pytest.raises(labeling.LabelError, match="locked"):
+        label_item(raters[1], project, item, "C.1")
     item.refresh_from_db()
-    assert item.status == ProjectIssue.Status.FINAL
+    assert item.status == ProjectIssue.Status.DISAGREEMENT
 
 
 def test_lead_resolves_and_reopens_keeping_history(project, items, raters, lead):
