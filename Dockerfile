@@ -8,4 +8,4 @@ RUN pip install --no-cache-dir .
 COPY . .
 RUN mkdir -p /data && SECRET_KEY=build-only python manage.py collectstatic --no-input -v 0
 EXPOSE 8000
-CMD ["gunicorn", "annotator.wsgi", "--bind", "0.0.0.0:8000", "--access-logfile", "-"]
+CMD ["gunicorn", "config.wsgi", "--bind", "0.0.0.0:8000", "--access-logfile", "-"]

@@ -8,9 +8,6 @@ class AnnotatorConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_migrate
 
-        from annotator import (
-            checks,  # noqa: F401  (registers system checks)
-            pg_functions,
-        )
+        from annotator import pg_functions
 
         post_migrate.connect(pg_functions.install, sender=self)

@@ -18,7 +18,7 @@ def setup() -> None:
     os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/annotator_bench")
     os.environ.setdefault("SECRET_KEY", "bench-only-not-secret")
     os.environ.setdefault("DEBUG", "0")  # DEBUG would keep every query in memory
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotator.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.pop("REDIS_URL", None)  # no broker: nothing is queued
     import django
 

@@ -32,7 +32,7 @@ def _django(db: str) -> None:
     os.environ.setdefault("SECRET_KEY", "bench")
     os.environ.setdefault("DEBUG", "1")
     os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/6")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotator.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     sys.path.insert(0, str(ROOT))
     import django
 

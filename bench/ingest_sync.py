@@ -166,7 +166,7 @@ def naive(fake: FakeForge, workers: list[subprocess.Popen], parts: int) -> dict:
 
 
 def start_workers(n: int, redis_url: str) -> list[subprocess.Popen]:
-    from annotator.celery import app
+    from config.celery import app
 
     # This process queues the first task; the workers queue the rest on the same queue.
     app.conf.update(broker_url=redis_url, task_always_eager=False)
@@ -180,7 +180,7 @@ def start_workers(n: int, redis_url: str) -> list[subprocess.Popen]:
     workers = []
     for i in range(1, n + 1):
         command = [
-            sys.executable, "-m", "celery", "-A", "annotator", "worker", "-P", "solo",
+            sys.executable, "-m", "celery", "-A", "config", "worker", "-P", "solo",
             "-Q", QUEUE, "-n", f"bench{i}-{os.getpid()}@%h", "--without-heartbeat",
             "--without-gossip", "--without-mingle", "-l", "warning",
         ]  # fmt: skip

@@ -61,7 +61,7 @@ SERVER_ENV = {
 
 def django_setup() -> None:
     os.environ.update(SERVER_ENV)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotator.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     sys.path.insert(0, str(ROOT))
     import django
 
@@ -181,7 +181,7 @@ def sessions(usernames: list[str]) -> dict[str, str]:
 def start_server(workers: int | None = None, threads: int = 1) -> subprocess.Popen:
     """gunicorn as deployed (gunicorn.conf.py: sync workers, cores + 1), unless told."""
     env = {**os.environ, **SERVER_ENV}
-    command = [str(ROOT / ".venv/bin/gunicorn"), "annotator.wsgi", "-b", f"127.0.0.1:{PORT}"]
+    command = [str(ROOT / ".venv/bin/gunicorn"), "config.wsgi", "-b", f"127.0.0.1:{PORT}"]
     if workers:
         command += ["-w", str(workers)]
     if threads > 1:
@@ -499,7 +499,7 @@ def _wsgi(key: str, method: str, path: str, body: bytes = b"") -> tuple[str, dic
     """One request of a volunteer (session `key`) through the WSGI application, in process."""
     import io
 
-    from annotator.wsgi import application
+    from config.wsgi import application
 
     reply = {}
 

@@ -16,7 +16,7 @@ os.environ.update(
     SECURE_SSL_REDIRECT="0",
     SESSION_COOKIE_SECURE="0",
     CSRF_COOKIE_SECURE="0",
-    DJANGO_SETTINGS_MODULE="annotator.settings",
+    DJANGO_SETTINGS_MODULE="config.settings",
 )
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 

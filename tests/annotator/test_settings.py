@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from annotator.env import env_bool, env_int, env_list
+from config.env import env_bool, env_int, env_list
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def run_settings(env: dict, code: str = "") -> subprocess.CompletedProcess:
     """Import the settings module in a fresh interpreter with exactly this environment."""
     base = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")}
-    script = "import annotator.settings as s\n" + code
+    script = "import config.settings as s\n" + code
     return subprocess.run(
         [sys.executable, "-c", script],
         cwd=ROOT,

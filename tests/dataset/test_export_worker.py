@@ -35,7 +35,7 @@ def worker():
     url = f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
     env = {**os.environ, "DATABASE_URL": url, "REDIS_URL": settings.REDIS_URL}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "annotator", "worker", "-P", "solo",
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-P", "solo",
          "--without-heartbeat", "--without-gossip", "--without-mingle", "-l", "warning"],
         cwd=ROOT, env=env, start_new_session=True,
     )  # fmt: skip

@@ -20,7 +20,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from annotator.celery import app
+from config.celery import app
 from ingest.models import Comment, Issue, SyncRun
 from ingest.sync import resume_run, start_sync
 
@@ -42,7 +42,7 @@ def start_worker() -> Iterator[Callable[..., subprocess.Popen]]:
     def start(name: str = "celery") -> subprocess.Popen:
         env = {**os.environ, "DATABASE_URL": _database_url(), "REDIS_URL": settings.REDIS_URL}
         proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "annotator", "worker", "-P", "solo",
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "-P", "solo",
              "-n", f"{name}@%h", "--without-heartbeat", "--without-gossip", "--without-mingle",
              "-l", "warning"],
             cwd=ROOT, env=env, start_new_session=True,

@@ -13,7 +13,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from annotator.env import env_bool, env_int, env_list, env_str
+from config.env import env_bool, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("DATA_DIR") or BASE_DIR / "data")
@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "csp",
     "axes",
+    "config",
     "annotator",
     "taxonomy",
     "ingest",
@@ -74,14 +75,14 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "annotator.middleware.CSPMiddleware",  # django-csp's, minus redirects
+    "config.middleware.CSPMiddleware",  # django-csp's, minus redirects
     "django_htmx.middleware.HtmxMiddleware",
     # Last, as django-axes asks: it inspects the response of a failed login.
     "axes.middleware.AxesMiddleware",
 ]
 
-ROOT_URLCONF = "annotator.urls"
-WSGI_APPLICATION = "annotator.wsgi.application"
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
 
 TEMPLATES = [
     {
@@ -130,7 +131,7 @@ REDIS_URL = env_str("REDIS_URL")
 if REDIS_URL:
     CACHES = {
         "default": {
-            "BACKEND": "annotator.cache.RedisCache",
+            "BACKEND": "config.cache.RedisCache",
             "LOCATION": REDIS_URL,
             # Each test run gets its own prefix (bin/test): cached rows keyed by database ids
             # must not outlive the test database they were read from.

@@ -1,0 +1,23 @@
+"""The site's URL conf: each app's routes, the admin and the login pages."""
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path(
+        "accounts/login/",
+        auth_views.LoginView.as_view(redirect_authenticated_user=True),
+        name="login",
+    ),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("", include("annotator.urls")),
+    path("taxonomy/", include("taxonomy.urls")),
+    path("", include("annotator.labeling_urls")),
+    path("", include("ingest.urls")),
+    path("", include("agreement.urls")),
+    path("", include("interviews.urls")),
+    path("", include("taxonomy.project_urls")),
+    path("", include("dataset.urls")),
+]
