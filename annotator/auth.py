@@ -1,7 +1,7 @@
 """The login backend: Django's ModelBackend, with the user looked up by one prepared statement.
 
 Every request of a logged-in volunteer loads their user row; through the ORM that cost more
-Python than the query itself (see annotator.sql). Passwords, permissions and everything else
+Python than the query itself (see lib.sql). Passwords, permissions and everything else
 are ModelBackend's.
 """
 
@@ -11,7 +11,7 @@ from functools import cache
 
 from django.contrib.auth import backends, get_user_model
 
-from annotator import sql
+from lib import sql
 
 
 @cache

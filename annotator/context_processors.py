@@ -1,9 +1,9 @@
 """Template context every page needs: which top-level pages the user may open."""
 
-from annotator import sql
 from annotator.models import LEAD_ROLES
+from lib import sql
 
-# Every page asks; one prepared statement (see annotator.sql).
+# Every page asks; one prepared statement (see lib.sql).
 _LEAD_ROLES_SQL = ", ".join(f"'{role.value}'" for role in LEAD_ROLES)
 _LEADS_ANY_SQL = (
     "SELECT EXISTS (SELECT 1 FROM annotator_membership"

@@ -21,7 +21,7 @@ from django.db import connection, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from annotator import pg_functions, resolution, sql
+from annotator import pg_functions, resolution
 from annotator.issue_context import nodes_by_id
 from annotator.models import (
     Annotation,
@@ -31,6 +31,7 @@ from annotator.models import (
     Resolution,
 )
 from annotator.queue import _SLOTS_SQL, slot_state
+from lib import sql
 from taxonomy.models import TaxonomyNode
 from taxonomy.proposals import proposal_from_annotation
 
@@ -299,7 +300,7 @@ def submit(user, project: Project, project_issue: ProjectIssue | int, label: Lab
     `project_issue` may be just its id: the row is read again under its lock. Raises NotYours
     when the issue was never handed to the user, LabelError when it can no longer take their
     label. Every volunteer calls this once per issue, so it is hand-written SQL (see
-    annotator.sql): a lock, one look at the slots, and the writes; on PostgreSQL the common
+    lib.sql): a lock, one look at the slots, and the writes; on PostgreSQL the common
     case is one call of `_submit_first_function`.
     """
     item_id = getattr(project_issue, "pk", project_issue)

@@ -18,7 +18,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_POST
 
-from annotator import labeling, queue, resolution, setup, sql
+from annotator import labeling, queue, resolution, setup
 from annotator.issue_context import (
     issue_context,
     label_choices,
@@ -36,6 +36,7 @@ from annotator.models import (
 )
 from annotator.permissions import membership_or_404
 from ingest.models import Issue, Repository
+from lib import sql
 from taxonomy.models import TaxonomyNode
 
 # Who may label: leads label the pilot and can take part like any volunteer.
@@ -45,7 +46,7 @@ _issue_images = csp_update({"img-src": ["https:", "http:"]})
 
 
 # The labeling page's issue with its repository, the raw forge payload left out: a prepared
-# statement (see annotator.sql), since every issue a volunteer labels opens this page.
+# statement (see lib.sql), since every issue a volunteer labels opens this page.
 _ITEM_SQL = (
     f"SELECT {sql.columns(ProjectIssue, 'pi')}, {sql.columns(Issue, 'i', defer=('raw',))},"
     f" {sql.columns(Repository, 'r')} FROM annotator_projectissue pi"

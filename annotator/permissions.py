@@ -7,15 +7,15 @@ from functools import cache
 
 from django.http import Http404
 
-from annotator import sql
 from annotator.models import LEAD_ROLES, Membership, Project
+from lib import sql
 from taxonomy.models import TaxonomyVersion
 
 
 @cache
 def _membership_sql() -> str:
     # Every page of a project starts here, so it is one hand-written statement rather than an
-    # ORM query (whose compilation cost more than the query; see annotator.sql).
+    # ORM query (whose compilation cost more than the query; see lib.sql).
     return (
         f"SELECT {sql.columns(Membership, 'm')}, {sql.columns(Project, 'p')},"
         f" {sql.columns(TaxonomyVersion, 'v')}"

@@ -29,7 +29,7 @@ from functools import cache
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, ProgrammingError, connection, connections, transaction
 
-from annotator import sql
+from lib import sql
 
 logger = logging.getLogger(__name__)
 

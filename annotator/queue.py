@@ -21,8 +21,9 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from annotator import pg_functions, sql
+from annotator import pg_functions
 from annotator.models import Annotation, Project, ProjectIssue, Reservation
+from lib import sql
 
 # Candidates locked per round; a few spare rows make a busy queue front cheap to step past.
 CANDIDATES_PER_ROUND = 4

@@ -15,7 +15,6 @@ from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from annotator import sql
 from annotator.models import (
     Annotation,
     DiscussionMessage,
@@ -23,6 +22,7 @@ from annotator.models import (
     ProjectIssue,
     Resolution,
 )
+from lib import sql
 
 LEVELS = ("false_positive", "type", "theme", "sub_theme")
 LEVEL_NAMES = {

@@ -7,11 +7,11 @@ from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db import connection
 
-from annotator import sql
 from annotator.auth import ModelBackend
 from annotator.models import Annotation, Project
 from annotator.permissions import membership_or_404
 from ingest.models import Issue
+from lib import sql
 from tests.conftest import make_issue
 
 
@@ -60,7 +60,7 @@ def test_insert_writes_the_row_save_would(project, annotator, repository):
 
 
 def test_hot_statements_are_planned_once_per_connection(db):
-    # Generic plans for prepared statements: only annotator.sql prepares any.
+    # Generic plans for prepared statements: only lib.sql prepares any.
     with connection.cursor() as cursor:
         cursor.execute("SHOW plan_cache_mode")
         assert cursor.fetchone()[0] == "force_generic_plan"
