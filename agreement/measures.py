@@ -28,7 +28,8 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 from statsmodels.stats.inter_rater import fleiss_kappa
 
-from annotator.models import Annotation, Membership, Project, Resolution
+from annotator.models import Membership, Project
+from labeling.models import Annotation, Resolution
 from taxonomy.lineage import version_relation
 from taxonomy.models import TaxonomyNode, TaxonomyVersion
 

@@ -8,10 +8,12 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, render
 
 from agreement.measures import LANDIS_KOCH, LEVEL_NAMES, agreement_report, report_rows
-from annotator.models import LEAD_ROLES
+from agreement.table_one import TYPE_COLUMNS, YEARS, table_one
+from annotator.models import LEAD_ROLES, Role
 from annotator.permissions import membership_or_404
-from annotator.table_one import TYPE_COLUMNS, YEARS, table_one
 from taxonomy.models import TaxonomyVersion
+
+TABLE_ONE_ROLES = (Role.LEAD, Role.RESEARCHER, Role.ANNOTATOR, Role.ADMIN)
 
 
 def _heat_class(value: int, top: int) -> str:
@@ -77,3 +79,29 @@ def agreement_report_page(request, project_id: int):
             "scale": scale,
         },
     )
+
+
+@login_required
+def table_one_page(request, project_id: int):
+    membership = membership_or_404(request.user, project_id, roles=TABLE_ONE_ROLES)
+    rows, total = table_one(membership.project)
+
+    def cells(row, rate) -> dict:
+        return {
+            "name": row.name,
+            "years": [row.years[y] for y in YEARS],
+            "issues": sum(row.years.values()),
+            "types": [row.types[code] for code, _ in TYPE_COLUMNS],
+            "final": row.final,
+            "rate": rate,
+        }
+
+    context = {
+        "project": membership.project,
+        "membership": membership,
+        "rows": [cells(r, r.false_positive_rate) for r in rows],
+        "total": cells(total, getattr(total, "average_rate", None)),
+        "years": YEARS,
+        "type_labels": [label for _, label in TYPE_COLUMNS],
+    }
+    return render(request, "agreement/table_one.html", context)

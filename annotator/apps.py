@@ -3,11 +3,4 @@ from django.apps import AppConfig
 
 class AnnotatorConfig(AppConfig):
     name = "annotator"
-    verbose_name = "Labeling"
-
-    def ready(self) -> None:
-        from django.db.models.signals import post_migrate
-
-        from annotator import pg_functions
-
-        post_migrate.connect(pg_functions.install, sender=self)
+    verbose_name = "Projects and members"

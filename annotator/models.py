@@ -1,8 +1,7 @@
-"""The labeling domain: projects (studies), their members, annotations and final labels.
+"""The core data: projects (studies), their members with roles, and invites.
 
-An annotation is never overwritten: changing one's label writes a new revision and marks the
-older one as no longer current. A `Resolution` is an issue's final label in a project; a lead
-can reopen it, which keeps the old one as history.
+The labeling workflow's data (issues in a project's queue, annotations, final labels) lives in
+`labeling.models`; this app knows nothing of it.
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
 from django.utils import timezone
 
 
@@ -43,7 +41,6 @@ class Project(models.Model):
         default=settings.DEFAULT_ANNOTATIONS_PER_ISSUE,
         help_text="K: independent annotations each issue needs (the study used 7).",
     )
-    issues = models.ManyToManyField("ingest.Issue", through="ProjectIssue", related_name="projects")
     members = models.ManyToManyField(
         settings.AUTH_USER_MODEL, through="Membership", related_name="projects"
     )
@@ -91,235 +88,6 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} ({self.role}) in {self.project}"
-
-
-class ProjectIssue(models.Model):
-    """An issue in a project's scope, with its place in the labeling queue."""
-
-    class Status(models.TextChoices):
-        OPEN = "open", "needs annotations"
-        DISAGREEMENT = "disagreement", "in the disagreement queue"
-        FINAL = "final", "final"
-
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="project_issues")
-    issue = models.ForeignKey(
-        "ingest.Issue", on_delete=models.CASCADE, related_name="project_issues"
-    )
-    is_pilot = models.BooleanField(default=False)
-    # Queue order: pilot first, then a seeded shuffle so repositories interleave.
-    position = models.PositiveIntegerField(default=0)
-    status = models.CharField(max_length=20, choices=Status.choices, default=Status.OPEN)
-    # Distinct annotators with a current annotation; kept under the row lock so the queue
-    # can skip full issues without counting annotations.
-    annotation_count = models.PositiveSmallIntegerField(default=0)
-    # First level where the K annotations differ ("" when they agree) and how split the votes
-    # are (1 - share of the most common label): the lead queue filters and sorts on them.
-    disagreement_level = models.CharField(max_length=20, blank=True)
-    split = models.FloatField(default=0)
-    added_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["project", "position"]
-        constraints = [
-            models.UniqueConstraint(fields=["project", "issue"], name="unique_issue_in_project")
-        ]
-        indexes = [models.Index(fields=["project", "status", "position"])]
-
-    def __str__(self) -> str:
-        return f"{self.issue} in {self.project}"
-
-
-class FalsePositiveReason(models.TextChoices):
-    # The study's three reasons for excluding a report as not LLM-related (section III.A).
-    LIGHTWEIGHT_MODEL = "lightweight_model", "lightweight model only, no LLM-specific challenge"
-    KEYWORD_IN_NAMES = "keyword_in_names", "keyword only in user names, file paths or commits"
-    LLM_NAMED_COMPONENT = "llm_named_component", "LLM-sounding component without LLM behaviour"
-
-
-class LabelFields(models.Model):
-    """The label itself, shared by an annotation and a final resolution."""
-
-    is_false_positive = models.BooleanField(default=False)
-    false_positive_reason = models.CharField(
-        max_length=30, choices=FalsePositiveReason.choices, blank=True
-    )
-    issue_type = models.ForeignKey(
-        "taxonomy.TaxonomyNode", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
-    )
-    theme = models.ForeignKey(
-        "taxonomy.TaxonomyNode", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
-    )
-    sub_theme = models.ForeignKey(
-        "taxonomy.TaxonomyNode", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
-    )
-
-    class Meta:
-        abstract = True
-
-    @property
-    def label_code(self) -> str:
-        """The most specific code of the label, or "FP" for a false positive."""
-        if self.is_false_positive:
-            return "FP"
-        node = self.sub_theme or self.theme or self.issue_type
-        return node.code if node else ""
-
-
-class Annotation(LabelFields):
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="annotations")
-    issue = models.ForeignKey("ingest.Issue", on_delete=models.CASCADE, related_name="annotations")
-    annotator = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="annotations"
-    )
-    revision = models.PositiveIntegerField(default=1)
-    # Only the newest revision of an annotator's label on an issue is current.
-    is_current = models.BooleanField(default=True)
-    is_pilot = models.BooleanField(default=False)
-    summary = models.TextField(blank=True, help_text="The symptom, intent or expectation.")
-    note = models.TextField(blank=True)
-    proposed_category = models.TextField(blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        ordering = ["project", "issue", "annotator", "revision"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["project", "issue", "annotator", "revision"],
-                name="unique_annotation_revision",
-            ),
-            models.UniqueConstraint(
-                fields=["project", "issue", "annotator"],
-                condition=Q(is_current=True),
-                name="one_current_annotation",
-            ),
-        ]
-        indexes = [
-            models.Index(fields=["project", "issue", "is_current"]),
-            # "What has this annotator labeled here": the queue asks it on every next issue.
-            models.Index(fields=["project", "annotator", "is_current"]),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.annotator} on {self.issue} r{self.revision}: {self.label_code}"
-
-
-class Resolution(LabelFields):
-    class Method(models.TextChoices):
-        UNANIMOUS = "unanimous", "unanimous"
-        MAJORITY = "majority", "majority vote"
-        CONSENSUS = "consensus", "consensus after discussion"
-        LEAD_DECISION = "lead_decision", "lead decision"
-        IMPORTED = "imported", "imported from a published dataset"
-
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="resolutions")
-    issue = models.ForeignKey("ingest.Issue", on_delete=models.CASCADE, related_name="resolutions")
-    method = models.CharField(max_length=20, choices=Method.choices)
-    decided_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    decided_at = models.DateTimeField(default=timezone.now)
-    note = models.TextField(blank=True)
-    # A reopened resolution stays as history with is_current False.
-    is_current = models.BooleanField(default=True)
-    reopened_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    reopened_at = models.DateTimeField(null=True, blank=True)
-    # The annotations (ids of the exact revisions) the final label was decided on: labels lock
-    # when the K-th arrives, so these are the issue's current annotations at that moment.
-    based_on = models.JSONField(default=list, blank=True)
-
-    class Meta:
-        ordering = ["project", "issue", "-decided_at"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["project", "issue"],
-                condition=Q(is_current=True),
-                name="one_current_resolution",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.issue} in {self.project}: {self.label_code} ({self.method})"
-
-
-class QueueFrontier(models.Model):
-    """How far an annotator has certainly come through a project's queue.
-
-    Every open issue before `position` is one they labeled or handed back, so the queue starts
-    looking for their next issue there. Without it, a volunteer far ahead of the others (in
-    the study all seven labeled every issue) stepped past every issue they had labeled and the
-    others had not, on every request. Positions change only when the queue is ordered again,
-    which deletes the project's frontiers.
-    """
-
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
-    annotator = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
-    )
-    position = models.PositiveIntegerField(default=0)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["project", "annotator"], name="one_frontier_per_annotator"
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.annotator} in {self.project}: from position {self.position}"
-
-
-class Reservation(models.Model):
-    """An issue handed to an annotator; it holds one of the issue's K slots until it expires.
-
-    A skipped reservation holds no slot but keeps the issue behind the others for that annotator.
-    """
-
-    project_issue = models.ForeignKey(
-        ProjectIssue, on_delete=models.CASCADE, related_name="reservations"
-    )
-    annotator = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="reservations"
-    )
-    created_at = models.DateTimeField(default=timezone.now)
-    expires_at = models.DateTimeField()
-    skipped_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["project_issue", "annotator"], name="one_reservation_per_annotator"
-            )
-        ]
-        indexes = [models.Index(fields=["annotator", "expires_at"])]
-
-    def __str__(self) -> str:
-        return f"{self.project_issue} reserved by {self.annotator} until {self.expires_at}"
-
-
-class DiscussionMessage(models.Model):
-    """A note in an issue's discussion: a lead's, or an annotator's request to change a label.
-
-    An annotator's label locks when the issue has its K labels; what they would change goes
-    here as a change request, for the lead. Annotators see only their own messages.
-    """
-
-    project_issue = models.ForeignKey(
-        ProjectIssue, on_delete=models.CASCADE, related_name="discussion"
-    )
-    author = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    body = models.TextField()
-    created_at = models.DateTimeField(default=timezone.now)
-    is_change_request = models.BooleanField(default=False)
-
-    class Meta:
-        ordering = ["project_issue", "created_at", "id"]
-
-    def __str__(self) -> str:
-        return f"message by {self.author} on {self.project_issue}"
 
 
 def _hash_token(token: str) -> str:

@@ -89,9 +89,10 @@ def setup() -> None:
     from django.core.cache import cache
     from django.core.management import call_command
 
-    from annotator.models import Membership, Project, ProjectIssue, Role
-    from annotator.setup import order_queue
+    from annotator.models import Membership, Project, Role
     from ingest.models import Comment, Issue, Repository
+    from labeling.models import ProjectIssue
+    from labeling.setup import order_queue
     from taxonomy.loader import load_study_taxonomy
 
     call_command("migrate", verbosity=0)
@@ -344,7 +345,8 @@ def percentile(values: list[float], p: float) -> float:
 def drive(n_users: int, think: float, duration: float) -> dict:
     """n_users threads: next issue, (think, view the page,) submit; for `duration` seconds."""
     django_setup()
-    from annotator.models import Annotation, Project
+    from annotator.models import Project
+    from labeling.models import Annotation
 
     project = Project.objects.get(name=PROJECT)
     analyze()
@@ -467,7 +469,8 @@ def page(requests_n: int = 50) -> dict:
     from django.core.cache import cache
     from django.utils import timezone
 
-    from annotator.models import Project, ProjectIssue, Reservation
+    from annotator.models import Project
+    from labeling.models import ProjectIssue, Reservation
 
     project = Project.objects.get(name=PROJECT)
     heavy = ProjectIssue.objects.filter(project=project).order_by("-issue_id").first()

@@ -4,7 +4,10 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from config import views
+
 urlpatterns = [
+    path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path(
         "accounts/login/",
@@ -14,10 +17,10 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("annotator.urls")),
     path("taxonomy/", include("taxonomy.urls")),
-    path("", include("annotator.labeling_urls")),
+    path("", include("labeling.urls")),
     path("", include("ingest.urls")),
     path("", include("agreement.urls")),
     path("", include("interviews.urls")),
-    path("", include("taxonomy.project_urls")),
+    path("", include("labeling.taxonomy_urls")),
     path("", include("dataset.urls")),
 ]

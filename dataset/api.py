@@ -19,15 +19,7 @@ from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
 from agreement.measures import agreement_report
-from annotator.models import (
-    LEAD_ROLES,
-    Annotation,
-    Membership,
-    Project,
-    ProjectIssue,
-    Resolution,
-    Role,
-)
+from annotator.models import LEAD_ROLES, Membership, Project, Role
 from annotator.permissions import membership_or_404
 from dataset.exports import export_path, pseudonyms, start_export
 from dataset.models import ExportJob
@@ -39,6 +31,7 @@ from dataset.serializers import (
     ResolutionSerializer,
 )
 from dataset.views import EXPORT_ROLES, can_use_real_names, visible_exports
+from labeling.models import Annotation, ProjectIssue, Resolution
 
 AGREEMENT_ROLES = (Role.LEAD, Role.ADMIN, Role.RESEARCHER)
 

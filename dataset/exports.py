@@ -31,10 +31,11 @@ from django.db.models import CharField, F, Func, Q, Value
 from django.utils import timezone
 
 from agreement.measures import agreement_report, report_rows
-from annotator.models import Annotation, Membership, Project, ProjectIssue, Resolution
-from annotator.table_one import TYPE_COLUMNS, YEARS, table_one
+from agreement.table_one import TYPE_COLUMNS, YEARS, table_one
+from annotator.models import Membership, Project
 from dataset.models import ExportJob
 from ingest.models import Comment, Issue, Repository
+from labeling.models import Annotation, ProjectIssue, Resolution
 from taxonomy.loader import TYPE_FILES
 from taxonomy.models import TaxonomyNode
 

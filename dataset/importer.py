@@ -23,10 +23,11 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from annotator.models import Annotation, Membership, Project, ProjectIssue, Resolution, Role
+from annotator.models import Membership, Project, Role
 from dataset.bulk import foreign_keys_validated_at_end, insert_rows
 from dataset.forges import IssueRef, parse_issue_url
 from ingest.models import Issue, Repository
+from labeling.models import Annotation, ProjectIssue, Resolution
 from taxonomy.models import TaxonomyNode, TaxonomyVersion
 
 URL_COLUMN = "Issue_URL"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from annotator.models import Annotation, Project, ProjectIssue, Resolution
+from annotator.models import Project
 from dataset.models import ExportJob
+from labeling.models import Annotation, ProjectIssue, Resolution
 
 
 def _code(node) -> str | None:

@@ -9,14 +9,10 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from annotator.models import LEAD_ROLES, Membership, Role
-from annotator.permissions import membership_or_404
-from annotator.table_one import TYPE_COLUMNS, YEARS, table_one
+from annotator.models import LEAD_ROLES, Membership
 from ingest.forms import RepositoryForm
 from ingest.models import Repository, SyncRun
 from ingest.sync import start_sync
-
-TABLE_ONE_ROLES = (Role.LEAD, Role.RESEARCHER, Role.ANNOTATOR, Role.ADMIN)
 
 
 def _require_ingest_manager(user) -> None:
@@ -73,29 +69,3 @@ def sync_run(request, run_id: int):
     context = {"run": run, "figures": run.figures()}
     template = "ingest/_run_progress.html" if request.htmx else "ingest/sync_run.html"
     return render(request, template, context)
-
-
-@login_required
-def table_one_page(request, project_id: int):
-    membership = membership_or_404(request.user, project_id, roles=TABLE_ONE_ROLES)
-    rows, total = table_one(membership.project)
-
-    def cells(row, rate) -> dict:
-        return {
-            "name": row.name,
-            "years": [row.years[y] for y in YEARS],
-            "issues": sum(row.years.values()),
-            "types": [row.types[code] for code, _ in TYPE_COLUMNS],
-            "final": row.final,
-            "rate": rate,
-        }
-
-    context = {
-        "project": membership.project,
-        "membership": membership,
-        "rows": [cells(r, r.false_positive_rate) for r in rows],
-        "total": cells(total, getattr(total, "average_rate", None)),
-        "years": YEARS,
-        "type_labels": [label for _, label in TYPE_COLUMNS],
-    }
-    return render(request, "ingest/table_one.html", context)

@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
-from annotator.models import Project, Resolution
+from annotator.models import Project
 from interviews.codebook import experience_group, parse_kind
 from interviews.models import Participant, RankedTheme, Ranking
+from labeling.models import Resolution
 from taxonomy.lineage import Translator
 from taxonomy.models import TaxonomyNode
 

@@ -1,14 +1,6 @@
 from django.contrib import admin
 
-from taxonomy.models import (
-    DetailEntry,
-    NodeLineage,
-    Proposal,
-    ProposalVote,
-    Taxonomy,
-    TaxonomyNode,
-    TaxonomyVersion,
-)
+from taxonomy.models import NodeLineage, Taxonomy, TaxonomyNode, TaxonomyVersion
 
 
 @admin.register(Taxonomy)
@@ -35,22 +27,3 @@ class NodeLineageAdmin(admin.ModelAdmin):
     list_display = ["__str__", "version", "kind"]
     list_filter = ["kind"]
     raw_id_fields = ["old_node", "new_node"]
-
-
-class ProposalVoteInline(admin.TabularInline):
-    model = ProposalVote
-    extra = 0
-
-
-@admin.register(Proposal)
-class ProposalAdmin(admin.ModelAdmin):
-    list_display = ["name", "project", "parent", "status", "created_at"]
-    list_filter = ["status", "project"]
-    raw_id_fields = ["parent", "created_node", "source_annotation"]
-    inlines = [ProposalVoteInline]
-
-
-@admin.register(DetailEntry)
-class DetailEntryAdmin(admin.ModelAdmin):
-    list_display = ["__str__", "project", "merged_into"]
-    raw_id_fields = ["annotation", "node", "merged_into"]

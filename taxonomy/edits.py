@@ -275,10 +275,9 @@ def edit_project_taxonomy(
     `based_on` is the pk of the version the caller saw; an edit made on a stale page is refused
     rather than applied to a tree the lead did not look at.
     """
-    from annotator.models import Project
-
+    # The project's own model class: this app sits below the one that defines projects.
     with transaction.atomic():
-        locked = Project.objects.select_for_update().get(pk=project.pk)
+        locked = type(project).objects.select_for_update().get(pk=project.pk)
         if locked.taxonomy_version_id != based_on:
             raise StaleVersionError()
         version, node = edit_version(locked.taxonomy_version, user, note, operation)

@@ -13,8 +13,9 @@ import shutil
 import pytest
 from django.contrib.auth.models import User
 
-from annotator.models import Membership, Project, ProjectIssue, Role
+from annotator.models import Membership, Project, Role
 from ingest.models import Issue, Repository
+from labeling.models import ProjectIssue
 from taxonomy.loader import load_study_taxonomy
 
 # Playwright's sync API runs an event loop in the test thread; the ORM calls in the same test

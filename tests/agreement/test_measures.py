@@ -22,8 +22,9 @@ from agreement.measures import (
     nominal_alpha_counts,
     reading,
 )
-from annotator.models import Annotation, Project, Resolution
+from annotator.models import Project
 from dataset.importer import import_labels
+from labeling.models import Annotation, Resolution
 from taxonomy.models import TaxonomyNode
 from tests.dataset.helpers import SAMPLES, read_rows
 

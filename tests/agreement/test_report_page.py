@@ -41,7 +41,7 @@ def test_lead_sees_table_chart_data_heat_map_and_table_one(client, study, lead):
     )
     assert [g["name"] for g in data["groups"]] == ["Question", "Requirement", "Bug", "All issues"]
     assert round(data["groups"][0]["kappa"][1], 6) == 0.923582
-    # Table I rows come from annotator.table_one: Megatron-LM had 120 questions.
+    # Table I rows come from agreement.table_one: Megatron-LM had 120 questions.
     assert re.search(r"NVIDIA/Megatron-LM</td>(<td[^>]*>\d+</td>){3}<td[^>]*>120</td>", html)
     assert "style=" not in html  # the CSP forbids inline styles
 

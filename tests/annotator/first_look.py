@@ -28,7 +28,8 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 
-from annotator.models import Annotation, Membership  # noqa: E402
+from annotator.models import Membership  # noqa: E402
+from labeling.models import Annotation  # noqa: E402
 from taxonomy.models import TaxonomyNode  # noqa: E402
 
 assert connection.vendor == "sqlite", connection.vendor

@@ -3,8 +3,9 @@
 import pytest
 from django.core.management import call_command
 
-from annotator.demo import DEMO_ACCOUNTS, DEMO_PROJECT
 from annotator.models import Membership, Project, Role
+from ingest.models import Issue
+from labeling.demo import DEMO_ACCOUNTS, DEMO_PROJECT
 
 
 @pytest.mark.django_db
@@ -21,7 +22,12 @@ def test_load_demo_creates_project_accounts_and_is_idempotent(settings, tmp_path
     # Issues from all three repositories, with discussions, in an interleaved order.
     repos = [pi.issue.repository.name for pi in project.project_issues.order_by("position")[:6]]
     assert len(set(repos)) >= 2
-    assert project.issues.filter(comments__isnull=False).distinct().count() >= 15
+    assert (
+        Issue.objects.filter(project_issues__project=project, comments__isnull=False)
+        .distinct()
+        .count()
+        >= 15
+    )
     out = capsys.readouterr().out
     assert f"password is in {tmp_path / 'admin-password.txt'}" in out
     assert (tmp_path / "admin-password.txt").stat().st_mode & 0o077 == 0

@@ -8,9 +8,10 @@ from django.core.cache import cache
 from django.db import connection
 
 from annotator.auth import ModelBackend
-from annotator.models import Annotation, Project
+from annotator.models import Project
 from annotator.permissions import membership_or_404
 from ingest.models import Issue
+from labeling.models import Annotation
 from lib import sql
 from tests.conftest import make_issue
 

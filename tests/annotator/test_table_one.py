@@ -4,9 +4,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from annotator.models import ProjectIssue, Resolution
-from annotator.table_one import table_one
+from agreement.table_one import table_one
 from ingest.models import Repository
+from labeling.models import ProjectIssue, Resolution
 from tests.conftest import make_issue
 
 

@@ -9,9 +9,9 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from annotator.models import Annotation, ProjectIssue, Resolution
 from dataset.exports import run_export_job
 from dataset.models import ExportJob
+from labeling.models import Annotation, ProjectIssue, Resolution
 from taxonomy.models import TaxonomyNode
 from tests.conftest import PASSWORD
 

@@ -14,10 +14,11 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from annotator.models import Annotation, Membership, Project, Role
+from annotator.models import Membership, Project, Role
 from dataset.exports import build_zip, run_export_job, write_taxonomy_details
 from dataset.importer import import_labels
 from dataset.models import ExportJob
+from labeling.models import Annotation
 from taxonomy.loader import parse_type_file
 from taxonomy.models import TaxonomyNode
 from tests.dataset.helpers import MINDSPEED, SAMPLES, read_rows

@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotator.models import Annotation, Membership, Project, ProjectIssue, Resolution
+from annotator.models import Membership, Project
 from dataset.exports import repositories, write_study_csv
 from dataset.importer import LabelImportError, import_labels
 from ingest.models import Issue, Repository
+from labeling.models import Annotation, ProjectIssue, Resolution
 from taxonomy.models import TaxonomyNode, TaxonomyVersion
 from tests.dataset.helpers import GH, GITEE, HEADER3, MEGATRON, SAMPLES, read_rows, write_csv
 

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 import pytest
 from django.urls import reverse
 
-from annotator.models import ProjectIssue
 from ingest.models import Repository, SyncRun
 from ingest.sync import run_inline, start_sync
+from labeling.models import ProjectIssue
 from tests.conftest import make_issue
 
 

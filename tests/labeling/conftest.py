@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from django.db import connections
 
-from annotator import labeling, queue
-from annotator.models import Annotation, Project, ProjectIssue
+from annotator.models import Project
+from labeling import queue, submission
+from labeling.models import Annotation, ProjectIssue
 from taxonomy.models import TaxonomyNode
 
 
@@ -31,8 +32,8 @@ def take_and_label(user, project: Project, code: str, **extra) -> Annotation:
     """The user asks for the next issue and labels it with the code."""
     item = queue.next_issue_for(user, project)
     assert item is not None, f"{user} got no issue"
-    return labeling.submit(
-        user, project, item, labeling.parse_label(project, label_data(project, code, **extra))
+    return submission.submit(
+        user, project, item, submission.parse_label(project, label_data(project, code, **extra))
     )
 
 
@@ -42,15 +43,15 @@ def label_item(user, project: Project, item: ProjectIssue, code: str, **extra) -
 
     from django.utils import timezone
 
-    from annotator.models import Reservation
+    from labeling.models import Reservation
 
     Reservation.objects.get_or_create(
         project_issue=item,
         annotator=user,
         defaults={"expires_at": timezone.now() + timedelta(minutes=30)},
     )
-    return labeling.submit(
-        user, project, item, labeling.parse_label(project, label_data(project, code, **extra))
+    return submission.submit(
+        user, project, item, submission.parse_label(project, label_data(project, code, **extra))
     )
 
 

@@ -7,7 +7,7 @@ no page, count or error may show the other annotation.
 import pytest
 from django.urls import reverse
 
-from annotator.models import ProjectIssue
+from labeling.models import ProjectIssue
 from tests.labeling.conftest import label_data, label_item
 
 SECRET = "ada-secret-summary"

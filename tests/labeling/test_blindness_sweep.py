@@ -19,8 +19,8 @@ import re
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from annotator.models import Annotation, Membership, ProjectIssue
-from taxonomy.models import Proposal
+from annotator.models import Membership
+from labeling.models import Annotation, ProjectIssue, Proposal
 from tests.labeling.conftest import label_item, node
 
 ADA_SUMMARY = "ada-secret-summary"

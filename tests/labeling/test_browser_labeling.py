@@ -4,7 +4,7 @@ issue text stays inert."""
 import pytest
 from django.urls import reverse
 
-from annotator.models import Annotation, ProjectIssue, Resolution
+from labeling.models import Annotation, ProjectIssue, Resolution
 from tests.conftest import log_in
 from tests.labeling.conftest import label_item
 

@@ -4,7 +4,7 @@ and the new sub-theme is offered on the next issue."""
 import pytest
 from django.urls import reverse
 
-from taxonomy.models import Proposal
+from labeling.models import Proposal
 from tests.conftest import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

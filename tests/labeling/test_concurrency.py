@@ -12,9 +12,10 @@ import pytest
 from django.db import connection
 from django.db.models import Count
 
-from annotator import labeling, queue
-from annotator.models import Annotation, Membership, ProjectIssue, Role
+from annotator.models import Membership, Role
 from ingest.models import Issue
+from labeling import queue, submission
+from labeling.models import Annotation, ProjectIssue
 from tests.conftest import make_user
 from tests.labeling.conftest import label_data
 
@@ -48,7 +49,7 @@ def test_twenty_annotators_never_overfill_or_lose_an_issue(
         [Membership(project=project, user=u, role=Role.ANNOTATOR) for u in users]
     )
     codes = ["C.1", "C.2", "A.1", "B.3"]
-    labels = [labeling.parse_label(project, label_data(project, c)) for c in codes]
+    labels = [submission.parse_label(project, label_data(project, c)) for c in codes]
     submitted: Counter = Counter()
     errors: list[BaseException] = []
     start = threading.Barrier(THREADS)
@@ -64,7 +65,7 @@ def test_twenty_annotators_never_overfill_or_lose_an_issue(
                 if rng.random() < 0.05:
                     queue.skip(user, item)
                     continue
-                labeling.submit(user, project, item, rng.choice(labels))
+                submission.submit(user, project, item, rng.choice(labels))
                 submitted[user.pk] += 1
         except BaseException as exc:
             errors.append(exc)

@@ -15,8 +15,8 @@ import time_machine
 from django.db import connection
 from django.utils import timezone
 
-from annotator import queue, setup
-from annotator.models import Annotation, ProjectIssue, QueueFrontier, Reservation
+from labeling import queue, setup
+from labeling.models import Annotation, ProjectIssue, QueueFrontier, Reservation
 from tests.conftest import make_issue
 from tests.labeling.conftest import label_item, take_and_label
 

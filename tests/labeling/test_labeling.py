@@ -2,8 +2,8 @@
 
 import pytest
 
-from annotator import labeling, queue
-from annotator.models import Annotation, ProjectIssue, Reservation
+from labeling import queue, submission
+from labeling.models import Annotation, ProjectIssue, Reservation
 from tests.labeling.conftest import label_data, label_item, take_and_label
 
 
@@ -63,8 +63,8 @@ def test_bad_labels_name_the_field(project, data, field):
             else v)
         for k, v in data.items()
     }  # fmt: skip
-    with pytest.raises(labeling.LabelError) as exc:
-        labeling.parse_label(project, resolved)
+    with pytest.raises(submission.LabelError) as exc:
+        submission.parse_label(project, resolved)
     assert exc.value.field == field
 
 
@@ -74,29 +74,29 @@ def test_a_node_of_another_taxonomy_version_is_refused(project, taxonomy_version
     other = load_study_taxonomy()
     assert other.pk != taxonomy_version.pk
     theme = other.nodes.get(code="C.1")
-    with pytest.raises(labeling.LabelError) as exc:
-        labeling.parse_label(project, {"issue_type": theme.parent_id, "theme": theme.pk})
+    with pytest.raises(submission.LabelError) as exc:
+        submission.parse_label(project, {"issue_type": theme.parent_id, "theme": theme.pk})
     assert exc.value.field == "issue_type"
 
 
 def test_a_false_positive_ignores_the_levels(project):
     data = label_data(project, "C.1") | label_data(project, "FP")
-    label = labeling.parse_label(project, data)
+    label = submission.parse_label(project, data)
     assert label.is_false_positive and label.issue_type_id is None
 
 
 def test_an_issue_never_handed_out_cannot_be_labeled(project, items, annotator):
-    label = labeling.parse_label(project, label_data(project, "C.1"))
-    with pytest.raises(labeling.NotYours):
-        labeling.submit(annotator, project, items[3], label)
+    label = submission.parse_label(project, label_data(project, "C.1"))
+    with pytest.raises(submission.NotYours):
+        submission.submit(annotator, project, items[3], label)
 
 
 def test_a_skipped_issue_cannot_be_labeled(project, items, annotator):
     item = queue.next_issue_for(annotator, project)
     queue.skip(annotator, item)
-    with pytest.raises(labeling.NotYours):
-        labeling.submit(
-            annotator, project, item, labeling.parse_label(project, label_data(project, "C.1"))
+    with pytest.raises(submission.NotYours):
+        submission.submit(
+            annotator, project, item, submission.parse_label(project, label_data(project, "C.1"))
         )
 
 
@@ -114,12 +114,12 @@ def test_an_expired_reservation_whose_slot_was_taken_is_refused(
         expires_at=timezone.now() - timedelta(minutes=1)
     )
     assert queue.next_issue_for(other_annotator, project) == item
-    label = labeling.parse_label(project, label_data(project, "C.1"))
-    with pytest.raises(labeling.LabelError) as exc:
-        labeling.submit(annotator, project, item, label)
+    label = submission.parse_label(project, label_data(project, "C.1"))
+    with pytest.raises(submission.LabelError) as exc:
+        submission.submit(annotator, project, item, label)
     # Blind: the message speaks of the reservation, not of anyone else's work.
     assert "expired" in exc.value.message
-    labeling.submit(other_annotator, project, item, label)
+    submission.submit(other_annotator, project, item, label)
     assert ProjectIssue.objects.get(pk=item.pk).status == ProjectIssue.Status.FINAL
 
 
@@ -132,8 +132,8 @@ def test_an_expired_reservation_with_a_free_slot_still_counts(project, items, an
     Reservation.objects.filter(annotator=annotator).update(
         expires_at=timezone.now() - timedelta(minutes=1)
     )
-    label = labeling.parse_label(project, label_data(project, "C.1"))
-    assert labeling.submit(annotator, project, item, label).revision == 1
+    label = submission.parse_label(project, label_data(project, "C.1"))
+    assert submission.submit(annotator, project, item, label).revision == 1
 
 
 def test_a_final_issue_cannot_be_relabeled(
@@ -141,7 +141,7 @@ def test_a_final_issue_cannot_be_relabeled(
 ):
     for user in (annotator, other_annotator, third_annotator):
         label_item(user, project, items[0], "C.3")
-    with pytest.raises(labeling.LabelError):
+    with pytest.raises(submission.LabelError):
         label_item(annotator, project, items[0], "C.4")
 
 
@@ -152,8 +152,8 @@ def test_progress_counts_mine_what_is_left_and_agreement_with_final(
     label_item(other_annotator, project, items[0], "C.3.i")
     label_item(third_annotator, project, items[0], "C.3.i")
     label_item(annotator, project, items[1], "C.2")
-    p = labeling.progress_of(annotator, project, with_agreement=True)
+    p = submission.progress_of(annotator, project, with_agreement=True)
     assert (p.labeled, p.left, p.total, p.project_final) == (2, 4, 6, 1)
     assert (p.compared, p.matched_label) == (1, 1)
-    assert labeling.agreement_shares(p) == {"type": 100, "theme": 100, "label": 100}
+    assert submission.agreement_shares(p) == {"type": 100, "theme": 100, "label": 100}
     assert p.project_percent == 17

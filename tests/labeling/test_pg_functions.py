@@ -1,4 +1,4 @@
-"""The queue's reservation and a first label as one PL/pgSQL call each (annotator.pg_functions).
+"""The queue's reservation and a first label as one PL/pgSQL call each (labeling.pg_functions).
 
 Scenarios: Ada and Otto label a pilot project with K = 3. What the one-call path stores must be
 what the Python path stores; every case it does not take (a revision, the K-th label, an error)
@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from annotator import labeling, pg_functions, queue
-from annotator.models import Annotation, ProjectIssue, Reservation
+from labeling import pg_functions, queue, submission
+from labeling.models import Annotation, ProjectIssue, Reservation
 from tests.conftest import make_issue
 from tests.labeling.conftest import label_data
 
@@ -44,7 +44,7 @@ def calls(db):
     which may be shared with the tests before: counted from what it held at the start)."""
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL track_functions = 'pl'")
-    functions = (queue._reserve_next_function(), labeling._submit_first_function())
+    functions = (queue._reserve_next_function(), submission._submit_first_function())
     before = {function.name: _calls_so_far(function) for function in functions}
     return lambda function: _calls_so_far(function) - before[function.name]
 
@@ -58,17 +58,17 @@ def forget_installed():
     pg_functions._present.clear()
 
 
-def _label(project, code: str, **extra) -> labeling.Label:
-    return labeling.parse_label(project, label_data(project, code, **extra))
+def _label(project, code: str, **extra) -> submission.Label:
+    return submission.parse_label(project, label_data(project, code, **extra))
 
 
 def test_migrate_installs_each_function_under_the_hash_of_its_text(db):
     with connection.cursor() as cursor:
         cursor.execute("SELECT proname FROM pg_proc WHERE proname LIKE 'annotator%%'")
         installed = {row[0] for row in cursor.fetchall()}
-    expected = {queue._reserve_next_function().name, labeling._submit_first_function().name}
+    expected = {queue._reserve_next_function().name, submission._submit_first_function().name}
     assert expected <= installed
-    for builder in (queue._reserve_next_function, labeling._submit_first_function):
+    for builder in (queue._reserve_next_function, submission._submit_first_function):
         assert pg_functions.usable(builder) is builder()
 
 
@@ -101,14 +101,14 @@ def test_a_first_label_is_one_call_and_stores_what_the_python_path_stores(
 ):
     label = _label(project, "C.1", summary="NCCL timeout at step 0", note="see log")
     ada_item = queue.next_issue_for(annotator, project)
-    ada = labeling.submit(annotator, project, ada_item.pk, label)
-    assert calls(labeling._submit_first_function()) == 1
+    ada = submission.submit(annotator, project, ada_item.pk, label)
+    assert calls(submission._submit_first_function()) == 1
 
     settings.DB_FUNCTIONS = False
     otto_item = queue.next_issue_for(other_annotator, project)
     assert otto_item.pk == ada_item.pk  # the pilot issue first, for both
-    otto = labeling.submit(other_annotator, project, otto_item.pk, label)
-    assert calls(labeling._submit_first_function()) == 1  # not called again
+    otto = submission.submit(other_annotator, project, otto_item.pk, label)
+    assert calls(submission._submit_first_function()) == 1  # not called again
 
     stored_ada, stored_otto = Annotation.objects.get(pk=ada.pk), Annotation.objects.get(pk=otto.pk)
     differ = {"id", "annotator", "created_at"}
@@ -130,28 +130,28 @@ def test_the_kth_label_and_a_revision_are_decided_by_the_python_path(
     project.annotations_per_issue = 2
     project.save()
     item = queue.next_issue_for(annotator, project)
-    first = labeling.submit(annotator, project, item.pk, _label(project, "C.1"))
+    first = submission.submit(annotator, project, item.pk, _label(project, "C.1"))
     # A revision: the function declines (the user already labeled it), Python writes revision 2.
-    revised = labeling.submit(annotator, project, item.pk, _label(project, "C.2"))
+    revised = submission.submit(annotator, project, item.pk, _label(project, "C.2"))
     assert revised.revision == 2 and revised.pk != first.pk
     assert not Annotation.objects.get(pk=first.pk).is_current
     # The K-th label: compared at once, in the same transaction as the insert.
     assert queue.next_issue_for(other_annotator, project).pk == item.pk
-    labeling.submit(other_annotator, project, item.pk, _label(project, "C.2"))
+    submission.submit(other_annotator, project, item.pk, _label(project, "C.2"))
     item.refresh_from_db()
     assert item.status == ProjectIssue.Status.FINAL and item.annotation_count == 2
-    assert calls(labeling._submit_first_function()) == 3  # asked each time, took the first
+    assert calls(submission._submit_first_function()) == 3  # asked each time, took the first
 
 
 def test_errors_are_the_python_paths_whichever_path_runs(project, items, annotator, calls):
     label = _label(project, "C.1")
     # Never handed out: NotYours (a 404), as without the functions.
-    with pytest.raises(labeling.NotYours):
-        labeling.submit(annotator, project, items[2].pk, label)
+    with pytest.raises(submission.NotYours):
+        submission.submit(annotator, project, items[2].pk, label)
     # Not an issue of this project at all, or no possible row id.
-    with pytest.raises(labeling.NotYours):
-        labeling.submit(annotator, project, 2**63, label)
-    assert calls(labeling._submit_first_function()) == 1
+    with pytest.raises(submission.NotYours):
+        submission.submit(annotator, project, 2**63, label)
+    assert calls(submission._submit_first_function()) == 1
     assert not Annotation.objects.exists()
 
 
@@ -160,28 +160,28 @@ def test_without_the_functions_installed_the_python_path_runs(
 ):
     with connection.cursor() as cursor:
         # Inside the test's transaction: rolled back with it.
-        for function in (queue._reserve_next_function(), labeling._submit_first_function()):
+        for function in (queue._reserve_next_function(), submission._submit_first_function()):
             cursor.execute(f"DROP FUNCTION {function.name}")
-    assert pg_functions.usable(labeling._submit_first_function) is None
+    assert pg_functions.usable(submission._submit_first_function) is None
     item = queue.next_issue_for(annotator, project)
     assert item.pk == items[0].pk
-    annotation = labeling.submit(annotator, project, item.pk, _label(project, "A.1"))
+    annotation = submission.submit(annotator, project, item.pk, _label(project, "A.1"))
     assert Annotation.objects.get(pk=annotation.pk).issue_id == item.issue_id
 
 
 @pytest.mark.django_db(transaction=True)
 def test_a_function_that_disappears_under_running_code_falls_back(project, items, annotator):
     # A database recreated or restored while the workers run: `usable` found it before.
-    function = labeling._submit_first_function()
-    assert pg_functions.usable(labeling._submit_first_function) is function
+    function = submission._submit_first_function()
+    assert pg_functions.usable(submission._submit_first_function) is function
     try:
         with connection.cursor() as cursor:
             cursor.execute(f"DROP FUNCTION {function.name}")
         item = queue.next_issue_for(annotator, project)
-        annotation = labeling.submit(annotator, project, item.pk, _label(project, "A.1"))
+        annotation = submission.submit(annotator, project, item.pk, _label(project, "A.1"))
         assert Annotation.objects.get(pk=annotation.pk).issue_id == item.issue_id
         # Looked again, and remembered.
-        assert pg_functions.usable(labeling._submit_first_function) is None
+        assert pg_functions.usable(submission._submit_first_function) is None
     finally:
         pg_functions.install()
         pg_functions._present.clear()

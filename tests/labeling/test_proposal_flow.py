@@ -1,8 +1,8 @@
 """The "propose a new category" box: a proposal the others vote on, then offered when accepted."""
 
-from annotator import queue
-from taxonomy.models import Proposal
-from taxonomy.proposals import vote
+from labeling import queue
+from labeling.models import Proposal
+from labeling.proposals import vote
 from tests.labeling.conftest import label_item, take_and_label
 
 

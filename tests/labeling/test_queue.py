@@ -5,8 +5,8 @@ from datetime import timedelta
 import time_machine
 from django.utils import timezone
 
-from annotator import queue, setup
-from annotator.models import ProjectIssue, Reservation
+from labeling import queue, setup
+from labeling.models import ProjectIssue, Reservation
 from tests.labeling.conftest import label_item, take_and_label
 
 

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from annotator.rendering import render_markdown
+from labeling.rendering import render_markdown
 
 PAYLOADS = [
     "<script>window.pwned = 1</script>",

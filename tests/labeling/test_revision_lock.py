@@ -9,7 +9,7 @@ lead's queue. Now every try is refused the same way, nothing moves, and the lead
 import pytest
 from django.urls import reverse
 
-from annotator.models import Annotation, DiscussionMessage, ProjectIssue, Resolution
+from labeling.models import Annotation, DiscussionMessage, ProjectIssue, Resolution
 from tests.labeling.conftest import label_data
 
 PROBES = ("B.1", "FP", "A.1")

@@ -4,9 +4,10 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from annotator import setup
-from annotator.models import Project, ProjectIssue
+from annotator.models import Project
 from ingest.models import Issue, Repository
+from labeling import setup
+from labeling.models import ProjectIssue
 from tests.conftest import make_issue
 from tests.labeling.conftest import label_item
 

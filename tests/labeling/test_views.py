@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from annotator.models import Annotation, ProjectIssue, Resolution
+from labeling.models import Annotation, ProjectIssue, Resolution
 from tests.labeling.conftest import label_data, label_item
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from annotator.models import Annotation, Resolution
+from labeling.models import Annotation, Resolution
 from taxonomy.models import TaxonomyVersion
 
 

@@ -2,9 +2,7 @@
 
 import pytest
 
-from annotator.models import Annotation
-from taxonomy import edits
-from taxonomy.details import (
+from labeling.details import (
     DetailError,
     detail_lists,
     export_detail_csv,
@@ -13,8 +11,9 @@ from taxonomy.details import (
     move_entry,
     sync_entries,
 )
+from labeling.models import Annotation, DetailEntry
+from taxonomy import edits
 from taxonomy.loader import parse_type_file
-from taxonomy.models import DetailEntry
 from tests.taxonomy.labels import annotate
 
 pytestmark = pytest.mark.django_db

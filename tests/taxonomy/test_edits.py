@@ -9,7 +9,8 @@ from collections import Counter
 
 import pytest
 
-from annotator.models import Annotation, Membership, Project, Role
+from annotator.models import Membership, Project, Role
+from labeling.models import Annotation
 from taxonomy import edits
 from taxonomy.lineage import Translator, label_in_version, node_in_version
 from taxonomy.models import NodeLineage, TaxonomyNode

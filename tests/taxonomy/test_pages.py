@@ -5,9 +5,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from taxonomy.details import detail_lists
-from taxonomy.models import DetailEntry, Proposal, TaxonomyVersion
-from taxonomy.proposals import propose
+from labeling.details import detail_lists
+from labeling.models import DetailEntry, Proposal
+from labeling.proposals import propose
+from taxonomy.models import TaxonomyVersion
 from tests.taxonomy.labels import annotate
 
 pytestmark = pytest.mark.django_db

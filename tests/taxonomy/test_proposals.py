@@ -3,9 +3,8 @@
 import pytest
 
 from annotator.models import Membership, Role
-from taxonomy import edits
-from taxonomy.models import Proposal
-from taxonomy.proposals import (
+from labeling.models import Proposal
+from labeling.proposals import (
     ProposalError,
     proposals_from_annotations,
     propose,
@@ -13,6 +12,7 @@ from taxonomy.proposals import (
     tally,
     vote,
 )
+from taxonomy import edits
 from tests.conftest import make_user
 from tests.taxonomy.labels import annotate
 

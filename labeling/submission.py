@@ -2,7 +2,7 @@
 
 An annotation is never overwritten. Changing one's label writes a new revision and marks the
 old one as not current; once K current annotations exist the issue is compared
-(`annotator.resolution.evaluate`). Errors never mention other annotators' work: an annotator
+(`labeling.resolution.evaluate`). Errors never mention other annotators' work: an annotator
 is blind to it until the issue is final.
 
 Labels lock when the K-th arrives: from then on no annotator's revision is taken, so nothing an
@@ -21,19 +21,14 @@ from django.db import connection, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from annotator import pg_functions, resolution
-from annotator.issue_context import nodes_by_id
-from annotator.models import (
-    Annotation,
-    FalsePositiveReason,
-    Project,
-    ProjectIssue,
-    Resolution,
-)
-from annotator.queue import _SLOTS_SQL, slot_state
+from annotator.models import Project
+from labeling import pg_functions, resolution
+from labeling.issue_context import nodes_by_id
+from labeling.models import Annotation, FalsePositiveReason, ProjectIssue, Resolution
+from labeling.proposals import proposal_from_annotation
+from labeling.queue import _SLOTS_SQL, slot_state
 from lib import sql
 from taxonomy.models import TaxonomyNode
-from taxonomy.proposals import proposal_from_annotation
 
 MAX_TEXT = 5000
 PROGRESS_CACHE_SECONDS = 5

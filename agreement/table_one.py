@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from annotator.models import Project, ProjectIssue, Resolution
+from annotator.models import Project
+from labeling.models import ProjectIssue, Resolution
 
 YEARS = (2023, 2024, 2025)
 TYPE_COLUMNS = (("A", "Question"), ("C", "Bug"), ("B", "Requirement"))  # the paper's order

@@ -7,7 +7,7 @@ annotators asking at once never wait on each other, and re-counts the slots of a
 before reserving it, because the candidate filter ran on a snapshot that may be stale.
 
 On PostgreSQL one such try is one call of a PL/pgSQL function built from the same statements
-(annotator.pg_functions). Each annotator's search starts at their `QueueFrontier`, behind which
+(labeling.pg_functions). Each annotator's search starts at their `QueueFrontier`, behind which
 every open issue is one they labeled or handed back.
 """
 
@@ -21,8 +21,9 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from annotator import pg_functions
-from annotator.models import Annotation, Project, ProjectIssue, Reservation
+from annotator.models import Project
+from labeling import pg_functions
+from labeling.models import Annotation, ProjectIssue, Reservation
 from lib import sql
 
 # Candidates locked per round; a few spare rows make a busy queue front cheap to step past.

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from annotator.demo import DEMO_ACCOUNTS, ensure_admin, load_demo
+from labeling.demo import DEMO_ACCOUNTS, ensure_admin, load_demo
 
 
 class Command(BaseCommand):

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
-from annotator.models import Annotation, Project
+from annotator.models import Project
+from labeling.models import Annotation, DetailEntry
 from taxonomy.lineage import Translator
-from taxonomy.models import DetailEntry, TaxonomyNode, TaxonomyVersion
+from taxonomy.models import TaxonomyNode, TaxonomyVersion
 
 
 class DetailError(ValueError):

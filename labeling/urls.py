@@ -2,9 +2,11 @@
 
 from django.urls import path
 
-from annotator import labeling_views as views
+from labeling import project_views, views
 
 urlpatterns = [
+    path("", project_views.home, name="home"),
+    path("projects/<int:project_id>/", project_views.project_detail, name="project_detail"),
     path("projects/<int:project_id>/label/", views.label_next, name="label_next"),
     path("projects/<int:project_id>/label/<int:item_id>/", views.label_issue, name="label_issue"),
     path(

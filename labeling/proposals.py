@@ -13,10 +13,11 @@ from collections.abc import Iterable
 from django.db import transaction
 from django.utils import timezone
 
-from annotator.models import LEAD_ROLES, Annotation, Project, Role
+from annotator.models import LEAD_ROLES, Project, Role
+from labeling.models import Annotation, Proposal, ProposalVote
 from taxonomy import edits
 from taxonomy.lineage import node_in_version
-from taxonomy.models import Proposal, ProposalVote, TaxonomyNode
+from taxonomy.models import TaxonomyNode
 
 
 class ProposalError(ValueError):

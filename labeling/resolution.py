@@ -15,13 +15,8 @@ from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from annotator.models import (
-    Annotation,
-    DiscussionMessage,
-    Project,
-    ProjectIssue,
-    Resolution,
-)
+from annotator.models import Project
+from labeling.models import Annotation, DiscussionMessage, ProjectIssue, Resolution
 from lib import sql
 
 LEVELS = ("false_positive", "type", "theme", "sub_theme")

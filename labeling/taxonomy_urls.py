@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from taxonomy import project_views as views
+from labeling import taxonomy_views as views
 
 urlpatterns = [
     path(

@@ -19,8 +19,9 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from annotator.models import Membership, Project, ProjectIssue, Role
+from annotator.models import Membership, Project, Role
 from ingest.models import Comment, Issue, Repository
+from labeling.models import ProjectIssue
 from taxonomy.loader import load_study_taxonomy
 
 DATA_FILE = Path(__file__).resolve().parent / "demo_data" / "issues.json"

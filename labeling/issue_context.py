@@ -10,8 +10,8 @@ import time
 from django.core.cache import cache
 from django.utils.safestring import mark_safe
 
-from annotator.rendering import render_markdown
 from ingest.models import Issue
+from labeling.rendering import render_markdown
 from taxonomy.models import TaxonomyNode
 
 # Bump when the sanitizer's rules change, so no HTML rendered under the old rules is served.

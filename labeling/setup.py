@@ -16,8 +16,9 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from annotator.models import Annotation, Project, ProjectIssue, QueueFrontier
+from annotator.models import Project
 from ingest.models import Issue
+from labeling.models import Annotation, ProjectIssue, QueueFrontier
 
 
 class SetupError(Exception):

@@ -1,7 +1,7 @@
 """Pages for labeling, progress, project setup and the lead's disagreement queue.
 
 Thin views: each looks the project up through `membership_or_404`, parses input, calls a
-function of `annotator.queue`, `labeling`, `resolution` or `setup`, and renders. An issue page
+function of `labeling.queue`, `labeling`, `resolution` or `setup`, and renders. An issue page
 an annotator has no business seeing is a 404, the same as an issue that does not exist.
 """
 
@@ -18,24 +18,17 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_POST
 
-from annotator import labeling, queue, resolution, setup
-from annotator.issue_context import (
+from annotator.models import LEAD_ROLES, Project, Role
+from annotator.permissions import membership_or_404
+from ingest.models import Issue, Repository
+from labeling import queue, resolution, setup, submission
+from labeling.issue_context import (
     issue_context,
     label_choices,
     taxonomy_nodes,
     taxonomy_payload,
 )
-from annotator.models import (
-    LEAD_ROLES,
-    Annotation,
-    FalsePositiveReason,
-    Project,
-    ProjectIssue,
-    Resolution,
-    Role,
-)
-from annotator.permissions import membership_or_404
-from ingest.models import Issue, Repository
+from labeling.models import Annotation, FalsePositiveReason, ProjectIssue, Resolution
 from lib import sql
 from taxonomy.models import TaxonomyNode
 
@@ -75,7 +68,7 @@ def label_next(request, project_id: int):
     membership = membership_or_404(request.user, project_id, roles=LABELER_ROLES)
     item_id = queue.next_issue_id_for(request.user, membership.project)
     if item_id is None:
-        progress = labeling.progress_of(request.user, membership.project)
+        progress = submission.progress_of(request.user, membership.project)
         return render(
             request,
             "labeling/nothing_left.html",
@@ -95,25 +88,25 @@ def label_issue(request, project_id: int, item_id: int):
         # NotYours for an issue that is not the project's); the issue itself is loaded only
         # to show the form again with an error.
         try:
-            label = labeling.parse_label(project, request.POST)
-            labeling.submit(request.user, project, item_id, label)
-        except labeling.NotYours:
+            label = submission.parse_label(project, request.POST)
+            submission.submit(request.user, project, item_id, label)
+        except submission.NotYours:
             raise Http404 from None
-        except labeling.LabelError as exc:
+        except submission.LabelError as exc:
             error = exc
         else:
             # No flash message: it would cost a session write on every submission.
             return redirect("label_next", project_id=project_id)
     item = _project_issue_or_404(project, item_id)
     # (A valid POST was checked by `submit`, which raises NotYours for an issue not theirs.)
-    own = labeling.own_annotation(request.user, item)
+    own = submission.own_annotation(request.user, item)
     # One's own label is enough to open the page; only without one is the reservation checked.
     reservation = None if own else queue.reservation_of(request.user, item)
     if own is None and not queue.was_handed(reservation):
         raise Http404
     is_final = item.status == ProjectIssue.Status.FINAL
     # Locked once the issue has its K labels; shown the same whatever the others chose.
-    locked = own is not None and not is_final and labeling.is_locked(item, project)
+    locked = own is not None and not is_final and submission.is_locked(item, project)
     context = {
         "project": project,
         "item": item,
@@ -127,7 +120,7 @@ def label_issue(request, project_id: int, item_id: int):
         # Blind until final: only the final label, never the other annotations.
         "final": resolution.current_resolution(item) if is_final else None,
         "reservation": reservation if reservation and reservation.skipped_at is None else None,
-        "progress": labeling.progress_of(request.user, project),
+        "progress": submission.progress_of(request.user, project),
         "fp_reasons": FalsePositiveReason.choices,
         "taxonomy": taxonomy_nodes(project.taxonomy_version_id),
         **issue_context(item.issue),
@@ -141,7 +134,7 @@ def request_change(request, project_id: int, item_id: int):
     """An annotator asks the lead to change their locked label (nothing else changes)."""
     membership = membership_or_404(request.user, project_id, roles=LABELER_ROLES)
     item = _project_issue_or_404(membership.project, item_id)
-    if labeling.own_annotation(request.user, item) is None:
+    if submission.own_annotation(request.user, item) is None:
         raise Http404  # as for an issue that was never theirs
     try:
         resolution.request_change(item, request.user, request.POST.get("body", ""))
@@ -180,8 +173,8 @@ def skip_issue(request, project_id: int, item_id: int):
 def my_progress(request, project_id: int):
     membership = membership_or_404(request.user, project_id)
     project = membership.project
-    progress = labeling.progress_of(request.user, project, with_agreement=True)
-    rows = Paginator(labeling.my_annotations(request.user, project), 100).get_page(
+    progress = submission.progress_of(request.user, project, with_agreement=True)
+    rows = Paginator(submission.my_annotations(request.user, project), 100).get_page(
         request.GET.get("page")
     )
     return render(
@@ -190,7 +183,7 @@ def my_progress(request, project_id: int):
         {
             "project": project,
             "progress": progress,
-            "shares": labeling.agreement_shares(progress),
+            "shares": submission.agreement_shares(progress),
             "rows": rows,
         },
     )
@@ -311,8 +304,8 @@ def disagreement_queue(request, project_id: int):
     return render(request, template, context)
 
 
-def _label_from_annotation(annotation: Annotation) -> labeling.Label:
-    return labeling.Label(
+def _label_from_annotation(annotation: Annotation) -> submission.Label:
+    return submission.Label(
         is_false_positive=annotation.is_false_positive,
         false_positive_reason=annotation.false_positive_reason,
         issue_type_id=annotation.issue_type_id,
@@ -335,16 +328,16 @@ def _lead_action(request, project: Project, item: ProjectIssue) -> None:
                 pk=int(source), project=project, issue_id=item.issue_id, is_current=True
             ).first()
             if chosen is None:
-                raise labeling.LabelError("source", "not an annotation of this issue")
+                raise submission.LabelError("source", "not an annotation of this issue")
             label = _label_from_annotation(chosen)
         else:
-            label = labeling.parse_label(project, request.POST)
+            label = submission.parse_label(project, request.POST)
         resolution.resolve(
             item, request.user, label, request.POST.get("method", ""), request.POST.get("note", "")
         )
         messages.success(request, f"Final label recorded for {item.issue}.")
     else:
-        raise labeling.LabelError("action", "unknown action")
+        raise submission.LabelError("action", "unknown action")
 
 
 @login_required
@@ -356,7 +349,7 @@ def resolve_issue(request, project_id: int, item_id: int):
     if request.method == "POST":
         try:
             _lead_action(request, project, item)
-        except (labeling.LabelError, resolution.ResolutionError) as exc:
+        except (submission.LabelError, resolution.ResolutionError) as exc:
             messages.error(request, f"Not saved: {exc}")
         return redirect("resolve_issue", project_id=project_id, item_id=item_id)
     annotations = resolution.current_annotations(item)
@@ -383,7 +376,7 @@ def resolve_issue(request, project_id: int, item_id: int):
         "final": resolution.current_resolution(item),
         "history": resolution.resolution_history(item),
         "based_on": _based_on(resolution.current_resolution(item)),
-        "revisions": labeling.revisions(project, item.issue_id),
+        "revisions": submission.revisions(project, item.issue_id),
         "discussion": item.discussion.select_related("author"),
         "methods": [(m, Resolution.Method(m).label) for m in resolution.LEAD_METHODS],
         "fp_reasons": FalsePositiveReason.choices,

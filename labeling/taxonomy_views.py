@@ -14,14 +14,17 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from annotator.models import LEAD_ROLES, ProjectIssue, Role
+from annotator.models import LEAD_ROLES, Role
 from annotator.permissions import membership_or_404
-from taxonomy import details as detail_service
-from taxonomy import edits, files, proposals
+from ingest.models import Issue
+from labeling import details as detail_service
+from labeling import proposals
+from labeling.models import DetailEntry, ProjectIssue, Proposal
+from taxonomy import edits, files
 from taxonomy.diff import diff_versions
 from taxonomy.forms import EditForm, ImportForm, MoveDetailForm, ProposalForm, RejectForm
 from taxonomy.lineage import ancestors
-from taxonomy.models import DetailEntry, Proposal, TaxonomyNode, TaxonomyVersion
+from taxonomy.models import TaxonomyNode, TaxonomyVersion
 
 VOTING_ROLES = (Role.ANNOTATOR, *LEAD_ROLES)
 
@@ -87,7 +90,7 @@ def proposal_list(request, project_id: int):
         form = ProposalForm(project.taxonomy_version, request.POST)
         if form.is_valid():
             urls = [u.strip() for u in form.cleaned_data["issue_urls"].splitlines() if u.strip()]
-            issues = list(project.issues.filter(url__in=urls))
+            issues = list(Issue.objects.filter(project_issues__project=project, url__in=urls))
             unknown = sorted(set(urls) - {i.url for i in issues})
             if unknown:
                 form.add_error("issue_urls", f"not an issue of this project: {unknown[0]}")

@@ -1,6 +1,6 @@
 """PL/pgSQL functions: statements that run together under one row lock, in one round trip.
 
-Reserving the next issue (annotator.queue) and storing a first label (annotator.labeling) each
+Reserving the next issue (labeling.queue) and storing a first label (labeling.submission) each
 run a few statements in a transaction. Over the network that is a BEGIN, each statement and a
 COMMIT, about 0.2 ms of CPU apiece on each side, and every volunteer makes both requests for
 every issue. On PostgreSQL the common case of each is one function call instead. The function
@@ -98,9 +98,8 @@ def install(using: str = DEFAULT_DB_ALIAS, **kwargs) -> None:
     target = connections[using]
     if using != DEFAULT_DB_ALIAS or target.vendor != "postgresql":
         return
-    # The modules that declare functions register them when imported.
-    from annotator import labeling, queue  # noqa: F401
-
+    # The modules that declare functions registered them when LabelingConfig.ready imported
+    # them.
     with transaction.atomic(using=using), target.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_INSTALL_LOCK])
         for builder in _BUILDERS:
