@@ -16,6 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotator.models import Project
+from taxonomy.codes import label_code
 from taxonomy.models import TaxonomyNode
 
 
@@ -86,10 +87,8 @@ class LabelFields(models.Model):
     @property
     def label_code(self) -> str:
         """The most specific code of the label, or "FP" for a false positive."""
-        if self.is_false_positive:
-            return "FP"
-        node = self.sub_theme or self.theme or self.issue_type
-        return node.code if node else ""
+        nodes = (self.sub_theme, self.theme, self.issue_type)
+        return label_code(self.is_false_positive, *(n.code if n else None for n in nodes))
 
 
 class Annotation(LabelFields):

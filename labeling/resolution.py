@@ -16,6 +16,7 @@ from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from annotator.models import Project
+from labeling.labels import Label, LabelKey, label_key
 from labeling.models import Annotation, DiscussionMessage, ProjectIssue, Resolution
 from lib import sql
 
@@ -31,16 +32,6 @@ LEAD_METHODS = (Resolution.Method.CONSENSUS, Resolution.Method.LEAD_DECISION)
 
 class ResolutionError(Exception):
     """A resolution step that does not apply to the issue in its current state."""
-
-
-# A label as compared: ("FP",) for a false positive, else (type, theme, sub-theme) node ids.
-LabelKey = tuple
-
-
-def label_key(label) -> LabelKey:
-    if label.is_false_positive:
-        return ("FP",)
-    return (label.issue_type_id, label.theme_id, label.sub_theme_id)
 
 
 def level_value(label, level: str):
@@ -117,17 +108,14 @@ def _finalize(
 ) -> Resolution:
     winners = [a for a in annotations if label_key(a) == key]
     reasons = Counter(a.false_positive_reason for a in winners if a.false_positive_reason)
-    sample = winners[0]
+    label = Label.from_annotation(winners[0], with_notes=False)
+    label.false_positive_reason = reasons.most_common(1)[0][0] if reasons else ""
     resolution = Resolution(
         project_id=project_issue.project_id,
         issue_id=project_issue.issue_id,
         method=method,
-        is_false_positive=sample.is_false_positive,
-        false_positive_reason=reasons.most_common(1)[0][0] if reasons else "",
-        issue_type_id=sample.issue_type_id,
-        theme_id=sample.theme_id,
-        sub_theme_id=sample.sub_theme_id,
         based_on=[a.pk for a in annotations],
+        **label.fields(),
     )
     # One in K submissions ends here: hand-written statements, as the rest of `submit`.
     sql.insert(resolution)
@@ -229,11 +217,8 @@ def resolve(
             method=method,
             decided_by=lead,
             note=note,
-            is_false_positive=label.is_false_positive,
-            false_positive_reason=label.false_positive_reason,
-            issue_type_id=label.issue_type_id,
-            theme_id=label.theme_id,
-            sub_theme_id=label.sub_theme_id,
+            # A `Label`, or an annotation chosen as the final label: its label proper only.
+            **Label.from_annotation(label, with_notes=False).fields(),
         )
         pi.status = ProjectIssue.Status.FINAL
         pi.save(update_fields=["status"])

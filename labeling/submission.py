@@ -24,6 +24,7 @@ from django.utils import timezone
 from annotator.models import Project
 from labeling import pg_functions, resolution
 from labeling.issue_context import nodes_by_id
+from labeling.labels import Label, label_key
 from labeling.models import Annotation, FalsePositiveReason, ProjectIssue, Resolution
 from labeling.proposals import proposal_from_annotation
 from labeling.queue import _SLOTS_SQL, slot_state
@@ -45,33 +46,6 @@ class LabelError(Exception):
 
 class NotYours(Exception):
     """The user holds no reservation or annotation for the issue (shown as a 404)."""
-
-
-@dataclass
-class Label:
-    is_false_positive: bool = False
-    false_positive_reason: str = ""
-    issue_type_id: int | None = None
-    theme_id: int | None = None
-    sub_theme_id: int | None = None
-    summary: str = ""
-    note: str = ""
-    proposed_category: str = ""
-
-    def same_as(self, annotation: Annotation) -> bool:
-        return all(
-            getattr(self, name) == getattr(annotation, name)
-            for name in (
-                "is_false_positive",
-                "false_positive_reason",
-                "issue_type_id",
-                "theme_id",
-                "sub_theme_id",
-                "summary",
-                "note",
-                "proposed_category",
-            )
-        )
 
 
 def _node(nodes: dict[int, dict], raw, level: int, field: str) -> dict | None:
@@ -181,14 +155,8 @@ def _new_annotation(pi: ProjectIssue, user, label: Label, current: Annotation | 
         annotator=user,
         revision=current.revision + 1 if current else 1,
         is_pilot=pi.is_pilot,
-        is_false_positive=label.is_false_positive,
-        false_positive_reason=label.false_positive_reason,
-        issue_type_id=label.issue_type_id,
-        theme_id=label.theme_id,
-        sub_theme_id=label.sub_theme_id,
-        summary=label.summary,
-        note=label.note,
-        proposed_category=label.proposed_category,
+        **label.fields(),
+        **label.notes(),
     )
 
 
@@ -466,7 +434,7 @@ def progress_of(user, project: Project, with_agreement: bool = False) -> Progres
                 final.is_false_positive,
                 final.theme_id,
             )
-            progress.matched_label += resolution.label_key(a) == resolution.label_key(final)
+            progress.matched_label += label_key(a) == label_key(final)
     return progress
 
 

@@ -28,6 +28,7 @@ from labeling.issue_context import (
     taxonomy_nodes,
     taxonomy_payload,
 )
+from labeling.labels import Label
 from labeling.models import Annotation, FalsePositiveReason, ProjectIssue, Resolution
 from lib import sql
 from taxonomy.models import TaxonomyNode
@@ -304,16 +305,6 @@ def disagreement_queue(request, project_id: int):
     return render(request, template, context)
 
 
-def _label_from_annotation(annotation: Annotation) -> submission.Label:
-    return submission.Label(
-        is_false_positive=annotation.is_false_positive,
-        false_positive_reason=annotation.false_positive_reason,
-        issue_type_id=annotation.issue_type_id,
-        theme_id=annotation.theme_id,
-        sub_theme_id=annotation.sub_theme_id,
-    )
-
-
 def _lead_action(request, project: Project, item: ProjectIssue) -> None:
     action = request.POST.get("action")
     if action == "message":
@@ -329,7 +320,7 @@ def _lead_action(request, project: Project, item: ProjectIssue) -> None:
             ).first()
             if chosen is None:
                 raise submission.LabelError("source", "not an annotation of this issue")
-            label = _label_from_annotation(chosen)
+            label = Label.from_annotation(chosen, with_notes=False)
         else:
             label = submission.parse_label(project, request.POST)
         resolution.resolve(
