@@ -4,7 +4,9 @@ Correctness under concurrency rests on one rule: every write that changes how ma
 K slots are taken (a reservation, an annotation) happens while holding the row lock of its
 `ProjectIssue`. `next_issue_for` locks candidate rows with `FOR UPDATE SKIP LOCKED`, so two
 annotators asking at once never wait on each other, and re-counts the slots of a locked row
-before reserving it, because the candidate filter ran on a snapshot that may be stale.
+before reserving it, because the candidate filter ran on a snapshot that may be stale. Only
+when every candidate is locked by others for a moment does a request wait, on those row locks
+(bounded by `lock_timeout`), never by sleeping.
 
 On PostgreSQL one such try is one call of a PL/pgSQL function built from the same statements
 (labeling.pg_functions). Each annotator's search starts at their `QueueFrontier`, behind which
@@ -13,12 +15,11 @@ every open issue is one they labeled or handed back.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
 from annotator.models import Project
@@ -28,8 +29,10 @@ from lib import sql
 
 # Candidates locked per round; a few spare rows make a busy queue front cheap to step past.
 CANDIDATES_PER_ROUND = 4
-# Rounds to wait out rows that are only locked for a moment by other annotators.
-LOCKED_RETRIES = 20
+# Rounds to wait out rows that are only locked for a moment by other annotators, and how long
+# one round may wait for those locks (they are held for the few ms of a reservation).
+LOCKED_RETRIES = 5
+LOCK_WAIT = "200ms"
 
 # Conditions on a queue row `pi` for the user: not labeled by them, not handed back by them.
 _NOT_LABELED_BY_USER = """
@@ -66,6 +69,7 @@ ORDER BY pi.position, pi.id
 LIMIT %(limit)s
 """
 _LOCK = "FOR UPDATE OF pi SKIP LOCKED"
+_WAIT_LOCK = "FOR UPDATE OF pi"
 
 # The user's active reservation, if any; else the candidates, locked. One round trip for what
 # most requests need (a volunteer who just submitted holds no reservation).
@@ -216,17 +220,21 @@ def _params(user, project: Project, with_skipped: bool) -> dict:
     }
 
 
-def _lock_clause() -> str:
+def _lock_clause(wait: bool = False) -> str:
     # SQLite (the laptop default) has no row locks; it serializes writers instead.
-    return _LOCK if connection.vendor == "postgresql" else ""
+    if connection.vendor != "postgresql":
+        return ""
+    return _WAIT_LOCK if wait else _LOCK
 
 
 def _existing_or_candidates(
-    user, project: Project, with_skipped: bool
+    user, project: Project, with_skipped: bool, wait: bool = False
 ) -> tuple[int | None, list[tuple[int, int, int]]]:
     """(the user's reserved issue, or None; else the locked candidates: id, issue, position)."""
+    if wait and connection.vendor == "postgresql":
+        sql.execute(f"SET LOCAL lock_timeout = '{LOCK_WAIT}'", {})
     found = sql.rows(
-        _EXISTING_OR_CANDIDATES_SQL.format(lock=_lock_clause()),
+        _EXISTING_OR_CANDIDATES_SQL.format(lock=_lock_clause(wait)),
         _params(user, project, with_skipped),
     )
     if found and found[0][3]:
@@ -281,10 +289,13 @@ END""",
     )
 
 
-def _reserve_round(user, project: Project, with_skipped: bool, expires) -> tuple[int | None, int]:
+def _reserve_round(
+    user, project: Project, with_skipped: bool, expires, wait: bool = False
+) -> tuple[int | None, int]:
     """One try: the user's active reservation or a newly reserved issue (its id, or None), and
-    how many candidates this try locked."""
-    function = pg_functions.usable(_reserve_next_function)
+    how many candidates this try locked. With `wait`, it waits (up to LOCK_WAIT) for rows other
+    annotators hold instead of skipping them."""
+    function = None if wait else pg_functions.usable(_reserve_next_function)
     if function is not None:
         params = {**_params(user, project, with_skipped), "expires": expires}
         try:
@@ -293,7 +304,7 @@ def _reserve_round(user, project: Project, with_skipped: bool, expires) -> tuple
         except pg_functions.Missing:
             pass
     with transaction.atomic():
-        reserved, candidates = _existing_or_candidates(user, project, with_skipped)
+        reserved, candidates = _existing_or_candidates(user, project, with_skipped, wait)
         if reserved is not None:
             return reserved, 0
         for pk, issue_id, position in candidates:
@@ -318,16 +329,20 @@ def next_issue_id_for(user, project: Project) -> int | None:
     expires = timezone.now() + timedelta(minutes=reservation_minutes())
     # Skipped issues come back only when nothing else is left for this annotator.
     for with_skipped in (False, True):
-        for attempt in range(LOCKED_RETRIES):
-            item, locked = _reserve_round(user, project, with_skipped, expires)
+        wait = False
+        for _ in range(LOCKED_RETRIES):
+            try:
+                item, locked = _reserve_round(user, project, with_skipped, expires, wait)
+            except OperationalError:  # lock_timeout: the rows stayed locked; look again
+                item, locked = None, 0
             if item is not None:
                 return item
             # No row was taken: either nothing is left, or the rows were full on a fresh look,
-            # or locked for a moment by other annotators (who may leave a slot for this one).
+            # or locked for a moment by other annotators (who may leave a slot for this one):
+            # then the next round waits for their locks.
             if not _any_candidate(user, project, with_skipped):
                 break
-            if not locked:
-                time.sleep(0.002 * (attempt + 1))
+            wait = not locked
     return None
 
 
