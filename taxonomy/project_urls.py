@@ -34,6 +34,11 @@ urlpatterns = [
         name="taxonomy_export",
     ),
     path(
+        "projects/<int:project_id>/taxonomy/versions/<int:version_id>/<str:type_code>.csv",
+        views.version_csv,
+        name="taxonomy_version_csv",
+    ),
+    path(
         "projects/<int:project_id>/taxonomy/import/", views.version_import, name="taxonomy_import"
     ),
     path("projects/<int:project_id>/taxonomy/diff/", views.version_diff, name="taxonomy_diff"),

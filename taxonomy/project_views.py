@@ -2,7 +2,9 @@
 JSON export/import, and the lead's detail mapping. Views parse, call a service, render.
 
 Visibility: annotators and leads see proposals and vote; only leads edit, reject, import and
-review details (summaries are annotations, which annotators may not see of each other).
+review details (summaries are annotations, which annotators may not see of each other). A
+project sees only its own taxonomy history (`taxonomy.history`): another project's versions
+are a 404 here, and authors are named to leads, pseudonymous to other members.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from django.views.decorators.http import require_POST
 from annotator.models import LEAD_ROLES, ProjectIssue, Role
 from annotator.permissions import membership_or_404
 from taxonomy import details as detail_service
-from taxonomy import edits, files, proposals
+from taxonomy import edits, files, history, proposals
 from taxonomy.diff import diff_versions
 from taxonomy.forms import EditForm, ImportForm, MoveDetailForm, ProposalForm, RejectForm
 from taxonomy.lineage import ancestors
@@ -160,11 +162,7 @@ def proposals_import(request, project_id: int):
 
 
 def _project_versions(project) -> list[TaxonomyVersion]:
-    return list(
-        TaxonomyVersion.objects.filter(taxonomy_id=project.taxonomy_version.taxonomy_id)
-        .select_related("created_by", "taxonomy")
-        .order_by("-number")
-    )
+    return list(history.project_versions(project))
 
 
 @login_required
@@ -172,6 +170,7 @@ def version_list(request, project_id: int):
     membership = membership_or_404(request.user, project_id)
     project = membership.project
     versions = _project_versions(project)
+    authors = history.author_names(project, versions, membership.role)
     lineage_ids = {v.pk for v in ancestors(project.taxonomy_version)}
     return render(
         request,
@@ -179,7 +178,14 @@ def version_list(request, project_id: int):
         {
             "project": project,
             "is_lead": membership.role in LEAD_ROLES,
-            "versions": versions,
+            "rows": [
+                {
+                    "v": v,
+                    "author": authors[v.pk],
+                    "type_codes": [t.code for t in v.types().order_by("position")],
+                }
+                for v in versions
+            ],
             "lineage_ids": lineage_ids,
             "import_form": ImportForm(),
         },
@@ -206,23 +212,40 @@ def version_diff(request, project_id: int):
     )
 
 
+def _project_version_or_404(project, version_id: int) -> TaxonomyVersion:
+    if version_id not in history.project_version_ids(project):
+        raise Http404
+    return get_object_or_404(TaxonomyVersion.objects.select_related("taxonomy"), pk=version_id)
+
+
 @login_required
 def version_export(request, project_id: int, version_id: int):
     membership = membership_or_404(request.user, project_id)
-    version = get_object_or_404(
-        TaxonomyVersion,
-        pk=version_id,
-        taxonomy_id=membership.project.taxonomy_version.taxonomy_id,
-    )
+    version = _project_version_or_404(membership.project, version_id)
     response = HttpResponse(files.export_json(version), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="taxonomy-v{version.number}.json"'
     return response
 
 
 @login_required
+def version_csv(request, project_id: int, version_id: int, type_code: str):
+    """One type of a version as the study's detail file (what `load_taxonomy` reads)."""
+    membership = membership_or_404(request.user, project_id)
+    version = _project_version_or_404(membership.project, version_id)
+    try:
+        text = detail_service.export_version_csv(version, type_code)
+    except detail_service.DetailError:
+        raise Http404 from None
+    name = detail_service.study_file_name(type_code)
+    response = HttpResponse(text, content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="v{version.number}-{name}"'
+    return response
+
+
+@login_required
 @require_POST
 def version_import(request, project_id: int):
-    membership_or_404(request.user, project_id, roles=LEAD_ROLES)
+    membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     form = ImportForm(request.POST, request.FILES)
     if not form.is_valid():
         messages.error(request, "file: choose a taxonomy JSON file")
@@ -230,7 +253,10 @@ def version_import(request, project_id: int):
         upload = form.cleaned_data["file"]
         try:
             version = files.import_json(
-                upload.read(), source=f"uploaded {upload.name}", user=request.user
+                upload.read(),
+                source=f"uploaded {upload.name}",
+                user=request.user,
+                project=membership.project,
             )
         except files.TaxonomyJSONError as exc:
             messages.error(request, f"{upload.name}: {exc}")
@@ -340,5 +366,6 @@ def detail_csv(request, project_id: int, type_code: str):
     except detail_service.DetailError:
         raise Http404 from None
     response = HttpResponse(text, content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="details-{type_code}.csv"'
+    name = detail_service.study_file_name(type_code)
+    response["Content-Disposition"] = f'attachment; filename="project-{name}"'
     return response

@@ -1,17 +1,22 @@
-"""The taxonomy tree with counts of details and a search over names and details."""
+"""The global taxonomy page: the tree with counts of details and a search over names and details.
+
+It shows public versions (the study's taxonomy, versions an administrator published) and, to
+their members, the versions of a user's projects; any other version is a 404 (see
+`taxonomy.history`).
+"""
 
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 
-from taxonomy.models import TaxonomyVersion
+from taxonomy import history
 from taxonomy.search import build_tree, search_nodes
 
 
 @login_required
 def latest(request):
-    version = TaxonomyVersion.objects.order_by("-created_at").first()
+    version = history.global_version()
     if version is None:
         return render(request, "taxonomy/empty.html")
     return redirect("taxonomy_version", version_id=version.pk)
@@ -19,13 +24,13 @@ def latest(request):
 
 @login_required
 def version_detail(request, version_id: int):
-    # Taxonomies are shared reference data: any signed-in user may read them.
-    version = get_object_or_404(TaxonomyVersion.objects.select_related("taxonomy"), pk=version_id)
+    visible = history.visible_to(request.user).select_related("taxonomy")
+    version = get_object_or_404(visible, pk=version_id)
     query = request.GET.get("q", "").strip()
     context = {
         "version": version,
         "query": query,
-        "versions": TaxonomyVersion.objects.select_related("taxonomy"),
+        "versions": visible.order_by("taxonomy__name", "number"),
     }
     if query:
         context["results"] = search_nodes(version, query)
