@@ -142,3 +142,19 @@ def test_loading_the_study_if_missing_ignores_a_projects_newer_edit(project, pil
     from taxonomy.loader import load_study_taxonomy
 
     assert load_study_taxonomy(only_if_missing=True) == pilot_edit.parent
+
+
+def test_another_projects_lead_cannot_read_the_agreement_report_under_its_version(
+    client, pilot_edit, second_study
+):
+    other, bruno, _ = second_study
+    client.force_login(bruno)
+    page = project_url("agreement_report", other)
+    assert client.get(page).status_code == 200
+    assert client.get(f"{page}?version={pilot_edit.pk}").status_code == 404
+
+
+def test_a_project_created_by_a_label_import_starts_on_the_study_not_an_edit(pilot_edit, tmp_path):
+    from dataset.importer import get_or_create_project
+
+    assert get_or_create_project("Imported study").taxonomy_version == pilot_edit.parent
