@@ -214,6 +214,9 @@ FORGE_TOKEN_HOSTS = env_list("FORGE_TOKEN_HOSTS")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
+# Hosts besides the public forges' API hosts that a repository's API URL may name (ingest.hosts):
+# `host[:port]` over https, `http://host[:port]` for plain http; trusted even on a private address.
+FORGE_API_HOSTS = env_list("FORGE_API_HOSTS")
         "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
