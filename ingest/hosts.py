@@ -167,16 +167,18 @@ def refused_address(address: str) -> str:
         embedded = ip.ipv4_mapped or ip.sixtofour or (ip.teredo or (None, None))[1]
         if embedded is None and ip in NAT64:
             embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-    for candidate in (ip, embedded):
+    for candidate in (embedded, ip):  # the embedded IPv4 address first: it is where it goes
         if candidate is None:
             continue
         if candidate.is_loopback:
             return f"{address} is a loopback address"
         if candidate.is_link_local:
             return f"{address} is a link-local address"
+        if candidate.is_unspecified or candidate.is_multicast:
+            return f"{address} is not a public address"
         if candidate.is_private:
             return f"{address} is a private address"
-        if candidate.is_multicast or candidate.is_unspecified or not candidate.is_global:
+        if not candidate.is_global:
             return f"{address} is not a public address"
     return ""
 
