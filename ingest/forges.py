@@ -314,7 +314,7 @@ class ForgeClient:
         and nothing (least of all a token) goes anywhere the repository does not name."""
         if not same_origin(url, self.api_url):
             parts = urlsplit(url)
-            elsewhere = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+            elsewhere = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"[:200]
             raise FatalForgeError(
                 f"{what} leads to another host ({elsewhere}, not {self._origin_text()}):"
                 " refused, no request sent there"

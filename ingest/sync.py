@@ -51,6 +51,12 @@ forge) per thread.
 task re-queues itself for then. `run_inline` drives every part of a run in one process (the
 command line, tests, benchmarks), and may sleep.
 
+Forge links. An issue's `html_url` (`web_url` on GitLab) is stored as its URL only when it is
+https on the forge's web host (for a repository on a listed API host: that host, http if the API
+URL is http; `ingest.hosts.web_origin_ok`); otherwise the canonical
+`<repository web URL>/issues/<number>` is stored instead (the issue URL is unique, so it cannot
+be left empty) and the forge's value stays in `raw`.
+
 URL lists. `hydrate_issues` fetches issues known only by their URL one by one, recorded as a
 run of kind "hydrate" per repository (issues fetched out of those to fetch, requests,
 comments, an error log naming the issues that could not be fetched, moved or deleted ones).
