@@ -2,8 +2,11 @@
 
 Rows are grouped by the repository's study group ("PyTorch", "vLLM" …), falling back to its
 full name. Year columns count the issues still in the dataset (not excluded as false positives)
-by creation year; the type columns count final labels; the false-positive rate is the share of
-finalized issues excluded as not LLM-related. The "Sum" row adds the counts and, as the paper
+by the year the issue was created on its forge, or, while that date has not been fetched, by its
+study year (the year of the study's URL list it was imported from, `<repo>_<year>.txt`). So the
+study's published files alone (URL lists and label CSVs) give the paper's Table I. The type
+columns count final labels; the false-positive rate is the share of finalized issues excluded as
+not LLM-related. The "Sum" row adds the counts and, as the paper
 does, averages the per-repository rates.
 """
 
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from annotator.models import Project
 from labeling.models import ProjectIssue, Resolution
@@ -41,6 +45,11 @@ class TableOneRow:
         }
 
 
+def issue_year(created_at: datetime | None, study_year: int | None) -> int | None:
+    """The year Table I counts an issue in: its forge creation date's, else its study year."""
+    return created_at.year if created_at is not None else study_year
+
+
 def table_one(project: Project) -> tuple[list[TableOneRow], TableOneRow]:
     """Rows per repository group for the project's issues, and the Sum row."""
     rows: dict[str, TableOneRow] = {}
@@ -54,11 +63,12 @@ def table_one(project: Project) -> tuple[list[TableOneRow], TableOneRow]:
     scope = ProjectIssue.objects.filter(project=project).values_list(
         "issue_id",
         "issue__created_at",
+        "issue__study_year",
         "issue__repository__group",
         "issue__repository__owner",
         "issue__repository__name",
     )
-    for issue_id, created_at, group, owner, name in scope.iterator(chunk_size=5000):
+    for issue_id, created_at, study_year, group, owner, name in scope.iterator(chunk_size=5000):
         key = group or f"{owner}/{name}"
         row = rows.setdefault(key, TableOneRow(key))
         final = finals.get(issue_id)
@@ -70,8 +80,9 @@ def table_one(project: Project) -> tuple[list[TableOneRow], TableOneRow]:
                 continue
             if type_code is not None:
                 row.types[type_code] = row.types.get(type_code, 0) + 1
-        if created_at is not None and created_at.year in row.years:
-            row.years[created_at.year] += 1
+        year = issue_year(created_at, study_year)
+        if year in row.years:
+            row.years[year] += 1
         else:
             row.other_years += 1
     ordered = sorted(rows.values(), key=lambda r: r.name.lower())

@@ -11,7 +11,7 @@ from agreement.measures import LANDIS_KOCH, LEVEL_NAMES, agreement_report, repor
 from agreement.table_one import TYPE_COLUMNS, YEARS, table_one
 from annotator.models import LEAD_ROLES, Role
 from annotator.permissions import membership_or_404
-from taxonomy.models import TaxonomyVersion
+from labeling import taxonomy_history as history
 
 TABLE_ONE_ROLES = (Role.LEAD, Role.RESEARCHER, Role.ANNOTATOR, Role.ADMIN)
 
@@ -25,10 +25,9 @@ def _heat_class(value: int, top: int) -> str:
 def agreement_report_page(request, project_id: int):
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     project = membership.project
-    # Any version of the project's taxonomy: labels are read under it through the lineage.
-    versions = TaxonomyVersion.objects.filter(
-        taxonomy_id=project.taxonomy_version.taxonomy_id
-    ).order_by("number")
+    # Any version of the project's own history (not another project's edits): labels are read
+    # under it through the lineage.
+    versions = history.project_versions(project).order_by("number")
     version = project.taxonomy_version
     if request.GET.get("version", "").isdigit():
         version = get_object_or_404(versions, pk=int(request.GET["version"]))

@@ -35,6 +35,9 @@ from pathlib import Path
 
 from _django import ROOT, setup
 
+# The fake forge listens on 127.0.0.1: listed as an admin would list it (ingest.hosts); the
+# workers started below inherit it.
+os.environ.setdefault("FORGE_API_HOSTS", "http://127.0.0.1")
 setup()
 
 from django.db import connection  # noqa: E402

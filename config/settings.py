@@ -213,6 +213,9 @@ FORGE_TOKENS = {
 # Hosts besides the public forges' API hosts that may receive those tokens (GitHub Enterprise,
 # a self-hosted GitLab). A repository pointing anywhere else is fetched without a token.
 FORGE_TOKEN_HOSTS = env_list("FORGE_TOKEN_HOSTS")
+# Hosts besides the public forges' API hosts that a repository's API URL may name (ingest.hosts):
+# `host[:port]` over https, `http://host[:port]` for plain http; trusted even on a private address.
+FORGE_API_HOSTS = env_list("FORGE_API_HOSTS")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

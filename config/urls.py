@@ -16,7 +16,6 @@ urlpatterns = [
     ),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("annotator.urls")),
-    path("taxonomy/", include("taxonomy.urls")),
     path("", include("labeling.urls")),
     path("", include("ingest.urls")),
     path("", include("agreement.urls")),

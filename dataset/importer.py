@@ -28,6 +28,7 @@ from dataset.bulk import foreign_keys_validated_at_end, insert_rows
 from dataset.forges import IssueRef, parse_issue_url
 from ingest.models import Issue, Repository
 from labeling.models import Annotation, ProjectIssue, Resolution
+from labeling.taxonomy_history import global_version  # the study's or a published version
 from taxonomy.models import TaxonomyNode, TaxonomyVersion
 
 URL_COLUMN = "Issue_URL"
@@ -243,13 +244,13 @@ def _label_fields(node: TaxonomyNode) -> dict:
 
 
 def get_or_create_project(name: str) -> Project:
-    """The named project; created on the newest taxonomy version (the study's, if none)."""
+    """The named project; created on the global taxonomy version (study's or published)."""
     project = Project.objects.filter(name=name).first()
     if project:
         return project
     from taxonomy.loader import load_study_taxonomy
 
-    version = TaxonomyVersion.objects.order_by("-created_at", "-pk").first()
+    version = global_version()
     if version is None:
         version = load_study_taxonomy(only_if_missing=True)
     return Project.objects.create(name=name, taxonomy_version=version)
@@ -301,10 +302,7 @@ def import_labels(
     """Read the files, then import them in one transaction (see the module docstring)."""
     report = ImportReport(project=project_name)
     project = Project.objects.filter(name=project_name).select_related("taxonomy_version").first()
-    if project is not None:
-        version = project.taxonomy_version
-    else:
-        version = TaxonomyVersion.objects.order_by("-created_at", "-pk").first()
+    version = project.taxonomy_version if project is not None else global_version()
     if version is None:
         # Only the study's taxonomy can be assumed; load it to validate codes against it.
         from taxonomy.loader import load_study_taxonomy

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 
+from ingest.forms import RepositoryAdminForm
 from ingest.models import Comment, Issue, KeywordSet, PageETag, Repository, SyncRun
 from ingest.sync import refilter_repository
 
 
 @admin.register(Repository)
 class RepositoryAdmin(admin.ModelAdmin):
+    form = RepositoryAdminForm  # the API URL: a forge's or a listed host (ingest.hosts)
     list_display = ["full_name", "forge", "group", "is_framework", "keyword_set", "last_synced_at"]
     list_filter = ["forge", "is_framework", "group"]
     search_fields = ["owner", "name", "group"]

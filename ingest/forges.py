@@ -16,24 +16,36 @@ multiple of 100 for a page number).
 
 A page's JSON is parsed once, with the standard library, from the bytes received. NUL
 characters (`\\u0000`), which PostgreSQL cannot store in text or jsonb, are dropped from a page
-that has any. Tokens never leave this module: every URL or message that leaves it has been
-through `redact`.
+that has any.
+
+Secrets. A forge token is sent only to the origin (scheme, host, port) of the repository's API
+URL, and only when that host may receive it (`token_allowed`). Redirects are followed here, by
+hand, and only within that origin; a `next` link or a redirect to another origin is refused
+and fails the run with a line in its log that says so (tokens never follow a forge's links
+elsewhere). The session itself (`ingest.hosts.ForgeSession`) refuses hosts that are not forge
+API hosts or listed by an admin, and addresses that are not public. Every message that leaves
+this module (exceptions, logs) has been through `redact`, which removes the configured token
+values and anything shaped like a GitHub, GitLab or Gitee token or like a credential in a
+header or query string; a forge that echoes the request in an error body gets its echo
+redacted before it is stored or shown.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, quote_plus, urlencode, urljoin, urlsplit, urlunsplit
 
 import requests
 from django.conf import settings
 from django.utils import timezone
 
+from ingest.hosts import ForgeSession, HostRefused, same_origin, url_allowed
 from ingest.models import Repository
 
 log = logging.getLogger(__name__)
@@ -42,6 +54,61 @@ PER_PAGE = 100
 SMALLER_PAGES = (50, 25)  # per_page tried after repeated server errors at 100
 SHRINK_AFTER = 2  # server errors or timeouts in a row at one page size before a smaller one
 TOKEN_PARAMS = {"access_token", "private_token"}
+MAX_REDIRECTS = 5
+
+# Tokens by their shape, for text that may hold one the server never had (a forge's echo).
+TOKEN_SHAPES = re.compile(
+    r"\b(?:gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{20,255})"  # GitHub
+    r"|\bgl(?:pat|oas|dt|rt|ptt|ft|imt|agent|soat|cbt|ffct|rtr)-[A-Za-z0-9_\-]{16,}"  # GitLab
+    r"|(?<![0-9A-Za-z])[0-9a-fA-F]{32}(?![0-9A-Za-z])"  # Gitee: 32 hex digits
+)
+# A credential by its name: `Authorization: Bearer …`, `access_token=…`, `"PRIVATE-TOKEN": "…"`.
+KEYED_SECRET = re.compile(
+    r"(?i)((?:access|private|refresh|id)[_-]?token|authorization|token|password|client_secret)"
+    r"(\s*[\"']?\s*(?:[:=]|%3d)\s*[\"']?\s*)"
+    r"((?:bearer|token|basic)\s+)?"
+    r"([^\s\"'&,;<>(){}\[\]]+)"
+)
+REDACTED = "***"
+
+
+def redact(text: str, tokens: tuple[str, ...] = ()) -> str:
+    """`text` without any forge token: the configured ones (FORGE_TOKENS) and `tokens` by
+    value (raw and URL-encoded), others by shape or by the name they travel under."""
+    text = str(text)
+    values = [*tokens, *(getattr(settings, "FORGE_TOKENS", {}) or {}).values()]
+    for value in sorted({v for v in values if v and len(v) >= 4}, key=len, reverse=True):
+        for form in {value, quote(value, safe=""), quote_plus(value)}:
+            text = text.replace(form, REDACTED)
+    text = KEYED_SECRET.sub(lambda m: f"{m[1]}{m[2]}{m[3] or ''}{REDACTED}", text)
+    return TOKEN_SHAPES.sub(REDACTED, text)
+
+
+class RedactingFilter(logging.Filter):
+    """Log records with their message and traceback redacted (urllib3 logs Gitee's URLs,
+    token included, at DEBUG)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = redact(record.getMessage()), None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        return True
+
+
+def install_log_redaction() -> None:
+    for name in ("ingest", "ingest.forges", "ingest.sync", "ingest.tasks", "urllib3"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, RedactingFilter) for f in logger.filters):
+            logger.addFilter(RedactingFilter())
+    # A filter on a logger sees only records logged on that very logger, not its children's.
+    logger = logging.getLogger("urllib3.connectionpool")
+    if not any(isinstance(f, RedactingFilter) for f in logger.filters):
+        logger.addFilter(RedactingFilter())
+
+
+install_log_redaction()
 
 
 def token_allowed(forge: str, api_url: str) -> bool:
@@ -54,19 +121,7 @@ def token_allowed(forge: str, api_url: str) -> bool:
     host = (urlsplit(api_url).hostname or "").lower()
     default = urlsplit(Repository.DEFAULT_API_URLS.get(forge, "")).hostname or ""
     extra = {h.lower() for h in getattr(settings, "FORGE_TOKEN_HOSTS", [])}
-    return bool(host) and (host == default or host in extra)
-
-
-class TokenSafeSession(requests.Session):
-    """A session that drops GitLab's PRIVATE-TOKEN header on a redirect to another host.
-
-    requests strips `Authorization` itself in that case, but not a custom header.
-    """
-
-    def rebuild_auth(self, prepared_request, response):
-        super().rebuild_auth(prepared_request, response)
-        if self.should_strip_auth(response.request.url, prepared_request.url):
-            prepared_request.headers.pop("PRIVATE-TOKEN", None)
+    return bool(host) and (host == default or host in extra) and not url_allowed(api_url, forge)
 
 
 def _issue_fields(raw: dict, *, closed_key: str, is_pull_request: bool) -> dict[str, Any]:
@@ -96,6 +151,9 @@ def _setting(name: str, default: Any) -> Any:
 
 class ForgeError(Exception):
     """A forge request failed; the message names the status and the (redacted) URL."""
+
+    def __init__(self, message: str, *args: Any) -> None:
+        super().__init__(redact(message), *args)
 
 
 class FatalForgeError(ForgeError):
@@ -207,14 +265,17 @@ class ForgeClient:
         self,
         repository: Repository,
         token: str | None = None,
-        session: requests.Session | None = None,
+        session: ForgeSession | None = None,
     ) -> None:
         self.repository = repository
         self.api_url = repository.api_url.rstrip("/")
         if token is None:
             token = settings.FORGE_TOKENS.get(self.forge, "")
         self.token = token if token_allowed(self.forge, self.api_url) else ""
-        self.session = session or TokenSafeSession()
+        # Only the guarded session: it checks every host and address, and follows no redirect.
+        if session is not None and not isinstance(session, ForgeSession):
+            raise TypeError("a forge client talks through an ingest.hosts.ForgeSession")
+        self.session = session or ForgeSession()
         self.session.headers.setdefault("User-Agent", "issue-annotator-ingest")
         self.timeout = (
             _setting("INGEST_CONNECT_TIMEOUT", 5.0),
@@ -231,16 +292,58 @@ class ForgeClient:
 
     # -- secrets ----------------------------------------------------------------------
     def redact(self, text: str) -> str:
-        if self.token:
-            text = text.replace(self.token, "***")
-            text = text.replace(quote(self.token, safe=""), "***")
-        return text
+        return redact(text, (self.token,) if self.token else ())
+
+    def api_headers(self) -> dict[str, str]:
+        """Headers every request carries (no secret)."""
+        return {"Accept": "application/json"}
 
     def auth_headers(self) -> dict[str, str]:
+        """The credential headers, for a request to the API URL's own origin only."""
         return {}
 
     def authorize_url(self, url: str) -> str:
+        """The URL with a credential in its query (Gitee), for the API URL's origin only."""
         return url
+
+    def sends_token_to(self, url: str) -> bool:
+        return bool(self.token) and same_origin(url, self.api_url)
+
+    def _check_origin(self, url: str, what: str) -> None:
+        """Refuse a URL off the API URL's origin: a forge's next link or redirect chooses it,
+        and nothing (least of all a token) goes anywhere the repository does not name."""
+        if not same_origin(url, self.api_url):
+            parts = urlsplit(url)
+            elsewhere = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"[:200]
+            raise FatalForgeError(
+                f"{what} leads to another host ({elsewhere}, not {self._origin_text()}):"
+                " refused, no request sent there"
+            )
+
+    def _origin_text(self) -> str:
+        parts = urlsplit(self.api_url)
+        return f"{parts.scheme}://{parts.netloc}"
+
+    def _get(self, url: str, headers: dict[str, str]) -> tuple[requests.Response, str]:
+        """GET `url`, following redirects by hand within the API URL's origin; the response
+        and the URL it came from."""
+        current = url
+        for hop in range(MAX_REDIRECTS + 1):
+            self._check_origin(current, "a redirect" if hop else "the URL")
+            sent = {**headers, **self.api_headers()}
+            target = current
+            if self.sends_token_to(current):
+                sent.update(self.auth_headers())
+                target = self.authorize_url(current)
+            response = self.session.get(
+                target, headers=sent, timeout=self.timeout, allow_redirects=False
+            )
+            if not response.is_redirect:
+                return response, current
+            location = response.headers.get("Location", "")
+            response.close()
+            current = urljoin(current, location)
+        raise FatalForgeError(f"more than {MAX_REDIRECTS} redirects from {self.redact(url)}")
 
     # -- URLs ---------------------------------------------------------------------------
     def issues_url(self, since: datetime | None) -> str:
@@ -290,13 +393,15 @@ class ForgeClient:
             self.quota_reset = datetime.fromtimestamp(reset, UTC)
 
     def _message(self, response: requests.Response) -> str:
+        """The forge's error message, redacted: a forge may echo the request, credentials
+        and all, in its error body."""
         try:
             data = response.json()
         except ValueError:
-            return response.text[:200]
+            return self.redact(response.text[:200])
         if isinstance(data, dict):
-            return str(data.get("message") or data.get("error") or data)[:300]
-        return str(data)[:300]
+            return self.redact(str(data.get("message") or data.get("error") or data)[:300])
+        return self.redact(str(data)[:300])
 
     def _rate_limit(self, response: requests.Response) -> RateLimited | None:
         """A RateLimited for a 403/429 that is a rate limit; None for another kind of 403."""
@@ -375,24 +480,27 @@ class ForgeClient:
         """One request: (the page, "", False), or (None, the error, whether it was a server
         error or a timeout, after which a smaller page may help). Raises what is not retried."""
         where = self.redact(url)
-        headers = {"Accept": "application/json", **self.auth_headers()}
-        if etag:
-            headers["If-None-Match"] = etag
+        headers = {"If-None-Match": etag} if etag else {}
         try:
             self.requests += 1
-            response = self.session.get(
-                self.authorize_url(url), headers=headers, timeout=self.timeout
-            )
+            response, final = self._get(url, headers)
+        except HostRefused as exc:
+            raise FatalForgeError(f"{exc} (at {where})") from None
         except requests.Timeout as exc:
             log.warning("forge request timed out, will retry: %s", where)
             return None, f"{type(exc).__name__} at {where}", True
         except requests.ConnectionError as exc:
             log.warning("forge request failed, will retry: %s at %s", type(exc).__name__, where)
             return None, f"{type(exc).__name__} at {where}", False
+        except requests.RequestException as exc:
+            # Its text may hold the URL with Gitee's token: name the kind of failure only.
+            raise FatalForgeError(f"{type(exc).__name__} at {where}") from None
         self._read_quota(response)
         status = response.status_code
         if status == 304:
             return Page(url=url, not_modified=True, etag=etag), "", False
+        if 300 <= status < 400:
+            raise FatalForgeError(f"{status} without a Location to follow at {where}", status)
         if status in (403, 429):
             limited = self._rate_limit(response)
             if limited is not None:
@@ -422,24 +530,29 @@ class ForgeClient:
         if b"\\u0000" in content:
             data = _without_nul(data)
         items = data if isinstance(data, list) else [data]
-        final = strip_token(response.url)
         full_size = query_param(url, "per_page") in (None, str(PER_PAGE))
         return (
             Page(
                 url=url,
                 items=items,
-                next_url=self._next(response, url, items) if isinstance(data, list) else None,
+                next_url=self._next(response, url, final, items)
+                if isinstance(data, list)
+                else None,
                 etag=response.headers.get("ETag"),
                 pages_estimate=self.pages_estimate(response) if full_size else None,
-                final_url=self.redact(final) if response.history else None,
+                final_url=self.redact(strip_token(final)) if final != url else None,
             ),
             "",
             False,
         )
 
-    def _next(self, response: requests.Response, url: str, items: list) -> str | None:
+    def _next(self, response: requests.Response, url: str, final: str, items: list) -> str | None:
         nxt = self.next_page(response, url, items)
-        return full_size_page(strip_token(nxt)) if nxt else None
+        if not nxt:
+            return None
+        nxt = urljoin(final, nxt)
+        self._check_origin(nxt, "the next page link")
+        return full_size_page(strip_token(nxt))
 
     def retry_not_found(self, url: str) -> bool:
         return False
@@ -498,11 +611,11 @@ def _login(user: dict | None, key: str = "login") -> str:
 class GitHubClient(ForgeClient):
     forge = Repository.Forge.GITHUB
 
+    def api_headers(self) -> dict[str, str]:
+        return {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
+
     def auth_headers(self) -> dict[str, str]:
-        headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
-        if self.token:
-            headers["Authorization"] = f"Bearer {self.token}"
-        return headers
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
     @property
     def base(self) -> str:

@@ -1,10 +1,18 @@
-"""Forms of the ingest pages."""
+"""Forms of the ingest pages.
+
+A repository's API URL is where the server sends requests, with its forge tokens: it must be
+a forge's public API or a host an admin listed (`ingest.hosts.check_api_url`). A lead adds a
+repository for one of the projects they lead (an admin may add one for none).
+"""
 
 from __future__ import annotations
 
 from django import forms
 
+from annotator.models import Project
+from ingest.hosts import HostRefused, check_api_url
 from ingest.models import Repository
+from ingest.permissions import is_ingest_admin, led_projects
 
 
 class RepositoryForm(forms.ModelForm):
@@ -12,7 +20,7 @@ class RepositoryForm(forms.ModelForm):
         required=False,
         max_length=300,
         assume_scheme="https",
-        help_text="Empty: the forge's public API.",
+        help_text="Empty: the forge's public API. Other hosts only as an admin lists them.",
     )
 
     class Meta:
@@ -23,6 +31,37 @@ class RepositoryForm(forms.ModelForm):
         ]  # fmt: skip
 
     def clean_api_url(self) -> str:
-        url = self.cleaned_data.get("api_url") or ""
+        url = (self.cleaned_data.get("api_url") or "").rstrip("/")
         forge = self.cleaned_data.get("forge")
-        return url.rstrip("/") or (Repository.DEFAULT_API_URLS.get(forge, "") if forge else "")
+        if not forge:
+            return url  # the forge's own error says what is wrong
+        url = url or Repository.DEFAULT_API_URLS.get(forge, "")
+        try:
+            return check_api_url(forge, url)
+        except HostRefused as exc:
+            raise forms.ValidationError(f"Not an API URL the server may fetch: {exc}.") from None
+
+
+class NewRepositoryForm(RepositoryForm):
+    """Adding a repository: for which of the user's projects (optional for an admin)."""
+
+    project = forms.ModelChoiceField(
+        queryset=Project.objects.none(),
+        help_text="The repository joins this project's scope.",
+    )
+
+    def __init__(self, *args, user, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["project"]
+        if is_ingest_admin(user):
+            field.queryset = Project.objects.all()
+            field.required = False
+        else:
+            field.queryset = led_projects(user)
+
+
+class RepositoryAdminForm(RepositoryForm):
+    """The admin's form: every field, the API URL held to the same rule."""
+
+    class Meta(RepositoryForm.Meta):
+        fields = [*RepositoryForm.Meta.fields, "synced_until", "last_synced_at"]

@@ -122,6 +122,13 @@ class Issue(models.Model):
     matched_keywords = models.JSONField(default=list, blank=True)
     # When the forge data was last fetched; null for an issue known only by its URL so far.
     fetched_at = models.DateTimeField(null=True, blank=True)
+    # The year of the study's URL list it came from (`<repo>_<year>.txt`): Table I counts an
+    # issue by this year until the forge's creation date is fetched.
+    study_year = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        help_text="Year of the URL list it came from; Table I uses it until created_at is known.",
+    )
 
     class Meta:
         ordering = ["repository", "created_at"]

@@ -51,6 +51,12 @@ forge) per thread.
 task re-queues itself for then. `run_inline` drives every part of a run in one process (the
 command line, tests, benchmarks), and may sleep.
 
+Forge links. An issue's `html_url` (`web_url` on GitLab) is stored as its URL only when it is
+https on the forge's web host (for a repository on a listed API host: that host, http if the API
+URL is http; `ingest.hosts.web_origin_ok`); otherwise the canonical
+`<repository web URL>/issues/<number>` is stored instead (the issue URL is unique, so it cannot
+be left empty) and the forge's value stays in `raw`.
+
 URL lists. `hydrate_issues` fetches issues known only by their URL one by one, recorded as a
 run of kind "hydrate" per repository (issues fetched out of those to fetch, requests,
 comments, an error log naming the issues that could not be fetched, moved or deleted ones).
@@ -69,7 +75,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import requests
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F
@@ -82,10 +87,11 @@ from ingest.forges import (
     ForgeError,
     Page,
     RateLimited,
-    TokenSafeSession,
     client_for,
     query_param,
+    redact,
 )
+from ingest.hosts import ForgeSession, web_origin_ok
 from ingest.keywords import Matcher, compile_keywords
 from ingest.models import (
     Comment,
@@ -377,6 +383,7 @@ def store_issues(
     rows: dict[str, tuple] = {}
     parse, web_url = client.parse_issue, repository.web_url
     include_prs = repository.include_pull_requests
+    off_site = 0
     for raw in items:
         fields = parse(raw)
         updated = fields["updated_at"]
@@ -392,13 +399,25 @@ def store_issues(
             continue
         number = fields["number"]
         status, found = classify(matcher, fields["title"], fields["body"], fields["labels"])
+        url = fields["url"]
+        if not web_origin_ok(repository, url):
+            # The forge's link is hostile input: off the forge's web host (or javascript:,
+            # data: …) it is replaced by the issue's canonical URL; `raw` keeps what came.
+            off_site += bool(url)
+            url = f"{web_url}/issues/{number}"
         # A repeat within a page: the last wins.
         rows[number] = (
-            number, fields["url"] or f"{web_url}/issues/{number}", fields["title"],
+            number, url, fields["title"],
             fields["body"], fields["author"], fields["state"], fields["labels"],
             fields["created_at"], updated, fields["closed_at"], fields["comments_count"],
             fields["is_pull_request"], raw, status, found,
         )  # fmt: skip
+    if off_site:
+        log.warning(
+            "%s: %d issue links off the forge's web host replaced by canonical URLs",
+            repository,
+            off_site,
+        )
     if not rows:
         return
     existing = _upsert_issues(repository, list(rows.values()), timezone.now())
@@ -550,9 +569,9 @@ def sync_due_repositories() -> list[int]:
 
 
 def _record_error(run: SyncRun, message: str) -> None:
-    run.errors = [*run.errors, {"at": timezone.now().isoformat(), "message": message}][
-        -MAX_ERRORS_KEPT:
-    ]
+    # Redacted again here: whatever reaches a run's log is shown to leads and staff.
+    entry = {"at": timezone.now().isoformat(), "message": redact(message)}
+    run.errors = [*run.errors, entry][-MAX_ERRORS_KEPT:]
 
 
 def _add_client_figures(run: SyncRun, client: ForgeClient) -> None:
@@ -700,12 +719,12 @@ def _when(value: datetime | None) -> Any:
 _sessions = threading.local()
 
 
-def _session() -> requests.Session:
+def _session() -> ForgeSession:
     """One HTTP session per thread, kept between pages: the connection to the forge stays open.
     Tokens travel per request, never in the session."""
     session = getattr(_sessions, "session", None)
     if session is None:
-        session = _sessions.session = TokenSafeSession()
+        session = _sessions.session = ForgeSession()
     return session
 
 
@@ -1131,6 +1150,8 @@ def hydrate_issue(
     if page.final_url:
         raw = {**raw, "moved_to": page.final_url}  # a transferred issue: recorded, not copied
     fields.pop("number")
+    if not web_origin_ok(repository, fields["url"]):
+        fields["url"] = f"{repository.web_url}/issues/{issue.number}"  # see store_issues
     fields["url"] = issue.url or fields["url"]
     first_fetch = issue.fetched_at is None
     for name, value in fields.items():

@@ -3,6 +3,11 @@
 Blank lines, CRLF, stray spaces and repeats are fine; a malformed line or an unknown host is
 reported with its file and line. The import is atomic: with any bad line nothing is written
 unless the caller asks to skip bad lines.
+
+The study published one list per repository and year, `<repo>_<year>.txt`. The year in the name
+(or one given by the caller) is stored as each issue's `study_year`: Table I counts an issue by
+it until the issue's creation date has been fetched from its forge. A URL listed under two
+different years is a bad line, named with both places.
 """
 
 from __future__ import annotations
@@ -27,6 +32,23 @@ PATTERNS = {
     ),
 }
 HOSTS = {"github.com": "github", "gitee.com": "gitee", "gitlab.com": "gitlab"}
+# `<anything>_<YYYY>.txt`, as the study named its lists (Megatron-LM_2024.txt).
+YEAR_IN_NAME = re.compile(r"^.+_(?P<year>\d{4})\.txt$", re.IGNORECASE)
+FIRST_YEAR, LAST_YEAR = 1970, 2100  # a forge issue's year, or a typo
+
+
+def year_from_name(path: Path) -> int | None:
+    """The year a study list's file name carries, if it carries one that can be a year."""
+    m = YEAR_IN_NAME.match(path.name)
+    if m and FIRST_YEAR <= int(m["year"]) <= LAST_YEAR:
+        return int(m["year"])
+    return None
+
+
+def check_year(year: int) -> int:
+    if not FIRST_YEAR <= year <= LAST_YEAR:
+        raise ValueError(f"year: {year} is not between {FIRST_YEAR} and {LAST_YEAR}")
+    return year
 
 
 @dataclass(frozen=True)
@@ -46,10 +68,13 @@ class IssueRef:
 @dataclass
 class UrlListResult:
     refs: list[IssueRef] = field(default_factory=list)
+    # The study year of each ref that came from a list with a year.
+    years: dict[IssueRef, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     duplicates: int = 0
     created_repositories: int = 0
     created_issues: int = 0
+    study_years_set: int = 0
     issue_ids: list[int] = field(default_factory=list)
 
 
@@ -68,10 +93,13 @@ def parse_line(line: str) -> IssueRef | str:
     return IssueRef(forge, m["owner"], m["name"], m["number"])
 
 
-def parse_files(paths: list[Path]) -> UrlListResult:
+def parse_files(paths: list[Path], year: int | None = None) -> UrlListResult:
+    """Parse the lists; `year` overrides the year in the file names (for lists named otherwise)."""
     result = UrlListResult()
     seen: set[IssueRef] = set()
+    year_from: dict[IssueRef, str] = {}  # where a ref got its year, for conflict messages
     for path in paths:
+        list_year = year if year is not None else year_from_name(path)
         try:
             text = path.read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError) as exc:
@@ -83,7 +111,19 @@ def parse_files(paths: list[Path]) -> UrlListResult:
             ref = parse_line(line)
             if isinstance(ref, str):
                 result.errors.append(f"{path}, line {lineno}: {ref}: {line.strip()[:120]!r}")
-            elif ref in seen:
+                continue
+            if list_year is not None:
+                known = result.years.get(ref)
+                if known is not None and known != list_year:
+                    result.errors.append(
+                        f"{path}, line {lineno}: {ref.url} is listed under {list_year} here "
+                        f"but under {known} in {year_from[ref]}"
+                    )
+                    continue
+                if known is None:
+                    result.years[ref] = list_year
+                    year_from[ref] = f"{path}, line {lineno}"
+            if ref in seen:
                 result.duplicates += 1
             else:
                 seen.add(ref)
@@ -92,7 +132,11 @@ def parse_files(paths: list[Path]) -> UrlListResult:
 
 
 def import_refs(result: UrlListResult) -> UrlListResult:
-    """Create the repositories and issues (known by URL only until hydrated)."""
+    """Create the repositories and issues (known by URL only until hydrated).
+
+    An issue's study year is the year of the list it is in; a list read again with another year
+    (a corrected file name, or `--year`) updates it.
+    """
     with transaction.atomic():
         repos: dict[tuple[str, str, str], Repository] = {}
         for ref in result.refs:
@@ -105,10 +149,19 @@ def import_refs(result: UrlListResult) -> UrlListResult:
                     name=ref.name,
                 )
                 result.created_repositories += created
+            year = result.years.get(ref)
             issue, created = Issue.objects.get_or_create(
-                repository=repos[key], number=ref.number, defaults={"url": ref.url}
+                repository=repos[key],
+                number=ref.number,
+                defaults={"url": ref.url, "study_year": year},
             )
             result.created_issues += created
+            if year is not None and issue.study_year != year:
+                issue.study_year = year
+                issue.save(update_fields=["study_year"])
+                result.study_years_set += 1
+            elif created and year is not None:
+                result.study_years_set += 1
             if issue.fetched_at is None:
                 result.issue_ids.append(issue.pk)
     return result

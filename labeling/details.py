@@ -3,12 +3,12 @@
 Each current annotation with a summary becomes one `DetailEntry` under the annotation's most
 specific node. A lead reviews the lists: moves an entry to another sub-theme, or merges
 duplicates into one entry. Annotation rows are never edited; the review lives in DetailEntry.
-The reviewed lists (`detail_lists`) feed the taxonomy detail export.
+The reviewed lists (`detail_lists`) feed the taxonomy detail export, which writes a version's
+details back in the study's file shape (`taxonomy.detail_files.write_detail_csv`).
 """
 
 from __future__ import annotations
 
-import csv
 import io
 from dataclasses import dataclass, field
 
@@ -17,12 +17,9 @@ from django.utils import timezone
 
 from annotator.models import Project
 from labeling.models import Annotation, DetailEntry
+from taxonomy.detail_files import DetailError, write_detail_csv
 from taxonomy.lineage import Translator
 from taxonomy.models import TaxonomyNode, TaxonomyVersion
-
-
-class DetailError(ValueError):
-    pass
 
 
 def sync_entries(project: Project) -> int:
@@ -112,32 +109,17 @@ def detail_lists(project: Project, version: TaxonomyVersion | None = None) -> di
     }
 
 
-DETAIL_COLUMNS = ("rootcause", "subcategory", "symptoms")
-FULLWIDTH_COMMA = "\uff0c"  # not a separator when the study's loader reads the file back
-
-
 def export_detail_csv(
     project: Project, type_code: str, *, with_version_details: bool = True
 ) -> str:
-    """One type's detail file in the study's shape: `rootcause,subcategory,symptoms`.
-
-    One row per sub-theme of the version in use; the third cell lists the version's own details
-    (with `with_version_details`) followed by the reviewed summaries, comma-separated. An ASCII
-    comma inside an item would split it when read back, so it becomes a fullwidth comma.
-    """
+    """The project's detail file: the version in use's details, then the reviewed summaries."""
     version = project.taxonomy_version
-    issue_type = version.nodes.filter(code=type_code, level=TaxonomyNode.Level.TYPE).first()
-    if issue_type is None:
-        raise DetailError(f"type: no issue type {type_code!r} in {version}")
-    reviewed = detail_lists(project, version)
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(DETAIL_COLUMNS)
-    for theme in issue_type.children.order_by("position"):
-        for sub in theme.children.order_by("position"):
-            items = (list(sub.details) if with_version_details else []) + reviewed.get(sub.code, [])
-            items = list(
-                dict.fromkeys(i.replace(",", FULLWIDTH_COMMA).strip() for i in items if i.strip())
-            )
-            writer.writerow([theme.name, sub.name, ",".join(items)])
-    return "\ufeff" + out.getvalue()
+    write_detail_csv(
+        out,
+        version,
+        type_code,
+        detail_lists(project, version),
+        with_version_details=with_version_details,
+    )
+    return out.getvalue()

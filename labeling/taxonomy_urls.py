@@ -1,10 +1,12 @@
-"""Project-scoped taxonomy pages (projects/<id>/taxonomy/…)."""
+"""Taxonomy pages: the global /taxonomy/ page and the project-scoped ones."""
 
 from django.urls import path
 
 from labeling import taxonomy_views as views
 
 urlpatterns = [
+    path("taxonomy/", views.taxonomy_latest, name="taxonomy"),
+    path("taxonomy/<int:version_id>/", views.taxonomy_version_detail, name="taxonomy_version"),
     path(
         "projects/<int:project_id>/taxonomy/proposals/",
         views.proposal_list,
@@ -32,6 +34,11 @@ urlpatterns = [
         "projects/<int:project_id>/taxonomy/versions/<int:version_id>/export/",
         views.version_export,
         name="taxonomy_export",
+    ),
+    path(
+        "projects/<int:project_id>/taxonomy/versions/<int:version_id>/<str:type_code>.csv",
+        views.version_csv,
+        name="taxonomy_version_csv",
     ),
     path(
         "projects/<int:project_id>/taxonomy/import/", views.version_import, name="taxonomy_import"

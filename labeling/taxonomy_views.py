@@ -2,7 +2,9 @@
 JSON export/import, and the lead's detail mapping. Views parse, call a service, render.
 
 Visibility: annotators and leads see proposals and vote; only leads edit, reject, import and
-review details (summaries are annotations, which annotators may not see of each other).
+review details (summaries are annotations, which annotators may not see of each other). A
+project sees only its own taxonomy history (`labeling.taxonomy_history`): another project's versions
+are a 404 here, and authors are named to leads, pseudonymous to other members.
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ from annotator.permissions import membership_or_404
 from ingest.models import Issue
 from labeling import details as detail_service
 from labeling import proposals
+from labeling import taxonomy_history as history
 from labeling.models import DetailEntry, ProjectIssue, Proposal
-from taxonomy import edits, files
+from taxonomy import detail_files, edits, files
 from taxonomy.diff import diff_versions
 from taxonomy.forms import EditForm, ImportForm, MoveDetailForm, ProposalForm, RejectForm
 from taxonomy.lineage import ancestors
 from taxonomy.models import TaxonomyNode, TaxonomyVersion
+from taxonomy.search import build_tree, search_nodes
 
 VOTING_ROLES = (Role.ANNOTATOR, *LEAD_ROLES)
 
@@ -163,11 +167,7 @@ def proposals_import(request, project_id: int):
 
 
 def _project_versions(project) -> list[TaxonomyVersion]:
-    return list(
-        TaxonomyVersion.objects.filter(taxonomy_id=project.taxonomy_version.taxonomy_id)
-        .select_related("created_by", "taxonomy")
-        .order_by("-number")
-    )
+    return list(history.project_versions(project))
 
 
 @login_required
@@ -175,6 +175,7 @@ def version_list(request, project_id: int):
     membership = membership_or_404(request.user, project_id)
     project = membership.project
     versions = _project_versions(project)
+    authors = history.author_names(project, versions, membership.role)
     lineage_ids = {v.pk for v in ancestors(project.taxonomy_version)}
     return render(
         request,
@@ -182,7 +183,14 @@ def version_list(request, project_id: int):
         {
             "project": project,
             "is_lead": membership.role in LEAD_ROLES,
-            "versions": versions,
+            "rows": [
+                {
+                    "v": v,
+                    "author": authors[v.pk],
+                    "type_codes": [t.code for t in v.types().order_by("position")],
+                }
+                for v in versions
+            ],
             "lineage_ids": lineage_ids,
             "import_form": ImportForm(),
         },
@@ -209,23 +217,40 @@ def version_diff(request, project_id: int):
     )
 
 
+def _project_version_or_404(project, version_id: int) -> TaxonomyVersion:
+    if version_id not in history.project_version_ids(project):
+        raise Http404
+    return get_object_or_404(TaxonomyVersion.objects.select_related("taxonomy"), pk=version_id)
+
+
 @login_required
 def version_export(request, project_id: int, version_id: int):
     membership = membership_or_404(request.user, project_id)
-    version = get_object_or_404(
-        TaxonomyVersion,
-        pk=version_id,
-        taxonomy_id=membership.project.taxonomy_version.taxonomy_id,
-    )
+    version = _project_version_or_404(membership.project, version_id)
     response = HttpResponse(files.export_json(version), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="taxonomy-v{version.number}.json"'
     return response
 
 
 @login_required
+def version_csv(request, project_id: int, version_id: int, type_code: str):
+    """One type of a version as the study's detail file (what `load_taxonomy` reads)."""
+    membership = membership_or_404(request.user, project_id)
+    version = _project_version_or_404(membership.project, version_id)
+    try:
+        text = detail_files.export_version_csv(version, type_code)
+    except detail_service.DetailError:
+        raise Http404 from None
+    name = detail_files.study_file_name(type_code)
+    response = HttpResponse(text, content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="v{version.number}-{name}"'
+    return response
+
+
+@login_required
 @require_POST
 def version_import(request, project_id: int):
-    membership_or_404(request.user, project_id, roles=LEAD_ROLES)
+    membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     form = ImportForm(request.POST, request.FILES)
     if not form.is_valid():
         messages.error(request, "file: choose a taxonomy JSON file")
@@ -233,7 +258,10 @@ def version_import(request, project_id: int):
         upload = form.cleaned_data["file"]
         try:
             version = files.import_json(
-                upload.read(), source=f"uploaded {upload.name}", user=request.user
+                upload.read(),
+                source=f"uploaded {upload.name}",
+                user=request.user,
+                project=membership.project,
             )
         except files.TaxonomyJSONError as exc:
             messages.error(request, f"{upload.name}: {exc}")
@@ -343,5 +371,35 @@ def detail_csv(request, project_id: int, type_code: str):
     except detail_service.DetailError:
         raise Http404 from None
     response = HttpResponse(text, content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="details-{type_code}.csv"'
+    name = detail_files.study_file_name(type_code)
+    response["Content-Disposition"] = f'attachment; filename="project-{name}"'
     return response
+
+
+# The global taxonomy page (/taxonomy/): public versions, and to members their projects' versions.
+
+
+@login_required
+def taxonomy_latest(request):
+    version = history.global_version()
+    if version is None:
+        return render(request, "taxonomy/empty.html")
+    return redirect("taxonomy_version", version_id=version.pk)
+
+
+@login_required
+def taxonomy_version_detail(request, version_id: int):
+    visible = history.visible_to(request.user).select_related("taxonomy")
+    version = get_object_or_404(visible, pk=version_id)
+    query = request.GET.get("q", "").strip()
+    context = {
+        "version": version,
+        "query": query,
+        "versions": visible.order_by("taxonomy__name", "number"),
+    }
+    if query:
+        context["results"] = search_nodes(version, query)
+    else:
+        context["tree"] = build_tree(version)
+    template = "taxonomy/_results.html" if request.htmx else "taxonomy/version_detail.html"
+    return render(request, template, context)

@@ -10,8 +10,12 @@ class TaxonomyAdmin(admin.ModelAdmin):
 
 @admin.register(TaxonomyVersion)
 class TaxonomyVersionAdmin(admin.ModelAdmin):
-    list_display = ["__str__", "created_at", "created_by", "note"]
-    list_filter = ["taxonomy"]
+    """Where an administrator publishes a version to the global taxonomy page."""
+
+    list_display = ["__str__", "origin", "project", "is_published", "created_at", "created_by"]
+    list_editable = ["is_published"]
+    list_filter = ["is_published", "origin", "taxonomy"]
+    raw_id_fields = ["parent", "project"]
 
 
 @admin.register(TaxonomyNode)

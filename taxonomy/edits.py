@@ -97,6 +97,7 @@ def derive_version(version: TaxonomyVersion, user, note: str) -> Draft:
         source=version.source,
         parent=version,
         created_by=user if getattr(user, "pk", None) else None,
+        origin=TaxonomyVersion.Origin.EDITED,
     )
     draft = Draft(version, new)
     nodes = list(version.nodes.order_by("level", "position"))
@@ -113,6 +114,8 @@ def derive_version(version: TaxonomyVersion, user, note: str) -> Draft:
                     description=n.description,
                     details=list(n.details),
                     position=n.position,
+                    source_row=n.source_row,
+                    detail_cells=list(n.detail_cells),
                 )
                 for n in batch
             ]
@@ -203,9 +206,12 @@ def op_merge(draft: Draft, source: TaxonomyNode, target: TaxonomyNode) -> Taxono
     for child in draft.children(source_copy):
         draft.reparent(child, target_copy)
         moved.append(child)
-    target_copy.details = list(
-        dict.fromkeys([*target_copy.details, *source_copy.details])
-    )  # keep order, drop duplicates
+    # Target's details as they were (the study's repeats kept), then the source's new ones.
+    known = set(target_copy.details)
+    target_copy.details = [
+        *target_copy.details,
+        *dict.fromkeys(d for d in source_copy.details if d not in known),
+    ]
     target_copy.save(update_fields=["details"])
     # Point the source's edge at the target, then drop its copy.
     NodeLineage.objects.filter(version=draft.new, old_node=source).update(
@@ -235,10 +241,13 @@ def op_split(
     """
     if node.level == Level.TYPE:
         raise EditError(f"{node.code} is an issue type; types cannot be split")
-    details = list(details)
-    unknown = [d for d in details if d not in node.details]
+    # Details are kept as the file wrote them (" barrier…" after "e.g., "); a lead picks them
+    # from a form that trims them, so they are matched trimmed.
+    by_text = {d.strip(): d for d in node.details}
+    unknown = [d for d in details if d.strip() not in by_text]
     if unknown:
         raise EditError(f"details: {unknown[0]!r} is not a detail of {node.code}")
+    details = [by_text[d.strip()] for d in details]
     children = list(children)
     for child in children:
         if child.parent_id != node.pk:
@@ -281,6 +290,9 @@ def edit_project_taxonomy(
         if locked.taxonomy_version_id != based_on:
             raise StaleVersionError()
         version, node = edit_version(locked.taxonomy_version, user, note, operation)
+        # The new version is part of this project's history, and of no other project's.
+        version.project = locked
+        version.save(update_fields=["project"])
         locked.taxonomy_version = version
         locked.save(update_fields=["taxonomy_version"])
         project.taxonomy_version = version

@@ -134,21 +134,26 @@ def parse_json(text: str | bytes) -> tuple[dict[str, Any], list[NodeSpec]]:
 
 
 def import_json(
-    text: str | bytes, *, taxonomy_name: str | None = None, source: str = "", user=None
+    text: str | bytes,
+    *,
+    taxonomy_name: str | None = None,
+    source: str = "",
+    user=None,
+    project=None,
 ) -> TaxonomyVersion:
     """Store a taxonomy file as the next version of the named taxonomy (one transaction).
 
     The new version has no parent: it shares no lineage, so it is matched to other versions by
-    code.
+    code. Imported into a project, it is part of that project's history only; imported by an
+    administrator's command, of none until an administrator publishes it.
     """
     header, specs = parse_json(text)
-    version = store_version(
+    return store_version(
         specs,
         taxonomy_name or header["taxonomy"],
         source=source or "imported JSON",
         note=header["note"] or "Imported from a taxonomy file.",
+        origin=TaxonomyVersion.Origin.IMPORTED,
+        project=project,
+        created_by=user,
     )
-    if user is not None and getattr(user, "pk", None):
-        version.created_by = user
-        version.save(update_fields=["created_by"])
-    return version

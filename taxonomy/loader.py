@@ -1,9 +1,23 @@
 """Read the study's taxonomy detail CSVs into a three-level tree and store it as a version.
 
 The study published one file per issue type with the columns `rootcause,subcategory,symptoms`:
-one row per sub-theme, rows of a theme contiguous, the third cell a comma-separated list of
-details (items may contain the Chinese comma `、`, which is not a separator). Parsing is pure
-and names file and line on any error; storing is one transaction, so a bad file loads nothing.
+one row per sub-theme, rows of a theme contiguous, the third cell a list of details.
+
+The separator rule (the one that gives the paper's counts: 297 question intents, 1,586 bug
+symptoms): every ASCII comma separates two details, and nothing else does. The Chinese comma
+`、` stays inside a detail. A detail's text is kept exactly as written, a space after the comma
+included (the study wrote "e.g., barrier" in a few places, which the paper counts as two
+details, " barrier…" the second), so that `taxonomy.detail_files` writes the file back as it was.
+Blank items are not details.
+
+A row with more cells than the header, when `symptoms` is the last column, is a details cell
+whose quoting broke (the requirement file's line 4 has unescaped quotes, so a CSV reader ends
+the cell early): every cell from the third on holds details. The node remembers how many
+details each cell held (`detail_cells`) and its row in the file (`source_row`), since the paper
+numbers some sub-themes in another order than the file's rows; both serve the write-back only.
+
+Parsing is pure and names file and line on any error; storing is one transaction, so a bad file
+loads nothing.
 """
 
 from __future__ import annotations
@@ -81,6 +95,8 @@ class NodeSpec:
     description: str = ""
     details: list[str] = field(default_factory=list)
     children: list[NodeSpec] = field(default_factory=list)
+    source_row: int | None = None
+    detail_cells: list[int] = field(default_factory=list)
 
     def walk(self):
         yield self
@@ -89,8 +105,20 @@ class NodeSpec:
 
 
 def split_details(cell: str) -> list[str]:
-    """Split on the ASCII comma only; the Chinese comma `、` stays inside an item."""
-    return [item.strip() for item in cell.split(",") if item.strip()]
+    """Split on every ASCII comma (the Chinese comma `、` stays inside an item); text kept."""
+    return [item for item in cell.split(",") if item.strip()]
+
+
+def split_detail_cells(cells: list[str]) -> tuple[list[str], list[int]]:
+    """The details of a row's detail cells, and how many each cell held if more than one."""
+    per_cell = [split_details(cell) for cell in cells]
+    details = [item for items in per_cell for item in items]
+    return details, ([len(items) for items in per_cell] if len(cells) > 1 else [])
+
+
+def count_details(types: list[NodeSpec]) -> dict[str, int]:
+    """Type code → how many details its sub-themes hold (repeats counted, as the paper does)."""
+    return {t.code: sum(len(n.details) for n in t.walk()) for t in types}
 
 
 def roman(n: int) -> str:
@@ -122,43 +150,50 @@ def parse_type_file(text: str, path: str, type_code: str, type_name: str) -> Nod
 
     type_node = NodeSpec(type_code, type_name, TaxonomyNode.Level.TYPE)
     themes: dict[str, NodeSpec] = {}
-    rows: dict[str, list[tuple[int, str, list[str]]]] = {}
+    rows: dict[str, list[tuple[int, str, list[str], list[int], int]]] = {}
     current: str | None = None
-    for line_no, row in enumerate(reader, start=2):
+    # Spilled cells are details only when the details column is the last one.
+    spill = col["symptoms"] == len(header) - 1
+    line_no = reader.line_num + 1  # the line the next record starts on
+    for record_no, row in enumerate(reader, start=2):
+        start, line_no = line_no, reader.line_num + 1
         if not any(cell.strip() for cell in row):
             continue
-        if len(row) < len(header):
-            raise TaxonomyFileError(path, line_no, f"expected {len(header)} cells, got {len(row)}")
+        if len(row) < len(header) or (len(row) > len(header) and not spill):
+            raise TaxonomyFileError(path, start, f"expected {len(header)} cells, got {len(row)}")
         theme_name = row[col["rootcause"]].strip()
         sub_name = row[col["subcategory"]].strip()
         if not theme_name:
-            raise TaxonomyFileError(path, line_no, "empty theme name (rootcause)")
+            raise TaxonomyFileError(path, start, "empty theme name (rootcause)")
         if not sub_name:
-            raise TaxonomyFileError(path, line_no, "empty sub-theme name (subcategory)")
+            raise TaxonomyFileError(path, start, "empty sub-theme name (subcategory)")
         if theme_name != current:
             if theme_name in themes:
                 raise TaxonomyFileError(
                     path,
-                    line_no,
+                    start,
                     f"rows of theme {theme_name!r} are not contiguous (it appeared earlier)",
                 )
             code = f"{type_code}.{len(themes) + 1}"
             themes[theme_name] = NodeSpec(code, theme_name, TaxonomyNode.Level.THEME)
             rows[theme_name] = []
             current = theme_name
-        rows[theme_name].append((line_no, sub_name, split_details(row[col["symptoms"]])))
+        details, cells = split_detail_cells(
+            row[col["symptoms"] :] if spill else [row[col["symptoms"]]]
+        )
+        rows[theme_name].append((start, sub_name, details, cells, record_no))
 
     if not themes:
         raise TaxonomyFileError(path, None, "no rows after the header")
     for theme_name, theme in themes.items():
         entries = rows[theme_name]
-        ranked = [(_paper_rank(theme.code, name), i) for i, (_, name, _) in enumerate(entries)]
+        ranked = [(_paper_rank(theme.code, e[1]), i) for i, e in enumerate(entries)]
         if all(rank is not None for rank, _ in ranked):
             entries = [entries[i] for _, i in sorted(ranked)]
         seen: set[str] = set()
-        for n, (line_no, sub_name, details) in enumerate(entries, start=1):
+        for n, (start, sub_name, details, cells, record_no) in enumerate(entries, start=1):
             if sub_name in seen:
-                raise TaxonomyFileError(path, line_no, f"sub-theme {sub_name!r} appears twice")
+                raise TaxonomyFileError(path, start, f"sub-theme {sub_name!r} appears twice")
             seen.add(sub_name)
             theme.children.append(
                 NodeSpec(
@@ -166,6 +201,8 @@ def parse_type_file(text: str, path: str, type_code: str, type_name: str) -> Nod
                     sub_name,
                     TaxonomyNode.Level.SUB_THEME,
                     details=details,
+                    source_row=record_no,
+                    detail_cells=cells,
                 )
             )
         type_node.children.append(theme)
@@ -194,8 +231,16 @@ def store_version(
     source: str = "",
     note: str = "",
     parent: TaxonomyVersion | None = None,
+    *,
+    origin: str = TaxonomyVersion.Origin.IMPORTED,
+    project=None,
+    created_by=None,
 ) -> TaxonomyVersion:
-    """Store a parsed tree as the next version of the named taxonomy."""
+    """Store a parsed tree as the next version of the named taxonomy.
+
+    `project` is the project whose history the version joins (None: the loader's or an
+    administrator's command); see `labeling.taxonomy_history`.
+    """
     taxonomy, _ = Taxonomy.objects.get_or_create(name=taxonomy_name)
     last = taxonomy.versions.select_for_update().order_by("-number").first()
     version = TaxonomyVersion.objects.create(
@@ -204,6 +249,9 @@ def store_version(
         source=source,
         note=note,
         parent=parent,
+        origin=origin,
+        project=project,
+        created_by=created_by if getattr(created_by, "pk", None) else None,
     )
 
     def create(spec: NodeSpec, parent_node: TaxonomyNode | None, position: int) -> None:
@@ -216,6 +264,8 @@ def store_version(
             description=spec.description,
             details=spec.details,
             position=position,
+            source_row=spec.source_row,
+            detail_cells=spec.detail_cells,
         )
         for i, child in enumerate(spec.children):
             create(child, node, i)
@@ -233,10 +283,19 @@ def load_study_taxonomy(
 ) -> TaxonomyVersion:
     """Load the study's CSVs as a new version (or return the latest one if asked and present)."""
     if only_if_missing:
-        existing = TaxonomyVersion.objects.filter(taxonomy__name=name).order_by("-number").first()
+        # The loaded one, not whatever a project's edit made last under the same name.
+        existing = (
+            TaxonomyVersion.objects.filter(taxonomy__name=name, origin=TaxonomyVersion.Origin.STUDY)
+            .order_by("-number")
+            .first()
+        )
         if existing:
             return existing
     types = parse_study_dir(Path(directory))
     return store_version(
-        types, name, source=str(directory), note="Loaded from the study's taxonomy detail CSVs."
+        types,
+        name,
+        source=str(directory),
+        note="Loaded from the study's taxonomy detail CSVs.",
+        origin=TaxonomyVersion.Origin.STUDY,
     )

@@ -3,6 +3,11 @@
 Each `TaxonomyVersion` holds a complete tree of `TaxonomyNode`s; a project pins one version,
 and annotations point at nodes of that version, so a label always says which taxonomy it was
 made under.
+
+Versions are history that belongs to projects: a version made by a project's edit or import
+names that project, and only that project's members see it (`labeling.taxonomy_history`).
+The study's taxonomy, loaded from its CSV files, and versions an administrator publishes are
+what every signed-in user sees on the global taxonomy page.
 """
 
 from __future__ import annotations
@@ -26,6 +31,11 @@ class Taxonomy(models.Model):
 
 
 class TaxonomyVersion(models.Model):
+    class Origin(models.TextChoices):
+        STUDY = "study", "loaded from taxonomy detail CSV files (load_taxonomy)"
+        IMPORTED = "imported", "imported from a taxonomy JSON file"
+        EDITED = "edited", "made by an edit of a project's taxonomy"
+
     taxonomy = models.ForeignKey(Taxonomy, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()
     note = models.TextField(blank=True, help_text="What changed in this version and why.")
@@ -36,6 +46,19 @@ class TaxonomyVersion(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(
         "auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    origin = models.CharField(max_length=10, choices=Origin.choices, default=Origin.IMPORTED)
+    # The project whose edit or import made this version: part of that project's history only.
+    project = models.ForeignKey(
+        "annotator.Project",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="taxonomy_versions_made",
+    )
+    is_published = models.BooleanField(
+        default=False,
+        help_text="On the global taxonomy page for every user; set by an admin.",
     )
 
     class Meta:
@@ -68,6 +91,11 @@ class TaxonomyNode(models.Model):
     # The example details annotators wrote: symptoms, question intents, feature expectations.
     details = models.JSONField(default=list, blank=True)
     position = models.PositiveIntegerField(default=0)
+    # Where a sub-theme was read from a detail CSV, so the file can be written back as it was:
+    # its row there (the paper numbers some sub-themes in another order than the rows), and,
+    # for a row whose details spilled over several CSV cells, how many details each cell held.
+    source_row = models.PositiveIntegerField(null=True, blank=True)
+    detail_cells = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["version", "level", "position"]

@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('annotator', '0005_resolution_based_on_change_requests'),
-        ('taxonomy', '0003_move_proposals_to_labeling'),
+        ('taxonomy', '0004_move_proposals_to_labeling'),
     ]
 
     # State only: the tables stay as they are (see the module docstring).

@@ -16,7 +16,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ('annotator', '0006_move_workflow_to_labeling'),
         ('ingest', '0004_sync_parts'),
-        ('taxonomy', '0003_move_proposals_to_labeling'),
+        ('taxonomy', '0004_move_proposals_to_labeling'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

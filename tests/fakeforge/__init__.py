@@ -5,11 +5,16 @@ test sets up (`FakeForge.repo(...)`, `FakeRepo.add_issue(...)`), records every r
 rate-limit quota down per request (not for a 304) and injects faults on demand
 (`FakeForge.inject`, matching a path fragment and/or exact query parameters): 502, a slow
 response past the client's timeout, a connection reset, truncated JSON, a null response,
-primary and secondary rate limits, 401, spurious 404.
+primary and secondary rate limits, 401, spurious 404. Hostile behaviours too: an error that
+echoes the request, credentials and all (`echo`: a 422 quoting the Authorization and
+PRIVATE-TOKEN headers and the query string, as some proxies and misconfigured servers do), a
+redirect to a URL of the test's choosing (`redirect`, with `location`), and `Link` headers
+pointing at another host (`FakeForge.link_base`). `Recorder` is a second listener on
+127.0.0.1 that records whatever reaches it, to show that nothing (no token) did.
 
 A listing page is serialized once and its bytes (and ETag) served again until the data
-changes: any change through the `FakeRepo` methods, `cursor_after` or `gitee_link` starts
-afresh. A test that edits the dataclasses directly after requests were served calls
+changes: any change through the `FakeRepo` methods, `cursor_after`, `gitee_link` or `link_base`
+starts afresh. A test that edits the dataclasses directly after requests were served calls
 `FakeRepo.touch()`. Headers (rate-limit counters, Link, ETag) stay per request.
 
     GitHub  {url}/github             /repos/{o}/{r}/issues …
@@ -66,6 +71,7 @@ class FakeIssue:
     pull_request: bool = False
     comments: list[FakeComment] = field(default_factory=list)
     moved_to: str | None = None  # a path: the issue answers 301 there
+    html_url: str | None = None  # served instead of the forge's own link (hostile), if set
     deleted: bool = False  # 410
 
 
@@ -143,12 +149,15 @@ class FakeRepo:
 
 @dataclass
 class Fault:
-    kind: str  # 502 | timeout | reset | truncated | null | secondary | primary | 401 | 404 | 403
+    # 502 | timeout | reset | truncated | null | secondary | primary | 401 | 404 | 403 | echo
+    # | redirect
+    kind: str
     path_contains: str = ""
     times: int = 1
     seconds: float = 0.0  # timeout delay, Retry-After, or primary reset
     status: int = 403
     retry_after: bool = True
+    location: str = ""  # where a `redirect` fault sends the client
     query: dict[str, str] | None = None  # exact query parameters the request must carry
 
     def matches(self, path: str) -> bool:
@@ -166,7 +175,8 @@ class RequestRecord:
     path: str
     query: dict[str, str]
     status: int
-    headers: dict[str, str]
+    headers: dict[str, str]  # of the response
+    sent: dict[str, str] = field(default_factory=dict)  # the request's headers
 
 
 @dataclass
@@ -192,6 +202,7 @@ class FakeForge:
         self.tokens: dict[str, str] = {}  # forge -> the token it demands (401 otherwise)
         self.cursor_after = cursor_after  # GitHub: offset where page numbers give 422
         self.gitee_link = False  # Gitee sends no Link header unless asked
+        self.link_base: str | None = None  # Link headers on another host (hostile), if set
         self.delay = delay  # seconds added to every response (to catch a sync mid-way)
         self.lock = threading.Lock()
         self.cache: dict[tuple, list] = {}
@@ -265,6 +276,7 @@ class FakeForge:
         return (
             self.cursor_after,
             self.gitee_link,
+            self.link_base,
             tuple((key, repo.version) for key, repo in self.repos.items()),
         )
 
@@ -324,7 +336,8 @@ class _Handler(BaseHTTPRequestHandler):
     # -- plumbing ------------------------------------------------------------------------------
     def _record(self, path: str, query: dict, status: int, headers: dict) -> None:
         with self.fake.lock:
-            self.fake.requests.append(RequestRecord("GET", path, query, status, headers))
+            sent = dict(self.headers.items())
+            self.fake.requests.append(RequestRecord("GET", path, query, status, headers, sent))
 
     def _send(self, forge, path, query, status, headers, body, fault) -> None:
         fake = self.fake
@@ -382,6 +395,19 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _route(self, forge: str, path: str, query: dict, fault: Fault | None) -> Response:
         fake = self.fake
+        if fault and fault.kind == "echo":
+            # A server that quotes the request back in its error body, credentials included.
+            echoed = {
+                "Authorization": self.headers.get("Authorization"),
+                "PRIVATE-TOKEN": self.headers.get("PRIVATE-TOKEN"),
+            }
+            return (
+                422,
+                {},
+                {"message": f"Validation Failed for GET {self.path} with headers {echoed}"},
+            )
+        if fault and fault.kind == "redirect":
+            return fault.status, {"Location": fault.location}, {"message": "Moved"}
         if fault and fault.kind == "502":
             return 502, {}, {"message": "Server Error"}
         if fault and fault.kind in ("401", "404", "403"):
@@ -469,8 +495,9 @@ class _Handler(BaseHTTPRequestHandler):
         return f"http://{self.headers.get('Host')}"
 
     def _link(self, path: str, query: dict, rels: dict[str, dict]) -> str:
+        base = self.fake.link_base or self._base()
         return ", ".join(
-            f'<{self._base()}{path}?{urlencode({**query, **changes})}>; rel="{rel}"'
+            f'<{base}{path}?{urlencode({**query, **changes})}>; rel="{rel}"'
             for rel, changes in rels.items()
         )
 
@@ -618,7 +645,8 @@ class _Handler(BaseHTTPRequestHandler):
             "created_at": _z(issue.created),
             "updated_at": _z(issue.updated),
             "closed_at": _z(issue.closed) if issue.closed else None,
-            "html_url": f"{self._base()}/{repo.owner}/{repo.name}/issues/{issue.number}",
+            "html_url": issue.html_url
+            or f"{self._base()}/{repo.owner}/{repo.name}/issues/{issue.number}",
             "url": f"{api}/issues/{issue.number}",
         }
         if issue.pull_request:
@@ -706,7 +734,8 @@ class _Handler(BaseHTTPRequestHandler):
             "created_at": _cst(issue.created),
             "updated_at": _cst(issue.updated),
             "finished_at": _cst(issue.closed) if issue.closed else None,
-            "html_url": f"{self._base()}/{repo.owner}/{repo.name}/issues/{issue.number}",
+            "html_url": issue.html_url
+            or f"{self._base()}/{repo.owner}/{repo.name}/issues/{issue.number}",
             "issue_type": "任务",
         }
 
@@ -791,7 +820,8 @@ class _Handler(BaseHTTPRequestHandler):
             "created_at": _z(issue.created, millis=True),
             "updated_at": _z(issue.updated, millis=True),
             "closed_at": _z(issue.closed, millis=True) if issue.closed else None,
-            "web_url": f"{self._base()}/{repo.owner}/{repo.name}/-/issues/{issue.number}",
+            "web_url": issue.html_url
+            or f"{self._base()}/{repo.owner}/{repo.name}/-/issues/{issue.number}",
         }
 
     def _gl_note(self, c: FakeComment) -> dict:
@@ -879,3 +909,53 @@ def _decode_cursor(value: str) -> int:
         return int(raw.removeprefix("cursor:"))
     except (ValueError, UnicodeDecodeError):
         raise _HttpError(422, {"message": "Invalid cursor"}) from None
+
+
+class Recorder:
+    """A second listener on 127.0.0.1 that answers every GET with an empty JSON list and
+    records the path and headers of each request: what reached a host the client must not
+    send anything to."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, dict[str, str]]] = []
+        recorder = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # quiet
+                pass
+
+            def do_GET(self) -> None:
+                recorder.requests.append((self.path, dict(self.headers.items())))
+                payload = b"[]"
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def port(self) -> int:
+        return self.server.server_address[1]
+
+    def url(self, host: str = "127.0.0.1") -> str:
+        return f"http://{host}:{self.port}"
+
+    def seen(self) -> str:
+        """Everything that reached it, as one text to search for a token."""
+        return repr(self.requests)
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -22,7 +22,9 @@ def quick_retries(settings):
     settings.INGEST_READ_TIMEOUT = 1.0
     settings.INGEST_SECONDARY_WAIT_SECONDS = 0.2
     settings.FORGE_TOKENS = {"github": "", "gitee": "", "gitlab": ""}
-    settings.FORGE_TOKEN_HOSTS = ["127.0.0.1"]  # the fake forge stands in for the real hosts
+    # The fake forge stands in for the real hosts: an admin's explicit allowlist, plain http.
+    settings.FORGE_TOKEN_HOSTS = ["127.0.0.1"]
+    settings.FORGE_API_HOSTS = ["http://127.0.0.1"]
 
 
 @pytest.fixture

@@ -22,11 +22,13 @@ def test_repositories_page_is_for_staff_and_leads_only(client, project, lead, an
     client.force_login(lead)
     response = client.post(
         url, {"forge": "gitee", "owner": "ascend", "name": "MindSpeed", "group": "MindSpeed",
-              "is_framework": "on", "sync_interval_hours": "24"},
+              "is_framework": "on", "sync_interval_hours": "24", "project": project.pk},
     )  # fmt: skip
     assert response.status_code == 302
     repo = Repository.objects.get(name="MindSpeed")
     assert repo.api_url == "https://gitee.com/api/v5"
+    project.refresh_from_db()
+    assert project.scope["repository_ids"] == [repo.pk]  # the project now uses it
     page = client.get(url).content.decode()
     assert "ascend/MindSpeed" in page and "never" in page
 
@@ -38,6 +40,8 @@ def test_sync_button_starts_a_run_and_its_page_polls_until_done(
     settings.FORGE_TOKENS = {"github": "ghp_SECRET", "gitee": "", "gitlab": ""}
     forge, repo = make_repo("github", "NVIDIA", "Megatron-LM")
     forge.add_issue(1, comments=1)
+    project.scope = {"repository_ids": [repo.pk]}
+    project.save()
     client.force_login(lead)
     response = client.post(reverse("repository_sync", args=[repo.pk]))
     run = SyncRun.objects.get(repository=repo)
@@ -62,6 +66,8 @@ def test_sync_button_starts_a_run_and_its_page_polls_until_done(
 @pytest.mark.django_db
 def test_failed_run_shows_its_error_log(client, lead, project, fake, make_repo):
     _, repo = make_repo("github", "NVIDIA", "Megatron-LM")
+    project.scope = {"repository_ids": [repo.pk]}
+    project.save()
     fake.inject("401")
     run = run_inline(start_sync(repo, enqueue=False))
     client.force_login(lead)

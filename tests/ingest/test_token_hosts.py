@@ -1,4 +1,4 @@
-"""Forge tokens go only to the forges' own API hosts and to hosts an admin listed."""
+"""Forge tokens go only to the forges' own API hosts and to hosts an admin listed for them."""
 
 import pytest
 
@@ -15,11 +15,14 @@ from ingest.models import Repository
         ("github", "https://api.github.com.attacker.example", False),
         ("github", "https://gitee.com/api/v5", False),
         ("gitlab", "http://169.254.169.254/api/v4", False),
-        ("github", "https://ghe.lab.example/api/v3", True),  # listed below
+        ("github", "http://api.github.com", False),  # never in clear text
+        ("github", "https://ghe.lab.example/api/v3", True),  # listed below, for both
+        ("gitlab", "https://tokens-only.example/api/v4", False),  # not an allowed API host
     ],
 )
 def test_token_allowed(settings, forge, api_url, allowed):
-    settings.FORGE_TOKEN_HOSTS = ["ghe.lab.example"]
+    settings.FORGE_TOKEN_HOSTS = ["ghe.lab.example", "tokens-only.example"]
+    settings.FORGE_API_HOSTS = ["ghe.lab.example"]
     assert token_allowed(forge, api_url) is allowed
 
 

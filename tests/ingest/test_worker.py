@@ -40,7 +40,12 @@ def start_worker() -> Iterator[Callable[..., subprocess.Popen]]:
     workers: list[subprocess.Popen] = []
 
     def start(name: str = "celery") -> subprocess.Popen:
-        env = {**os.environ, "DATABASE_URL": _database_url(), "REDIS_URL": settings.REDIS_URL}
+        env = {
+            **os.environ,
+            "DATABASE_URL": _database_url(),
+            "REDIS_URL": settings.REDIS_URL,
+            "FORGE_API_HOSTS": "http://127.0.0.1",  # the fake forge, as an admin would list it
+        }
         proc = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "config", "worker", "-P", "solo",
              "-n", f"{name}@%h", "--without-heartbeat", "--without-gossip", "--without-mingle",

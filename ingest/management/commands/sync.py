@@ -1,4 +1,9 @@
-"""`manage.py sync github:owner/name`: start (or, with --wait, run here) a repository sync."""
+"""`manage.py sync github:owner/name`: start (or, with --wait, run here) a repository sync.
+
+--api-url is held to the same rule as on the repositories page (`ingest.hosts.check_api_url`),
+and everything printed has been through `redact`: a terminal's scroll-back or a CI log is no
+place for a forge token either.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,8 @@ from datetime import UTC, datetime
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from ingest.forges import redact
+from ingest.hosts import HostRefused, check_api_url
 from ingest.models import KeywordSet, Repository
 from ingest.sync import run_inline, start_sync
 
@@ -46,7 +53,10 @@ class Command(BaseCommand):
         if not m:
             raise CommandError(f"SPEC {spec!r}: expected github:owner/name, gitee:… or gitlab:…")
         forge = m["forge"]
-        api_url = (opts["api_url"] or Repository.DEFAULT_API_URLS[forge]).rstrip("/")
+        try:
+            api_url = check_api_url(forge, opts["api_url"] or Repository.DEFAULT_API_URLS[forge])
+        except HostRefused as exc:
+            raise CommandError(f"--api-url: {redact(str(exc))}") from None
         keyword_set = None
         if opts["keyword_set"]:
             keyword_set = KeywordSet.objects.filter(name__iexact=opts["keyword_set"]).first()
@@ -78,8 +88,8 @@ class Command(BaseCommand):
             return
         run = run_inline(run)
         for key, value in run.figures().items():
-            self.stdout.write(f"{key:>22}: {value}")
+            self.stdout.write(redact(f"{key:>22}: {value}"))
         for error in run.errors:
-            self.stdout.write(f"  {error['at']}  {error['message']}")
+            self.stdout.write(redact(f"  {error.get('at', '')}  {error.get('message', '')}"))
         if run.status == run.Status.FAILED:
             raise CommandError(f"sync {run.pk} failed")

@@ -1,9 +1,12 @@
+"""`manage.py load_taxonomy [DIR]`: the study's detail CSVs as a new version, with its counts."""
+
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
 from taxonomy.loader import DEFAULT_DIR, STUDY_TAXONOMY_NAME, TaxonomyFileError, load_study_taxonomy
 from taxonomy.models import TaxonomyNode
+from taxonomy.search import build_tree
 
 
 class Command(BaseCommand):
@@ -34,4 +37,6 @@ class Command(BaseCommand):
             level.label: version.nodes.filter(level=level).count() for level in TaxonomyNode.Level
         }
         summary = ", ".join(f"{n} {label}s" for label, n in counts.items())
-        self.stdout.write(self.style.SUCCESS(f"{version}: {summary}"))
+        # Details as the loader splits them (docs/DATASET.md, "Taxonomy detail files").
+        details = ", ".join(f"{t.node.name} {t.detail_count:,}" for t in build_tree(version))
+        self.stdout.write(self.style.SUCCESS(f"{version}: {summary}; details: {details}"))

@@ -8,7 +8,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('taxonomy', '0002_evolution'),
+        ('taxonomy', '0003_version_origin_project_published_node_source'),
     ]
 
     # State only: the tables stay as they are (see the module docstring).

@@ -1,0 +1,21 @@
+"""System checks of the ingest's settings: a bad FORGE_API_HOSTS entry fails loudly at start."""
+
+from django.core.checks import Error, register
+from django.core.exceptions import ImproperlyConfigured
+
+from ingest.hosts import allowed_hosts
+
+
+@register()
+def check_forge_api_hosts(app_configs, **kwargs) -> list[Error]:
+    try:
+        allowed_hosts()
+    except ImproperlyConfigured as exc:
+        return [
+            Error(
+                str(exc),
+                hint="Comma-separated entries: host, host:port, https://host or http://host.",
+                id="ingest.E001",
+            )
+        ]
+    return []

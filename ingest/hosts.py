@@ -1,0 +1,317 @@
+"""Where the ingest may send requests: forge API hosts, the admin's allowlist, public addresses.
+
+A repository's API URL is chosen by a lead, and every URL the client follows after it (a
+`Link: rel="next"`, a redirect) is chosen by the forge; both are hostile. So:
+
+* An API URL must name a forge's public API host (`Repository.DEFAULT_API_URLS`: api.github.com,
+  gitee.com, gitlab.com, each for its own forge) or a host an admin listed in FORGE_API_HOSTS
+  (GitHub Enterprise, a self-hosted GitLab, the tests' fake forge), over https; plain http only
+  for an entry written with an explicit `http://`. No user name or password in the URL, no
+  query, no fragment. `check_api_url` says why a URL is refused (forms, the CLI).
+* Every request goes through `ForgeSession`, whose adapter checks the URL's host against the
+  same rule, and whose connections resolve the host name themselves and refuse a private,
+  loopback, link-local, reserved or multicast address (IPv4-mapped and 6to4 forms included)
+  before connecting, then connect to the address they checked: a DNS answer that changes
+  between a check and the connection (rebinding) cannot slip an internal address in. A host an
+  admin listed is trusted as it is (a self-hosted forge may well be on a private network).
+* The session follows no redirects itself and ignores proxy variables and .netrc
+  (`trust_env=False`: .netrc would add credentials of its own); the forge client follows
+  redirects by hand, only within the API URL's origin (`same_origin`).
+
+FORGE_API_HOSTS entries: `host`, `host:port`, `https://host[:port]` or `http://host[:port]`;
+an entry without a port allows any port of that host.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import socket
+from dataclasses import dataclass
+from functools import lru_cache
+from urllib.parse import urlsplit
+
+import requests
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
+from urllib3.util import connection as urllib3_connection
+
+from ingest.models import Repository
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+# NAT64 embeds an IPv4 address in its last 32 bits; a gateway would connect to it.
+NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+class HostRefused(Exception):
+    """A URL the ingest must not send a request to; the message says why.
+
+    Deliberately not an OSError: urllib3 and requests retry and wrap those, and this must stop
+    the request as it is.
+    """
+
+
+@dataclass(frozen=True)
+class AllowedHost:
+    host: str
+    port: int | None  # None: any port
+    http: bool  # plain http allowed too
+
+    def allows(self, scheme: str, host: str, port: int) -> bool:
+        return (
+            host == self.host
+            and (self.port is None or self.port == port)
+            and (scheme == "https" or self.http)
+        )
+
+
+def parse_allowed_host(entry: str) -> AllowedHost:
+    """One FORGE_API_HOSTS entry; ImproperlyConfigured naming the entry if it is not one."""
+    text = entry.strip()
+    has_scheme = "://" in text
+    parts = urlsplit(text if has_scheme else f"https://{text}")
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if (
+        parts.scheme not in DEFAULT_PORTS
+        or not parts.hostname
+        or port == -1
+        or parts.path.strip("/")
+        or parts.query
+        or parts.fragment
+        or parts.username is not None
+    ):
+        raise ImproperlyConfigured(
+            f"FORGE_API_HOSTS: {entry!r} is not a host, host:port, https://host[:port] or "
+            "http://host[:port]"
+        )
+    return AllowedHost(parts.hostname.lower(), port, parts.scheme == "http")
+
+
+@lru_cache(maxsize=8)
+def _parse_all(entries: tuple[str, ...]) -> tuple[AllowedHost, ...]:
+    return tuple(parse_allowed_host(e) for e in entries if e.strip())
+
+
+def allowed_hosts() -> tuple[AllowedHost, ...]:
+    """The admin's allowlist (FORGE_API_HOSTS), read at every call: tests change it."""
+    return _parse_all(tuple(getattr(settings, "FORGE_API_HOSTS", ()) or ()))
+
+
+def forge_api_host(forge: str) -> str:
+    """The public API host of a forge (api.github.com …); empty for an unknown forge."""
+    return (urlsplit(Repository.DEFAULT_API_URLS.get(forge, "")).hostname or "").lower()
+
+
+def origin(url: str) -> tuple[str, str, int]:
+    """(scheme, host, port) of a URL, the port made explicit; ValueError for a bad port."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    return scheme, (parts.hostname or "").lower(), parts.port or DEFAULT_PORTS.get(scheme, 0)
+
+
+def same_origin(url: str, base: str) -> bool:
+    """Whether `url` is on the scheme, host and port of `base` (where credentials may go)."""
+    try:
+        return origin(url) == origin(base)
+    except ValueError:
+        return False
+
+
+def is_listed(host: str) -> bool:
+    """Whether an admin listed this host in FORGE_API_HOSTS (any scheme or port)."""
+    host = host.lower().rstrip(".")
+    return any(entry.host == host for entry in allowed_hosts())
+
+
+def url_allowed(url: str, forge: str | None = None) -> str:
+    """Why a request to `url` is refused ("" if it may go): scheme, host and port.
+
+    `forge`: the public API host of that forge only; None: of any forge (the session, which
+    does not know the forge, checks every request this way).
+    """
+    try:
+        scheme, host, port = origin(url)
+    except ValueError:
+        return "the port is not a number"
+    if scheme not in DEFAULT_PORTS:
+        return f"{scheme or 'no'} scheme: only https (or http for a listed host)"
+    if not host:
+        return "no host"
+    parts = urlsplit(url)
+    if parts.username is not None or parts.password is not None:
+        return "a user name or password in the URL"
+    if any(entry.allows(scheme, host, port) for entry in allowed_hosts()):
+        return ""
+    forges = [forge] if forge else list(Repository.DEFAULT_API_URLS)
+    known = {forge_api_host(f) for f in forges}
+    if host in known:
+        return "" if scheme == "https" else f"{host} is reached over https only"
+    if is_listed(host):
+        return f"{scheme}://{host}:{port} is not allowed by FORGE_API_HOSTS (scheme or port)"
+    names = ", ".join(sorted(known))
+    return f"{host} is not a forge API host ({names}) nor listed in FORGE_API_HOSTS"
+
+
+def refused_address(address: str) -> str:
+    """Why an IP address must not be connected to ("" if it may): not a public address."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])  # drop an IPv6 zone (fe80::1%eth0)
+    embedded = None
+    if isinstance(ip, ipaddress.IPv6Address):
+        embedded = ip.ipv4_mapped or ip.sixtofour or (ip.teredo or (None, None))[1]
+        if embedded is None and ip in NAT64:
+            embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    for candidate in (embedded, ip):  # the embedded IPv4 address first: it is where it goes
+        if candidate is None:
+            continue
+        if candidate.is_loopback:
+            return f"{address} is a loopback address"
+        if candidate.is_link_local:
+            return f"{address} is a link-local address"
+        if candidate.is_unspecified or candidate.is_multicast:
+            return f"{address} is not a public address"
+        if candidate.is_private:
+            return f"{address} is a private address"
+        if not candidate.is_global:
+            return f"{address} is not a public address"
+    return ""
+
+
+def public_addresses(host: str, port: int) -> list[str]:
+    """The addresses `host` resolves to, all of them public, else HostRefused naming the one
+    that is not (a name resolving to a public and a private address is refused whole).
+    socket.gaierror when the name does not resolve."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    addresses: list[str] = []
+    for _family, _type, _proto, _name, sockaddr in infos:
+        address = str(sockaddr[0])
+        why = refused_address(address)
+        if why:
+            raise HostRefused(f"{host} resolves to {why}")
+        if address not in addresses:
+            addresses.append(address)
+    return addresses
+
+
+def check_api_url(forge: str, url: str) -> str:
+    """A repository's API URL made canonical (no trailing slash), or HostRefused saying why
+    it cannot be one. A host name that does not resolve now is accepted (the forge may be
+    down); it is checked again at every request."""
+    url = url.strip()
+    parts = urlsplit(url)
+    if parts.query or parts.fragment:
+        raise HostRefused(f"{url}: an API URL has no query or fragment")
+    why = url_allowed(url, forge)
+    if why:
+        raise HostRefused(why)
+    host = parts.hostname or ""
+    if not is_listed(host):
+        with contextlib.suppress(socket.gaierror, UnicodeError):
+            public_addresses(host, origin(url)[2])
+    return url.rstrip("/")
+
+
+# -- the guarded session -------------------------------------------------------------------
+
+
+class _GuardedConnectionMixin:
+    """Resolve the host here, refuse any address that is not public, connect to the address
+    that was checked (never resolve twice)."""
+
+    def _new_conn(self) -> socket.socket:
+        if is_listed(self.host):  # type: ignore[attr-defined]
+            return super()._new_conn()  # type: ignore[misc]
+        try:
+            addresses = public_addresses(self._dns_host, self.port)  # type: ignore[attr-defined]
+        except socket.gaierror as exc:
+            raise NameResolutionError(self.host, self, exc) from exc  # type: ignore[attr-defined,arg-type]
+        error: Exception | None = None
+        for address in addresses:
+            try:
+                return urllib3_connection.create_connection(
+                    (address, self.port),  # type: ignore[attr-defined]
+                    self.timeout,  # type: ignore[attr-defined]
+                    source_address=self.source_address,  # type: ignore[attr-defined]
+                    socket_options=self.socket_options,  # type: ignore[attr-defined]
+                )
+            except TimeoutError as exc:
+                error = ConnectTimeoutError(self, f"Connection to {self.host} timed out.")  # type: ignore[attr-defined]
+                error.__cause__ = exc
+            except OSError as exc:
+                error = NewConnectionError(self, f"Failed to establish a new connection: {exc}")  # type: ignore[arg-type]
+                error.__cause__ = exc
+        assert error is not None
+        raise error
+
+
+class GuardedHTTPConnection(_GuardedConnectionMixin, HTTPConnection):
+    pass
+
+
+class GuardedHTTPSConnection(_GuardedConnectionMixin, HTTPSConnection):
+    pass
+
+
+class GuardedHTTPConnectionPool(HTTPConnectionPool):
+    ConnectionCls = GuardedHTTPConnection
+
+
+class GuardedHTTPSConnectionPool(HTTPSConnectionPool):
+    ConnectionCls = GuardedHTTPSConnection
+
+
+class GuardedAdapter(HTTPAdapter):
+    """Checks every request's URL (`url_allowed`) and connects through guarded connections."""
+
+    def init_poolmanager(self, *args, **kwargs) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {
+            "http": GuardedHTTPConnectionPool,
+            "https": GuardedHTTPSConnectionPool,
+        }
+
+    def send(self, request: requests.PreparedRequest, *args, **kwargs) -> requests.Response:
+        why = url_allowed(request.url or "")
+        if why:
+            raise HostRefused(f"request refused: {why}")
+        return super().send(request, *args, **kwargs)
+
+
+class ForgeSession(requests.Session):
+    """The only session the ingest talks to forges with (see the module docstring)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.trust_env = False  # no proxy variables, no .netrc credentials
+        adapter = GuardedAdapter()
+        self.mount("http://", adapter)
+        self.mount("https://", adapter)
+
+
+# -- links a forge returns -------------------------------------------------------------------
+
+
+def web_origin_ok(repository: Repository, url: str) -> bool:
+    """Whether `url` may be stored as an issue's link (a forge's `html_url` / `web_url`):
+    https on the forge's web host (github.com, gitee.com, gitlab.com) for a repository on a
+    forge's public API, or on the API URL's own host for one on a host an admin listed (GitHub
+    Enterprise, a self-hosted GitLab: one host serves both), where plain http is allowed only
+    when the API URL itself is http. Anything else (`javascript:`, `data:`, another host) is
+    not a link to this repository's issue."""
+    try:
+        scheme, host, _ = origin(url)
+        api_scheme, api_host, _ = origin(repository.api_url)
+    except ValueError:
+        return False
+    parts = urlsplit(url)
+    if parts.username is not None or parts.password is not None or not host:
+        return False
+    if api_host == forge_api_host(repository.forge):
+        return scheme == "https" and host == Repository.WEB_HOSTS.get(repository.forge)
+    return host == api_host and (scheme == "https" or (scheme == "http" == api_scheme))
