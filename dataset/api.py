@@ -38,7 +38,7 @@ from dataset.serializers import (
     ProjectSerializer,
     ResolutionSerializer,
 )
-from dataset.views import EXPORT_ROLES, can_use_real_names, visible_exports
+from dataset.views import EXPORT_ROLES, can_export_everything, can_use_real_names, visible_exports
 
 AGREEMENT_ROLES = (Role.LEAD, Role.ADMIN, Role.RESEARCHER)
 
@@ -264,10 +264,20 @@ class ExportList(ProjectScoped, generics.ListCreateAPIView):
     @extend_schema(request=None, responses=ExportJobSerializer)
     def post(self, request, project_id: int):
         membership = self.membership()
-        real_names = can_use_real_names(membership) and bool(request.data.get("real_names"))
-        job = start_export(membership.project, request.user, real_names=real_names)
+        real_names = can_use_real_names(membership) and _flag(request.data.get("real_names"))
+        everything = can_export_everything(membership) and _flag(request.data.get("everything"))
+        job = start_export(
+            membership.project, request.user, real_names=real_names, everything=everything
+        )
         data = ExportJobSerializer(job, context={"request": request}).data
         return Response(data, status=status.HTTP_201_CREATED)
+
+
+def _flag(value) -> bool:
+    """A boolean request field from JSON or a form: "false", "0", "off" are false."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "on", "yes")
+    return bool(value)
 
 
 class ExportDetail(ProjectScoped, generics.RetrieveAPIView):

@@ -140,6 +140,7 @@ class ExportJobSerializer(serializers.ModelSerializer):
             "step",
             "error",
             "real_names",
+            "everything",
             "size",
             "sha256",
             "created_at",
