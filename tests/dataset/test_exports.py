@@ -147,9 +147,9 @@ def test_taxonomy_details_group_annotators_summaries_under_sub_themes(
     # a lead's export of every issue does.
     assert details(project) == sub.details
     both = details(ExportContext(project, everything=True))
-    # The published details first, then the summaries; the ASCII comma becomes "，".
+    # The published details first, then the summaries; the ASCII comma becomes a full-width one.
     assert both[: len(sub.details)] == sub.details
-    assert both[len(sub.details) :] == ["Loss spikes， then NaN", "Hang at step 0"]
+    assert both[len(sub.details) :] == ["Loss spikes\uff0c then NaN", "Hang at step 0"]
     ProjectIssue.objects.filter(project=project, issue=issues_in_project[0]).update(
         status=ProjectIssue.Status.FINAL
     )
