@@ -17,6 +17,7 @@ from django.db import transaction
 
 from annotator.models import Project
 from interviews.models import CodebookEntry, Participant
+from lib import csvsafe
 from taxonomy.loader import ROMAN
 from taxonomy.models import TaxonomyNode
 
@@ -191,8 +192,10 @@ def _code_key(code: str) -> list:
 
 
 def export_csv(project: Project) -> str:
+    """The codebook as CSV; every cell spreadsheet-safe (`lib.csvsafe`: a quote or insight
+    starting with =, +, -, @ is shown as text, not run as a formula)."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csvsafe.writer(out)
     writer.writerow(COLUMNS)
     entries = (
         CodebookEntry.objects.filter(project=project)

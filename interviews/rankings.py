@@ -26,6 +26,7 @@ from django.db import transaction
 from annotator.models import Project, Resolution
 from interviews.codebook import experience_group, parse_kind
 from interviews.models import Participant, RankedTheme, Ranking
+from lib import csvsafe
 from taxonomy.lineage import Translator
 from taxonomy.models import TaxonomyNode
 
@@ -252,8 +253,9 @@ def import_rankings_csv(project: Project, text: str) -> int:
 
 
 def export_rankings_csv(project: Project) -> str:
+    """The rankings as CSV; every cell spreadsheet-safe (`lib.csvsafe`)."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csvsafe.writer(out)
     writer.writerow(RANKING_COLUMNS)
     rankings = (
         Ranking.objects.filter(participant__project=project)
