@@ -11,6 +11,7 @@ from agreement.measures import LANDIS_KOCH, LEVEL_NAMES, agreement_report, repor
 from annotator.models import LEAD_ROLES
 from annotator.permissions import membership_or_404
 from annotator.table_one import TYPE_COLUMNS, YEARS, table_one
+from lib.inputlimits import row_id
 from taxonomy import history
 
 
@@ -28,7 +29,7 @@ def agreement_report_page(request, project_id: int):
     versions = history.project_versions(project).order_by("number")
     version = project.taxonomy_version
     if request.GET.get("version", "").isdigit():
-        version = get_object_or_404(versions, pk=int(request.GET["version"]))
+        version = get_object_or_404(versions, pk=row_id(request.GET["version"]))
     report = agreement_report(project, version=version)
     confusions = report["confusions"]
     top = max((max(row) for row in confusions["matrix"] if row), default=0)

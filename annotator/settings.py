@@ -75,6 +75,9 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "annotator.middleware.CSPMiddleware",  # django-csp's, minus redirects
+    # NUL characters, oversized bodies and deep JSON refused with a 400 naming the field (after
+    # the CSP, so that its refusals carry the security headers).
+    "annotator.middleware.InputLimitsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     # Last, as django-axes asks: it inspects the response of a failed login.
     "axes.middleware.AxesMiddleware",
@@ -279,6 +282,14 @@ LOGGING = {
         "urllib3": {"level": "WARNING"},
     },
 }
+
+# Input limits (annotator.middleware.InputLimitsMiddleware, lib/inputlimits.py): a request body,
+# an uploaded file or an imported file above MAX_UPLOAD_BYTES is refused unread; JSON nested
+# deeper than MAX_JSON_DEPTH is refused before it is parsed. Form fields and JSON bodies without
+# their files stay under Django's DATA_UPLOAD_MAX_MEMORY_SIZE.
+MAX_UPLOAD_BYTES = env_int("MAX_UPLOAD_BYTES", 10 * 1024 * 1024)
+MAX_JSON_DEPTH = env_int("MAX_JSON_DEPTH", 32)
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 2_621_440)
 
 # Labeling defaults.
 DEFAULT_ANNOTATIONS_PER_ISSUE = 3

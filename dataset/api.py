@@ -39,6 +39,7 @@ from dataset.serializers import (
     ResolutionSerializer,
 )
 from dataset.views import EXPORT_ROLES, can_export_everything, can_use_real_names, visible_exports
+from lib.inputlimits import row_id
 
 AGREEMENT_ROLES = (Role.LEAD, Role.ADMIN, Role.RESEARCHER)
 
@@ -139,7 +140,7 @@ class IssueFilter(django_filters.FilterSet):
 
     def filter_repository(self, queryset, name, value):
         if value.isdigit():
-            return queryset.filter(issue__repository_id=int(value))
+            return queryset.filter(issue__repository_id=row_id(value))
         owner, _, repo = value.rpartition("/")
         return queryset.filter(issue__repository__owner=owner, issue__repository__name=repo)
 

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_POST
 
 from annotator.models import LEAD_ROLES, ProjectIssue, Role
 from annotator.permissions import membership_or_404
+from lib.inputlimits import row_id
 from taxonomy import details as detail_service
 from taxonomy import edits, files, history, proposals
 from taxonomy.diff import diff_versions
@@ -331,7 +332,7 @@ def detail_mapping(request, project_id: int):
                 detail_service.move_entry(entry, form.cleaned_data["node"], request.user)
                 messages.success(request, f"Moved to {form.cleaned_data['node'].code}.")
             elif action == "merge":
-                ids = [int(i) for i in request.POST.getlist("entries") if i.isdigit()]
+                ids = [i for i in map(row_id, request.POST.getlist("entries")) if i]
                 chosen = list(DetailEntry.objects.filter(project=project, pk__in=ids))
                 if len(chosen) < 2:
                     raise detail_service.DetailError("entries: tick at least two summaries")
