@@ -172,3 +172,42 @@ def test_agreement_under_the_new_version_equals_statsmodels_on_mapped_labels(evo
     old = agreement_report(project, use_cache=False, version=first)
     old_bug = next(g for g in old["groups"] if g["code"] == "C")
     assert round(old_bug["levels"]["theme"]["kappa"], 6) == 0.753476
+
+
+def test_a_label_with_no_counterpart_keeps_its_code_and_is_listed(
+    project, issues_in_project, lead, annotator, other_annotator, tmp_path
+):
+    """Lena added a theme and Ada used it; then an admin put the project back on the study's
+    version, where that theme does not exist: the label is exported with its own code."""
+    from annotator.models import ProjectIssue
+    from tests.taxonomy.labels import annotate, resolve
+
+    study = project.taxonomy_version
+    newer, added = edits.add(project, lead, node(project, "C"), "Checkpoint format drift")
+    issue = issues_in_project[0]
+    annotate(project, issue, annotator, added.code)
+    annotate(project, issue, other_annotator, added.code)
+    resolve(project, issue, added.code)
+    ProjectIssue.objects.filter(project=project, issue=issue).update(status="final")
+    Project.objects.filter(pk=project.pk).update(taxonomy_version=study)
+    project.refresh_from_db()
+    assert not study.nodes.filter(code=added.code).exists()
+
+    path = tmp_path / "back.zip"
+    manifest = build_zip(project, path)  # never a KeyError
+    with zipfile.ZipFile(path) as zf:
+        text = zf.read(f"labels/{issue.repository.name}.csv").decode().lstrip("\ufeff")
+        rows = list(csv.reader(io.StringIO(text)))
+        assert rows[1] == [issue.url, added.code, added.code, added.code]
+        [record] = [json.loads(line) for line in zf.read("issues.jsonl").decode().splitlines()]
+        assert record["resolution"]["code"] == added.code
+        assert record["resolution"]["in_current_version"] is False
+        assert record["resolution"]["original_version"] == str(newer)
+        assert zf.read("agreement.csv") and zf.read("table_one.csv")
+    listed = manifest["labels_without_counterpart"]
+    assert sorted(entry["label"] for entry in listed) == sorted(
+        ["final", *(f"rater-{u.pk}" for u in (annotator, other_annotator))]
+    )
+    assert {(e["issue"], e["original_code"], e["original_version"]) for e in listed} == {
+        (issue.url, added.code, str(newer))
+    }
