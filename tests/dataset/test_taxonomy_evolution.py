@@ -211,3 +211,38 @@ def test_a_label_with_no_counterpart_keeps_its_code_and_is_listed(
     assert {(e["issue"], e["original_code"], e["original_version"]) for e in listed} == {
         (issue.url, added.code, str(newer))
     }
+
+
+def test_the_api_shows_rita_the_labels_as_the_export_does(evolved, researcher):
+    from django.urls import reverse
+    from rest_framework.test import APIClient
+
+    project, _, mapping = evolved
+    published = {r[0]: r for rows in map(read_rows, FILES) for r in rows[1:]}
+    finals = Counter(mapping.get(r[-1], r[-1]) for r in published.values())
+    api = APIClient()
+    api.force_authenticate(researcher)
+    issues = reverse("api_issues", args=[project.pk])
+
+    def count(**filters) -> int:
+        return api.get(issues, filters).json()["count"]
+
+    assert (
+        count(theme="C.9")
+        == finals["C.9"]
+        == sum(Counter(r[-1] for r in published.values())[c] for c in ("C.1", "C.9"))
+    )
+    assert count(theme="C.1") == 0  # merged away
+    assert count(theme=mapping["B.3"]) == finals[mapping["B.3"]] > 0
+    assert count(final_type="C") == sum(n for code, n in finals.items() if code[0] == "C")
+
+    merged = next(url for url, r in published.items() if r[-1] == "C.1")
+    resolutions = api.get(reverse("api_resolutions", args=[project.pk]), {"page_size": 2000})
+    body = resolutions.json()
+    rows = body["results"] if isinstance(body, dict) else body
+    while isinstance(body, dict) and body.get("next"):
+        body = api.get(body["next"]).json()
+        rows += body["results"]
+    final = next(r for r in rows if r["issue_url"] == merged)
+    assert (final["code"], final["theme"], final["original_code"]) == ("C.9", "C.9", "C.1")
+    assert final["in_current_version"] is True
