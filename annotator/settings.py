@@ -75,6 +75,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "annotator.middleware.CSPMiddleware",  # django-csp's, minus redirects
+    # Inside the CSP middleware: a nonce for the admin's and the browsable API's <style>s.
+    "annotator.csp_scopes.ScopedCSPMiddleware",
     # NUL characters, oversized bodies and deep JSON refused with a 400 naming the field (after
     # the CSP, so that its refusals carry the security headers).
     "annotator.middleware.InputLimitsMiddleware",
@@ -234,9 +236,12 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Issues, annotations, final labels, agreement and exports of labeling studies.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema lists every endpoint and parameter: for logged-in users (session or token) only.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
 }
 
-# Content-Security-Policy: no inline scripts or styles anywhere; issue text is hostile.
+# Content-Security-Policy: no inline scripts or styles anywhere; issue text is hostile. Only the
+# admin and DRF's browsable API get nonced <style>s (annotator.csp_scopes).
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": ["'self'"],

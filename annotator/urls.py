@@ -7,6 +7,7 @@ from annotator import views
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("admin/", admin.site.urls),
     path(
         "accounts/login/",

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
+from django.contrib.staticfiles import finders
+from django.core.exceptions import ValidationError
 from django.db import connection
 from django.db.models import Count, Q
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -23,6 +27,16 @@ def healthz(request):
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
     return HttpResponse("ok", content_type="text/plain")
+
+
+def favicon(request):
+    """/favicon.ico, which browsers ask for on pages that name no icon (the admin, DRF's)."""
+    path = finders.find("favicon.ico")
+    if path is None:
+        raise Http404("no favicon.ico among the static files")
+    response = HttpResponse(Path(path).read_bytes(), content_type="image/x-icon")
+    response["Cache-Control"] = "public, max-age=86400"
+    return response
 
 
 def _project_counts(project_ids):
@@ -62,6 +76,18 @@ def home(request):
 @login_required
 def project_detail(request, project_id: int):
     membership = membership_or_404(request.user, project_id)
+    return _project_page(request, membership)
+
+
+def _project_page(
+    request,
+    membership,
+    *,
+    invite_form: InviteForm | None = None,
+    volunteer_form: VolunteerForm | None = None,
+    status: int = 200,
+):
+    """The project page; a lead's refused invite or account form comes back with its errors."""
     project = membership.project
     is_lead = membership.role in LEAD_ROLES
     counts = _project_counts([project.pk]).get(
@@ -78,9 +104,11 @@ def project_detail(request, project_id: int):
         context["members"] = project.memberships.select_related("user")
         context["invites"] = project.invites.filter(used_at__isnull=True)[:20]
         roles = grantable_roles(membership.role, request.user.is_superuser)
-        context["invite_form"] = InviteForm(roles=roles)
-        context["volunteer_form"] = VolunteerForm(roles=roles)
-    return render(request, "annotator/project_detail.html", context)
+        context["invite_form"] = invite_form or InviteForm(roles=roles, auto_id="invite_%s")
+        context["volunteer_form"] = volunteer_form or VolunteerForm(
+            roles=roles, auto_id="volunteer_%s"
+        )
+    return render(request, "annotator/project_detail.html", context, status=status)
 
 
 @login_required
@@ -88,11 +116,12 @@ def project_detail(request, project_id: int):
 def create_invite(request, project_id: int):
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     form = InviteForm(
-        request.POST, roles=grantable_roles(membership.role, request.user.is_superuser)
+        request.POST,
+        roles=grantable_roles(membership.role, request.user.is_superuser),
+        auto_id="invite_%s",
     )
     if not form.is_valid():
-        messages.error(request, f"Invite not created: {form.errors.as_text()}")
-        return redirect("project_detail", project_id=project_id)
+        return _project_page(request, membership, invite_form=form, status=400)
     _, token = Invite.issue_for(
         membership.project,
         form.cleaned_data["role"],
@@ -111,17 +140,23 @@ def create_invite(request, project_id: int):
 def add_volunteer(request, project_id: int):
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     form = VolunteerForm(
-        request.POST, roles=grantable_roles(membership.role, request.user.is_superuser)
+        request.POST,
+        roles=grantable_roles(membership.role, request.user.is_superuser),
+        auto_id="volunteer_%s",
     )
     if form.is_valid():
         data = form.cleaned_data
-        create_volunteer(
-            membership.project, data["username"], data["password"], data["role"], data["email"]
-        )
-        messages.success(request, f"Account {data['username']} created as {data['role']}.")
-    else:
-        messages.error(request, f"Account not created: {form.errors.as_text()}")
-    return redirect("project_detail", project_id=project_id)
+        try:
+            create_volunteer(
+                membership.project, data["username"], data["password"], data["role"], data["email"]
+            )
+        except ValidationError as exc:  # a look-alike was created since the form's check
+            form.add_error("username", exc)
+        else:
+            messages.success(request, f"Account {data['username']} created as {data['role']}.")
+            return redirect("project_detail", project_id=project_id)
+    # Errors are shown beside their fields, in the form as the lead filled it.
+    return _project_page(request, membership, volunteer_form=form, status=400)
 
 
 def invite(request, token: str):
@@ -141,7 +176,18 @@ def invite(request, token: str):
             return render(
                 request, "registration/invite_unusable.html", {"reason": str(exc)}, status=410
             )
-        login(request, membership.user, backend="annotator.auth.ModelBackend")
-        messages.success(request, f"Welcome! You joined {membership.project} as {membership.role}.")
-        return redirect("project_detail", project_id=membership.project_id)
-    return render(request, "registration/accept_invite.html", {"form": form, "invite": invitation})
+        except ValidationError as exc:  # a look-alike was created since the form's check
+            form.add_error("username", exc)
+        else:
+            login(request, membership.user, backend="annotator.auth.ModelBackend")
+            messages.success(
+                request, f"Welcome! You joined {membership.project} as {membership.role}."
+            )
+            return redirect("project_detail", project_id=membership.project_id)
+    status = 400 if form.errors else 200
+    return render(
+        request,
+        "registration/accept_invite.html",
+        {"form": form, "invite": invitation},
+        status=status,
+    )
