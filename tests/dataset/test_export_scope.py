@@ -127,3 +127,16 @@ def test_the_api_starts_either_export_for_a_lead_and_only_the_final_one_for_othe
         response = api.post(reverse("api_exports", args=[project.pk]), asked, format="json")
         assert response.status_code == 201
         assert response.json()["everything"] is expected
+
+
+def test_the_command_exports_final_issues_unless_asked_for_everything(labeled, tmp_path):
+    from django.core.management import call_command
+
+    project, issues = labeled
+    for flags, expected in [([], 1), (["--everything"], len(issues))]:
+        path = tmp_path / f"cli{len(flags)}.zip"
+        out = io.StringIO()
+        call_command("export_dataset", "--project", project.name, str(path), *flags, stdout=out)
+        assert "manifest" not in out.getvalue() and "issues.jsonl" in out.getvalue()
+        with zipfile.ZipFile(path) as zf:
+            assert len(zf.read("issues.jsonl").decode().splitlines()) == expected
