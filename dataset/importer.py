@@ -30,6 +30,7 @@ from annotator.models import Annotation, Membership, Project, ProjectIssue, Reso
 from dataset.bulk import foreign_keys_validated_at_end, insert_rows
 from dataset.forges import IssueRef, parse_issue_url
 from ingest.models import Issue, Repository
+from lib import inputlimits
 from taxonomy.history import global_version  # the study's or a published version
 from taxonomy.models import TaxonomyNode, TaxonomyVersion
 
@@ -151,14 +152,6 @@ STORED_LENGTHS = (
 )
 
 
-def too_long(what: str, model, field_name: str, value: str) -> str | None:
-    """A problem message if `value` does not fit the model's column, else None."""
-    limit = model._meta.get_field(field_name).max_length
-    if limit is not None and len(value) > limit:
-        return f"the {what} has {len(value):,} characters; at most {limit} are stored"
-    return None
-
-
 def _records(reader, name: str, problems: list[Problem]):
     """The reader's records with their line numbers; a record the csv module cannot read (a
     cell over its field limit) is a problem on its line, and reading goes on after it."""
@@ -230,7 +223,7 @@ def read_label_file(
                     continue
                 bad = False
                 for col, cell in enumerate(row):
-                    if "\x00" in cell:
+                    if inputlimits.NUL in cell:
                         column = header[col] if col < len(header) else f"cell {col + 1}"
                         problems.append(
                             Problem(name, line, f"NUL character (\\x00) in column {column}")
@@ -268,9 +261,10 @@ def read_label_file(
                     parts = {"URL": url, "owner": ref.owner, "repository name": ref.name}
                     parts["issue number"] = ref.number
                     for what, model, field_name in STORED_LENGTHS:
-                        message = too_long(what, model, field_name, parts[what])
+                        message = inputlimits.length_error(model, field_name, parts[what])
                         if message:
-                            problems.append(Problem(name, line, f"{URL_COLUMN}: {message}"))
+                            message = f"{URL_COLUMN}: the {what} is too long, {message}"
+                            problems.append(Problem(name, line, message))
                             bad = True
                 if bad or ref is None:
                     continue

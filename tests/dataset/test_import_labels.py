@@ -197,17 +197,17 @@ MALFORMED = {
     "issue number over 32 characters": (
         [HEADER3, [f"{GH}{'9' * 33}", "C.1", "C.1", "C.1", "C.1"]],
         2,
-        "the issue number has 33 characters; at most 32 are stored",
+        "the issue number is too long, at most 32 characters (this one has 33)",
     ),
     "owner over 200 characters": (
         [HEADER3, [f"https://github.com/{'o' * 201}/x/issues/1", "C.1", "C.1", "C.1", "C.1"]],
         2,
-        "the owner has 201 characters; at most 200 are stored",
+        "the owner is too long, at most 200 characters (this one has 201)",
     ),
     "repository name over 200 characters": (
         [HEADER3, [f"https://gitee.com/o/{'n' * 201}/issues/I1", "C.1", "C.1", "C.1", "C.1"]],
         2,
-        "the repository name has 201 characters; at most 200 are stored",
+        "the repository name is too long, at most 200 characters (this one has 201)",
     ),
     "cell over 128 KiB": (
         [HEADER3, [f"{GH}1", "C.1", "C" * (128 * 1024 + 1), "C.1", "C.1"]],
