@@ -11,6 +11,12 @@ Per annotator: Cohen's kappa with each other annotator on the issues both labele
 with the final label, and the pairs of themes annotators confuse most. A false positive counts
 as its own category "FP" at every level.
 
+Honesty about what a figure can say: within a group of issues chosen by their final label, the
+agreement at that label's own level is degenerate (every issue of a type group has that final
+type, every false positive is FP at every level), so it is left out with the reason instead of
+being read as "poor"; and a figure computed on fewer than MIN_ISSUES issues (or pairs sharing
+fewer) is flagged as too few to read.
+
 `agreement_report()` is what the page, the API, the CSV export and the command call; it is
 cached under a key that changes whenever an annotation or a final label changes.
 """
@@ -30,7 +36,7 @@ from statsmodels.stats.inter_rater import fleiss_kappa
 
 from annotator.models import Membership, Project
 from labeling.models import Annotation, Resolution
-from taxonomy.lineage import version_relation
+from taxonomy.lineage import Translator
 from taxonomy.models import TaxonomyNode, TaxonomyVersion
 
 LEVELS = ("type", "theme", "sub_theme")
@@ -38,7 +44,11 @@ LEVEL_NAMES = {"type": "type", "theme": "theme", "sub_theme": "sub-theme"}
 FP = "FP"
 ALL = "all"
 CACHE_SECONDS = 24 * 3600
-CACHE_VERSION = 1
+CACHE_VERSION = 2
+# Below this many issues a kappa's sampling error is too large to read it on Landis & Koch's
+# scale (a common rule of thumb for reporting kappa; the study's smallest group had 123).
+MIN_ISSUES = 30
+NOT_MEANINGFUL = "not meaningful"
 
 # Landis & Koch (1977): the reading scale the study and most papers use for kappa.
 LANDIS_KOCH = [
@@ -215,81 +225,56 @@ def _label_rows(queryset, *first: str) -> np.ndarray:
     return np.array(rows, dtype=np.int64).reshape(-1, len(first) + 4)
 
 
-def _foreign_nodes(node_ids: np.ndarray, version: TaxonomyVersion) -> dict[int, int]:
-    """Nodes of other versions → their counterpart in `version` (0: none), via the lineage.
-
-    Labels are never rewritten when the taxonomy changes; they are read under a version.
-    """
-    foreign = (
-        TaxonomyNode.objects.filter(pk__in=node_ids.tolist())
-        .exclude(version=version)
-        .values_list("pk", "version_id")
-    )
-    by_version: dict[int, list[int]] = {}
-    for pk, version_id in foreign:
-        by_version.setdefault(version_id, []).append(pk)
-    mapping = {}
-    for version_id, pks in by_version.items():
-        relation = version_relation(TaxonomyVersion.objects.get(pk=version_id), version)
-        for pk in pks:
-            targets = relation.get(pk, [])
-            mapping[pk] = targets[0] if targets else 0
-    return mapping
-
-
 def load_labels(
     project: Project, version: TaxonomyVersion | None = None
 ) -> tuple[Labels, dict[str, str]]:
     """Vectorised: a full study's 270,000 annotations load in well under a second.
 
-    Labels are read under `version` (default: the project's pinned one).
+    Labels are read under `version` (default: the project's pinned one) through the lineage
+    (`taxonomy.lineage.Translator`, as the exports read them): a theme moved to another type
+    counts under that type, a merged theme as its target. A project holds few distinct labels,
+    so each distinct one is read once and the arrays are indexed by it.
     """
     version = version or project.taxonomy_version
-    code_of, categories, names = _codes(version)
+    _, categories, names = _codes(version)
     ann = _label_rows(
         Annotation.objects.filter(project=project, is_current=True), "issue_id", "annotator_id"
     )
     fin = _label_rows(Resolution.objects.filter(project=project, is_current=True), "issue_id")
-    used = np.unique(np.concatenate([ann[:, 3:6].ravel(), fin[:, 2:5].ravel()]))
-    used = used[used > 0]
-    foreign = _foreign_nodes(used[~np.isin(used, list(code_of))], version)
-    size = max([*code_of, *foreign, 0]) + 1
-    # Per level, a lookup from node id to category index (-1: no node at this level).
-    lookup = {}
-    for level in LEVELS:
-        table = np.full(size, -1, dtype=np.int64)
-        for i, code in enumerate(categories[level]):
-            for pk, c in code_of.items():
-                if c == code:
-                    table[pk] = i
-        for pk, target in foreign.items():
-            table[pk] = table[target] if target else -1
-        lookup[level] = table
-
-    def categorise(rows: np.ndarray, offset: int) -> dict[str, np.ndarray]:
-        fp = rows[:, offset].astype(bool)
-        out = {}
-        for i, level in enumerate(LEVELS):
-            cats = lookup[level][rows[:, offset + 1 + i]]
-            cats[fp] = len(categories[level]) - 1  # FP is the last category of every level
-            out[level] = cats
-        return out
+    distinct, inverse = np.unique(
+        np.concatenate([ann[:, 2:6], fin[:, 1:5]]).reshape(-1, 4), axis=0, return_inverse=True
+    )
+    inverse = inverse.reshape(-1)
+    translator = Translator(version)
+    translator.load(distinct[:, 1:].ravel().tolist())
+    index = {level: {code: i for i, code in enumerate(categories[level])} for level in LEVELS}
+    # Per distinct label: its category index at each level (-1: no node there), its type.
+    per_label = {level: np.full(len(distinct), -1, dtype=np.int64) for level in LEVELS}
+    label_type: list[str | None] = []
+    for k, (fp, *ids) in enumerate(distinct.tolist()):
+        label = translator.label_from_ids(bool(fp), *(pk or None for pk in ids))
+        nodes = (label.issue_type, label.theme, label.sub_theme)
+        for level, node in zip(LEVELS, nodes, strict=True):
+            if fp:
+                per_label[level][k] = len(categories[level]) - 1  # FP: the last category
+            elif node is not None:
+                per_label[level][k] = index[level].get(node.code, -1)
+        label_type.append(FP if fp else (nodes[0].code if nodes[0] is not None else None))
+    ann_label, fin_label = inverse[: len(ann)], inverse[len(ann) :]
 
     issue_ids = np.union1d(ann[:, 0], fin[:, 0])
     raters = np.unique(ann[:, 1])
     final = {level: np.full(len(issue_ids), -1, dtype=np.int64) for level in LEVELS}
     final_pos = np.searchsorted(issue_ids, fin[:, 0])
-    for level, cats in categorise(fin, 1).items():
-        final[level][final_pos] = cats
+    for level in LEVELS:
+        final[level][final_pos] = per_label[level][fin_label]
     final_type: list[str | None] = [None] * len(issue_ids)
-    for pos, fp, type_id in zip(
-        final_pos.tolist(), fin[:, 1].tolist(), fin[:, 2].tolist(), strict=True
-    ):
-        final_type[pos] = FP if fp else code_of.get(foreign.get(type_id, type_id))
+    for pos, k in zip(final_pos.tolist(), fin_label.tolist(), strict=True):
+        final_type[pos] = label_type[k]
     labels = Labels(
         issue=np.searchsorted(issue_ids, ann[:, 0]),
         rater=np.searchsorted(raters, ann[:, 1]),
-        cats=categorise(ann, 2),
+        cats={level: per_label[level][ann_label] for level in LEVELS},
         categories=categories,
         issue_ids=issue_ids.tolist(),
         raters=raters.tolist(),
@@ -311,7 +296,17 @@ def count_table(labels: Labels, level: str, issues: np.ndarray | None = None) ->
     return table if issues is None else table[issues]
 
 
-def _level_stats(table: np.ndarray) -> dict:
+def too_few_reading(issues: int) -> str:
+    return f"too few issues to read ({issues} < {MIN_ISSUES})"
+
+
+def _level_stats(table: np.ndarray, degenerate: str = "") -> dict:
+    """Fleiss, Krippendorff and observed agreement of one items x categories table.
+
+    `degenerate`: why chance-corrected agreement means nothing here (the group was chosen by
+    its final label at this level); kappa and alpha are then left out with that reason as the
+    note, and the observed agreement kept.
+    """
     counts = table.sum(axis=1)
     rated = counts[counts > 0]
     if rated.size == 0:
@@ -324,6 +319,9 @@ def _level_stats(table: np.ndarray) -> dict:
             "excluded": int(table.shape[0]),
             "excluded_reason": "no labels at this level",
             "reading": "n/a",
+            "degenerate": bool(degenerate),
+            "too_few": False,
+            "note": degenerate,
         }
     raters = Counter(rated.tolist()).most_common(1)[0][0]
     same = counts == raters
@@ -337,17 +335,48 @@ def _level_stats(table: np.ndarray) -> dict:
             f"{other} with a number of ratings other than {raters} "
             "(Fleiss needs the same number on every issue)"
         )
-    kappa = fleiss(table[same]) if raters >= 2 else None
+    issues = int(same.sum())
+    observed = observed_agreement(table[same])
+    if degenerate:
+        kappa = alpha = None
+        word = NOT_MEANINGFUL
+    else:
+        kappa = fleiss(table[same]) if raters >= 2 else None
+        alpha = kripp_alpha_from_counts(table)
+        word = reading(kappa)
+    too_few = kappa is not None and issues < MIN_ISSUES
+    if too_few:
+        word = too_few_reading(issues)
     return {
         "kappa": kappa,
-        "alpha": kripp_alpha_from_counts(table),
-        "observed": observed_agreement(table[same]),
-        "issues": int(same.sum()),
+        "alpha": alpha,
+        "observed": observed,
+        "issues": issues,
         "raters": int(raters),
         "excluded": excluded,
         "excluded_reason": "; ".join(reasons),
-        "reading": reading(kappa),
+        "reading": word,
+        "degenerate": bool(degenerate),
+        "too_few": too_few,
+        "note": degenerate,
     }
+
+
+def degenerate_reason(code: str, name: str, level: str) -> str:
+    """Why agreement at `level` within the group of final label `code` is degenerate, or ""."""
+    if code == ALL:
+        return ""
+    if code == FP:
+        return (
+            "every issue in this group is a false positive at every level, so chance-corrected "
+            "agreement within it is degenerate; read the All issues rows"
+        )
+    if level == "type":
+        return (
+            f"every issue in this group has the final type {name} ({code}), so type-level "
+            "chance-corrected agreement within it is degenerate; read All issues, type level"
+        )
+    return ""
 
 
 def compute(project: Project, version: TaxonomyVersion | None = None) -> dict:
@@ -374,7 +403,13 @@ def compute(project: Project, version: TaxonomyVersion | None = None) -> dict:
                 "code": code,
                 "name": "All issues" if code == ALL else names.get(code, code),
                 "issues": int(members.size),
-                "levels": {level: _level_stats(tables[level][members]) for level in LEVELS},
+                "levels": {
+                    level: _level_stats(
+                        tables[level][members],
+                        degenerate_reason(code, names.get(code, code), level),
+                    )
+                    for level in LEVELS
+                },
             }
         )
 
@@ -387,13 +422,22 @@ def compute(project: Project, version: TaxonomyVersion | None = None) -> dict:
     final_theme = labels.final["theme"]
     pairs = []
     cohen_of: dict[tuple[int, int], float | None] = {}
+    shared_of: dict[tuple[int, int], int] = {}
     for i in range(len(labels.raters)):
         for j in range(i + 1, len(labels.raters)):
             both = (dense[i] >= 0) & (dense[j] >= 0)
             value = cohen(dense[i][both], dense[j][both], len(theme))
             cohen_of[(i, j)] = cohen_of[(j, i)] = value
+            shared = int(both.sum())
+            shared_of[(i, j)] = shared_of[(j, i)] = shared
             pairs.append(
-                {"a": pseudonym[i], "b": pseudonym[j], "shared": int(both.sum()), "kappa": value}
+                {
+                    "a": pseudonym[i],
+                    "b": pseudonym[j],
+                    "shared": shared,
+                    "kappa": value,
+                    "too_few": value is not None and shared < MIN_ISSUES,
+                }
             )
     annotators = []
     for i in range(len(labels.raters)):
@@ -415,6 +459,12 @@ def compute(project: Project, version: TaxonomyVersion | None = None) -> dict:
                 "cohen": {
                     pseudonym[j]: cohen_of[(i, j)] for j in range(len(labels.raters)) if j != i
                 },
+                # Pairs whose Cohen's kappa rests on fewer than MIN_ISSUES shared issues.
+                "cohen_too_few": [
+                    pseudonym[j]
+                    for j in range(len(labels.raters))
+                    if j != i and cohen_of[(i, j)] is not None and shared_of[(i, j)] < MIN_ISSUES
+                ],
             }
         )
     annotators.sort(key=lambda a: _natural(a["pseudonym"]))
@@ -440,6 +490,7 @@ def compute(project: Project, version: TaxonomyVersion | None = None) -> dict:
         "annotations": len(labels.issue),
         "issues": len(labels.issue_ids),
         "levels": list(LEVELS),
+        "min_issues": MIN_ISSUES,
         "groups": groups,
         "types": {
             g["name"]: {
@@ -447,6 +498,7 @@ def compute(project: Project, version: TaxonomyVersion | None = None) -> dict:
                 "issues": g["issues"],
                 "kappa": g["levels"]["theme"]["kappa"],
                 "alpha": g["levels"]["theme"]["alpha"],
+                "reading": g["levels"]["theme"]["reading"],
             }
             for g in groups
         },
@@ -514,6 +566,7 @@ def report_rows(report: dict) -> list[dict]:
                     "krippendorff_alpha": stats["alpha"],
                     "observed_agreement": stats["observed"],
                     "reading": stats["reading"],
+                    "note": stats["note"],
                 }
             )
     return rows

@@ -18,6 +18,9 @@ from datetime import datetime
 
 from annotator.models import Project
 from labeling.models import ProjectIssue, Resolution
+from taxonomy.lineage import Translator
+
+LABEL_NODE_IDS = ("issue_type_id", "theme_id", "sub_theme_id")
 
 YEARS = (2023, 2024, 2025)
 TYPE_COLUMNS = (("A", "Question"), ("C", "Bug"), ("B", "Requirement"))  # the paper's order
@@ -53,13 +56,16 @@ def issue_year(created_at: datetime | None, study_year: int | None) -> int | Non
 def table_one(project: Project) -> tuple[list[TableOneRow], TableOneRow]:
     """Rows per repository group for the project's issues, and the Sum row."""
     rows: dict[str, TableOneRow] = {}
-    # Plain values, not model instances: a full study has ~40,000 final labels.
-    finals = {
-        issue_id: (is_fp, type_code)
-        for issue_id, is_fp, type_code in Resolution.objects.filter(
-            project=project, is_current=True
-        ).values_list("issue_id", "is_false_positive", "issue_type__code")
-    }
+    # Plain values, not model instances: a full study has ~40,000 final labels. A final label
+    # is counted under its type in the project's version (a theme moved to another type
+    # counts there), read through the lineage; one without a counterpart under its own type.
+    translate = Translator(project.taxonomy_version)
+    finals = {}
+    for issue_id, is_fp, type_code, *ids in Resolution.objects.filter(
+        project=project, is_current=True
+    ).values_list("issue_id", "is_false_positive", "issue_type__code", *LABEL_NODE_IDS):
+        mapped = translate.label_from_ids(is_fp, *ids).issue_type
+        finals[issue_id] = (is_fp, mapped.code if mapped is not None else type_code)
     scope = ProjectIssue.objects.filter(project=project).values_list(
         "issue_id",
         "issue__created_at",

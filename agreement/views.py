@@ -12,6 +12,7 @@ from agreement.table_one import TYPE_COLUMNS, YEARS, table_one
 from annotator.models import LEAD_ROLES, Role
 from annotator.permissions import membership_or_404
 from labeling import taxonomy_history as history
+from lib.inputlimits import row_id
 
 TABLE_ONE_ROLES = (Role.LEAD, Role.RESEARCHER, Role.ANNOTATOR, Role.ADMIN)
 
@@ -30,7 +31,7 @@ def agreement_report_page(request, project_id: int):
     versions = history.project_versions(project).order_by("number")
     version = project.taxonomy_version
     if request.GET.get("version", "").isdigit():
-        version = get_object_or_404(versions, pk=int(request.GET["version"]))
+        version = get_object_or_404(versions, pk=row_id(request.GET["version"]))
     report = agreement_report(project, version=version)
     confusions = report["confusions"]
     top = max((max(row) for row in confusions["matrix"] if row), default=0)

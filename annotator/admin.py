@@ -1,5 +1,8 @@
 from django.contrib import admin
+from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.models import User
 
+from annotator.forms import AdminAddUserForm, AdminChangeUserForm
 from annotator.models import Invite, Membership, Project
 
 
@@ -25,3 +28,14 @@ class MembershipAdmin(admin.ModelAdmin):
 class InviteAdmin(admin.ModelAdmin):
     list_display = ["project", "role", "email", "created_at", "expires_at", "used_at"]
     readonly_fields = ["token_hash", "used_at", "used_by"]
+
+
+admin.site.unregister(User)
+
+
+@admin.register(User)
+class AccountAdmin(UserAdmin):
+    """Django's user admin under the username rule of every other account (annotator.accounts)."""
+
+    add_form = AdminAddUserForm
+    form = AdminChangeUserForm

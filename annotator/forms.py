@@ -1,19 +1,20 @@
 from django import forms
+from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
 from django.contrib.auth.models import User
 from django.contrib.auth.password_validation import validate_password
 
+from annotator.accounts import USERNAME_MAX_LENGTH, check_new_username
 from annotator.models import Role
+
+USERNAME_HELP = "Letters a-z and A-Z, digits and @ . + - _ only."
 
 
 class _NewAccountForm(forms.Form):
-    username = forms.CharField(max_length=150)
+    username = forms.CharField(max_length=USERNAME_MAX_LENGTH, help_text=USERNAME_HELP)
     password = forms.CharField(widget=forms.PasswordInput, strip=False)
 
     def clean_username(self):
-        username = self.cleaned_data["username"]
-        if User.objects.filter(username__iexact=username).exists():
-            raise forms.ValidationError("That username is taken.")
-        return username
+        return check_new_username(self.cleaned_data["username"])
 
     def clean(self):
         cleaned = super().clean()
@@ -50,3 +51,21 @@ class InviteForm(_RoleMixin, forms.Form):
     role = forms.ChoiceField(choices=Role.choices, initial=Role.ANNOTATOR)
     email = forms.EmailField(required=False)
     days = forms.IntegerField(min_value=1, max_value=60, initial=7, label="Valid for (days)")
+
+
+class AdminAddUserForm(AdminUserCreationForm):
+    """The admin's "add user" form, under the same username rule as every other account."""
+
+    def clean_username(self):
+        username = super().clean_username()  # None: Django's own case check added an error
+        return username if username is None else check_new_username(username)
+
+
+class AdminChangeUserForm(UserChangeForm):
+    """The admin's user form: a renamed account follows the rule, an unchanged name is kept."""
+
+    def clean_username(self):
+        username = self.cleaned_data["username"]
+        if self.instance.pk and username == self.instance.username:
+            return username
+        return check_new_username(username, exclude_pk=self.instance.pk)

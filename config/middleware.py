@@ -1,8 +1,14 @@
-"""Middleware of our own: django-csp's, skipping responses no browser renders."""
+"""Middleware of our own: django-csp's, skipping responses no browser renders; input limits."""
 
 from __future__ import annotations
 
 from csp.middleware import CSPMiddleware as _CSPMiddleware
+from django.conf import settings
+from django.core.exceptions import BadRequest, RequestDataTooBig, SuspiciousOperation
+from django.http import HttpResponse, JsonResponse, QueryDict
+from django.http.multipartparser import MultiPartParserError
+
+from lib import inputlimits
 
 
 class CSPMiddleware(_CSPMiddleware):
@@ -17,3 +23,103 @@ class CSPMiddleware(_CSPMiddleware):
         if 300 <= response.status_code < 400:
             return response
         return super().process_response(request, response)
+
+
+class InputLimitsMiddleware:
+    """Refuses a request that could only end in a 500: a NUL character or an oversized body.
+
+    PostgreSQL cannot store a NUL character in text, and psycopg raises on one wherever it is
+    sent, even in a lookup; so a NUL anywhere in the address, the query string, a cookie, a form
+    field (name or value), an uploaded file's name or a JSON body's strings is answered here
+    with a 400 naming where it is, before any view runs. A body larger than MAX_UPLOAD_BYTES is
+    refused unread (413), JSON nested deeper than MAX_JSON_DEPTH with a 400 (Python's parser
+    would recurse into RecursionError), and Django's own limits on form data
+    (DATA_UPLOAD_MAX_MEMORY_SIZE, DATA_UPLOAD_MAX_NUMBER_FIELDS) with a message instead of a
+    bare error page.
+
+    File contents are left to the importers, which name the line at fault.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        try:
+            problem = _input_problem(request)
+        except RequestDataTooBig:
+            problem = (413, "body", _too_big_message(request))
+        except (SuspiciousOperation, MultiPartParserError, BadRequest) as exc:
+            problem = (400, "body", str(exc) or "the request body could not be read")
+        if problem is not None:
+            return _refusal(request, *problem)
+        return self.get_response(request)
+
+
+def _shown(name: str) -> str:
+    """A field name fit for a message: NULs visible, length bounded."""
+    name = name.replace(inputlimits.NUL, "\\x00")
+    return "'" + (name if len(name) <= 80 else name[:80] + "…") + "'"
+
+
+_NUL_MESSAGE = "contains a NUL character (\\x00), which cannot be stored; remove it"
+
+
+def _first_nul(pairs, kind: str) -> tuple[int, str, str] | None:
+    for key, values in pairs:
+        if inputlimits.NUL in key:
+            return 400, key, f"{kind} name {_shown(key)} {_NUL_MESSAGE}"
+        for value in values:
+            if isinstance(value, str) and inputlimits.NUL in value:
+                return 400, key, f"{kind} {_shown(key)} {_NUL_MESSAGE}"
+    return None
+
+
+def _input_problem(request) -> tuple[int, str, str] | None:
+    length = request.META.get("CONTENT_LENGTH") or "0"
+    too_large = inputlimits.upload_too_large(int(length)) if length.isdecimal() else None
+    if too_large:
+        return 413, "body", f"the request body is {too_large}"
+    if inputlimits.NUL in request.path:
+        return 400, "path", f"the address {_NUL_MESSAGE}"
+    problem = _first_nul(request.GET.lists(), "query parameter") or _first_nul(
+        ((k, [v]) for k, v in request.COOKIES.items()), "cookie"
+    )
+    if problem or request.method in ("GET", "HEAD", "OPTIONS"):
+        return problem
+    content_type = request.content_type or ""
+    if content_type in ("multipart/form-data", "application/x-www-form-urlencoded"):
+        form = request.POST if request.method == "POST" else QueryDict(request.body)
+        problem = _first_nul(form.lists(), "form field")
+        if problem is None and request.method == "POST":
+            names = [(key, [f.name for f in files]) for key, files in request.FILES.lists()]
+            problem = _first_nul(names, "file name of field")
+        return problem
+    if content_type == "application/json" or content_type.endswith("+json"):
+        return _json_problem(request.body)
+    return None
+
+
+def _json_problem(body: bytes) -> tuple[int, str, str] | None:
+    try:
+        data = inputlimits.loads(body)
+    except inputlimits.JSONTooDeep as exc:
+        return 400, "body", f"JSON body, {exc}"
+    except ValueError:
+        return None  # not JSON (or not UTF-8): the view's parser says so with a 400
+    where = inputlimits.find_nul(data)
+    if where is not None:
+        return 400, where, f"JSON body at {_shown(where)} {_NUL_MESSAGE}"
+    return None
+
+
+def _too_big_message(request) -> str:
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return f"the form or JSON data is larger than {limit:,} bytes (DATA_UPLOAD_MAX_MEMORY_SIZE)"
+
+
+def _refusal(request, status: int, field: str, message: str) -> HttpResponse:
+    """A JSON error for the API (DRF's `detail` shape), plain text for pages."""
+    wants_json = request.path.startswith("/api/") or "json" in request.headers.get("Accept", "")
+    if wants_json:
+        return JsonResponse({"detail": message, "field": field}, status=status)
+    return HttpResponse(f"Bad request: {message}.\n", status=status, content_type="text/plain")

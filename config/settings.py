@@ -77,6 +77,11 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "config.middleware.CSPMiddleware",  # django-csp's, minus redirects
+    # Inside the CSP middleware: a nonce for the admin's and the browsable API's <style>s.
+    "config.csp_scopes.ScopedCSPMiddleware",
+    # NUL characters, oversized bodies and deep JSON refused with a 400 naming the field (after
+    # the CSP, so that its refusals carry the security headers).
+    "config.middleware.InputLimitsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     # Last, as django-axes asks: it inspects the response of a failed login.
     "axes.middleware.AxesMiddleware",
@@ -233,9 +238,12 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Issues, annotations, final labels, agreement and exports of labeling studies.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema lists every endpoint and parameter: for logged-in users (session or token) only.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
 }
 
-# Content-Security-Policy: no inline scripts or styles anywhere; issue text is hostile.
+# Content-Security-Policy: no inline scripts or styles anywhere; issue text is hostile. Only the
+# admin and DRF's browsable API get nonced <style>s (config.csp_scopes).
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": ["'self'"],
@@ -281,6 +289,14 @@ LOGGING = {
         "urllib3": {"level": "WARNING"},
     },
 }
+
+# Input limits (config.middleware.InputLimitsMiddleware, lib/inputlimits.py): a request body,
+# an uploaded file or an imported file above MAX_UPLOAD_BYTES is refused unread; JSON nested
+# deeper than MAX_JSON_DEPTH is refused before it is parsed. Form fields and JSON bodies without
+# their files stay under Django's DATA_UPLOAD_MAX_MEMORY_SIZE.
+MAX_UPLOAD_BYTES = env_int("MAX_UPLOAD_BYTES", 10 * 1024 * 1024)
+MAX_JSON_DEPTH = env_int("MAX_JSON_DEPTH", 32)
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 2_621_440)
 
 # Labeling defaults.
 DEFAULT_ANNOTATIONS_PER_ISSUE = 3

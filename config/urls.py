@@ -8,6 +8,7 @@ from config import views
 
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("admin/", admin.site.urls),
     path(
         "accounts/login/",

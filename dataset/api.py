@@ -8,7 +8,7 @@ the annotations of final issues (pseudonymous, as in the exports) and exports.
 from __future__ import annotations
 
 import django_filters
-from django.db.models import Case, F, Prefetch, Value, When
+from django.db.models import Case, F, Prefetch, Q, Value, When
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -21,7 +21,7 @@ from rest_framework.views import APIView
 from agreement.measures import agreement_report
 from annotator.models import LEAD_ROLES, Membership, Project, Role
 from annotator.permissions import membership_or_404
-from dataset.exports import export_path, pseudonyms, start_export
+from dataset.exports import LABEL_IDS, export_path, pseudonyms, start_export
 from dataset.models import ExportJob
 from dataset.serializers import (
     AnnotationSerializer,
@@ -30,8 +30,10 @@ from dataset.serializers import (
     ProjectSerializer,
     ResolutionSerializer,
 )
-from dataset.views import EXPORT_ROLES, can_use_real_names, visible_exports
+from dataset.views import EXPORT_ROLES, can_export_everything, can_use_real_names, visible_exports
 from labeling.models import Annotation, ProjectIssue, Resolution
+from lib.inputlimits import row_id
+from taxonomy.lineage import Translator
 
 AGREEMENT_ROLES = (Role.LEAD, Role.ADMIN, Role.RESEARCHER)
 
@@ -53,6 +55,8 @@ class ProjectScoped:
     """Looks the project up once per request through `membership_or_404`."""
 
     roles: tuple | None = None
+    # Views whose serializers show labels: they get a Translator to the project's version.
+    reads_labels = False
 
     def membership(self) -> Membership:
         if not hasattr(self, "_membership"):
@@ -64,6 +68,13 @@ class ProjectScoped:
     def fake(self) -> bool:
         # drf-spectacular builds querysets without a request user to read the models.
         return getattr(self, "swagger_fake_view", False)
+
+    def get_serializer_context(self):
+        context = super().get_serializer_context()
+        if self.reads_labels and not self.fake():
+            # Labels are shown in the project's current taxonomy version, as exported.
+            context["translator"] = Translator(self.membership().project.taxonomy_version)
+        return context
 
 
 class ProjectList(generics.ListAPIView):
@@ -132,23 +143,32 @@ class IssueFilter(django_filters.FilterSet):
 
     def filter_repository(self, queryset, name, value):
         if value.isdigit():
-            return queryset.filter(issue__repository_id=int(value))
+            return queryset.filter(issue__repository_id=row_id(value))
         owner, _, repo = value.rpartition("/")
         return queryset.filter(issue__repository__owner=owner, issue__repository__name=repo)
 
     def filter_final(self, queryset, name, value):
-        node = "issue_type" if name == "final_type" else "theme"
-        final = Resolution.objects.filter(
-            project_id=self.request.parser_context["kwargs"]["project_id"],
-            is_current=True,
-            **{f"{node}__code": value},
-        ).values("issue_id")
-        return queryset.filter(issue_id__in=final)
+        """Issues whose final label reads as `value` in the project's current version (a
+        theme merged away is found under its target, a moved one under its new type)."""
+        project = Project.objects.select_related("taxonomy_version").get(
+            pk=self.request.parser_context["kwargs"]["project_id"]
+        )
+        translator = Translator(project.taxonomy_version)
+        finals = Resolution.objects.filter(project=project, is_current=True)
+        # Few distinct labels however many issues: match them, then filter by them.
+        match = Q(pk__in=[])
+        for ids in finals.order_by().values_list(*LABEL_IDS).distinct():
+            label = translator.label_from_ids(*ids)
+            node = label.issue_type if name == "final_type" else label.theme
+            if node is not None and node.code == value:
+                match |= Q(**dict(zip(LABEL_IDS, ids, strict=True)))
+        return queryset.filter(issue_id__in=finals.filter(match).values("issue_id"))
 
 
 class IssueList(ProjectScoped, generics.ListAPIView):
     """The project's issues in queue order, with the final label once there is one."""
 
+    reads_labels = True
     serializer_class = ProjectIssueSerializer
     filterset_class = IssueFilter
 
@@ -187,6 +207,7 @@ class AnnotationList(ProjectScoped, generics.ListAPIView):
     Leads and admins get all of them.
     """
 
+    reads_labels = True
     serializer_class = AnnotationSerializer
     filterset_fields = ["issue", "is_current"]
 
@@ -219,6 +240,7 @@ class AnnotationList(ProjectScoped, generics.ListAPIView):
 class ResolutionList(ProjectScoped, generics.ListAPIView):
     """The current final labels."""
 
+    reads_labels = True
     serializer_class = ResolutionSerializer
     filterset_fields = ["method"]
 
@@ -257,10 +279,20 @@ class ExportList(ProjectScoped, generics.ListCreateAPIView):
     @extend_schema(request=None, responses=ExportJobSerializer)
     def post(self, request, project_id: int):
         membership = self.membership()
-        real_names = can_use_real_names(membership) and bool(request.data.get("real_names"))
-        job = start_export(membership.project, request.user, real_names=real_names)
+        real_names = can_use_real_names(membership) and _flag(request.data.get("real_names"))
+        everything = can_export_everything(membership) and _flag(request.data.get("everything"))
+        job = start_export(
+            membership.project, request.user, real_names=real_names, everything=everything
+        )
         data = ExportJobSerializer(job, context={"request": request}).data
         return Response(data, status=status.HTTP_201_CREATED)
+
+
+def _flag(value) -> bool:
+    """A boolean request field from JSON or a form: "false", "0", "off" are false."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "on", "yes")
+    return bool(value)
 
 
 class ExportDetail(ProjectScoped, generics.RetrieveAPIView):

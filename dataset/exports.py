@@ -7,6 +7,19 @@ detail CSVs `rootcause,subcategory,symptoms` with annotators' summaries under ea
 (d) Table I; (e) the agreement table. Every writer takes a text stream and reads the database
 in chunks, so memory stays flat however large the project is.
 
+Labels are written in the project's current taxonomy version, read through the lineage
+(`taxonomy.lineage.Translator`): a label made before a rename, move, merge or split comes out
+as its counterpart today (a merged theme as its target). A label whose node has no counterpart
+keeps its original code and is listed in the manifest. The JSON Lines carry both codes.
+
+Scope: by default only final issues (what the API shows a researcher); a lead or admin may ask
+for every issue, and the study CSVs then gain a `Status` column.
+
+Spreadsheet safety: every CSV goes through `lib.csvsafe`. The study-format label files are the
+exception that must round-trip byte for byte, so their cells are validated instead: an
+`Issue_URL` that is not a forge issue URL naming that very issue is replaced by the issue's
+canonical URL, and a label that is not a code is neutralised; both are listed in the manifest.
+
 Annotators appear under their membership pseudonyms (stable: stored on the membership), unless
 an admin asks for real names.
 """
@@ -18,26 +31,31 @@ import hashlib
 import io
 import json
 import os
+import re
 import zipfile
 from collections import defaultdict
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, TextIO
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import CharField, F, Func, Q, Value
+from django.db.models import CharField, F, Func, Q, QuerySet, Value
 from django.utils import timezone
 
 from agreement.measures import agreement_report, report_rows
 from agreement.table_one import TYPE_COLUMNS, YEARS, table_one
 from annotator.models import Membership, Project
+from dataset.forges import study_issue_url
 from dataset.models import ExportJob
 from ingest.models import Comment, Issue, Repository
 from labeling.models import Annotation, ProjectIssue, Resolution
-from taxonomy.loader import TYPE_FILES
-from taxonomy.models import TaxonomyNode
+from lib import csvsafe
+from taxonomy.detail_files import study_file_name, write_detail_csv
+from taxonomy.lineage import LabelInVersion, Translator
+from taxonomy.models import TaxonomyNode, TaxonomyVersion
 
 BOM = "\ufeff"
 CHUNK = 2000
@@ -71,24 +89,96 @@ def rater_columns(project: Project) -> list[int]:
     return sorted(labeled, key=lambda u: _natural(names.get(u, f"annotator-{u}")))
 
 
-def _node_codes(project: Project) -> dict[int, str]:
-    return dict(
-        TaxonomyNode.objects.filter(version_id=project.taxonomy_version_id).values_list(
-            "pk", "code"
-        )
-    )
+# A label cell of the study's files: "FP" or a code such as A, C.5, C.5.ii (letters and digits
+# between dots). Anything else (a code imported from a hostile taxonomy file) is neutralised.
+STUDY_CODE = re.compile(r"FP|[A-Za-z0-9]+(?:\.[A-Za-z0-9]+)*")
+LABEL_IDS = ("is_false_positive", "issue_type_id", "theme_id", "sub_theme_id")
 
 
-def _code(codes: dict[int, str], fp: bool, type_id, theme_id, sub_id) -> str:
-    if fp:
-        return "FP"
-    node = sub_id or theme_id or type_id
-    return codes[node] if node else ""
+@dataclass
+class ExportContext:
+    """What every writer of one export shares: the scope, the labels' reader and the notes
+    that end up in the manifest."""
+
+    project: Project
+    everything: bool = False
+    translator: Translator = field(init=False)
+    version: TaxonomyVersion = field(init=False)
+    replaced_urls: list[dict] = field(default_factory=list)
+    neutralised_cells: list[dict] = field(default_factory=list)
+    _version_names: dict[int, str] = field(default_factory=dict, repr=False)
+    _summaries: dict[str, list[str]] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.version = TaxonomyVersion.objects.get(pk=self.project.taxonomy_version_id)
+        self.translator = Translator(self.version)
+        # Every node any label of the project points at, in one query per table.
+        ids: set[int] = set()
+        for model in (Annotation, Resolution):
+            for row in (
+                model.objects.filter(project=self.project)
+                .order_by()
+                .values_list("issue_type_id", "theme_id", "sub_theme_id")
+                .distinct()
+            ):
+                ids.update(pk for pk in row if pk)
+        self.translator.load(ids)
+
+    def scope(self) -> QuerySet[ProjectIssue]:
+        """The project's issues this export holds: final ones unless everything was asked."""
+        issues = ProjectIssue.objects.filter(project=self.project)
+        if not self.everything:
+            issues = issues.filter(status=ProjectIssue.Status.FINAL)
+        return issues
+
+    def label(self, is_false_positive, type_id, theme_id, sub_id) -> LabelInVersion:
+        return self.translator.label_from_ids(is_false_positive, type_id, theme_id, sub_id)
+
+    def version_name(self, version_id: int) -> str:
+        if version_id not in self._version_names:
+            self._version_names[version_id] = str(TaxonomyVersion.objects.get(pk=version_id))
+        return self._version_names[version_id]
+
+    def summaries(self) -> dict[str, list[str]]:
+        """Current sub-theme code → the annotators' summaries of the export's issues labeled
+        with it (read under the project's version; a label without counterpart has none)."""
+        if self._summaries is None:
+            self._summaries = defaultdict(list)
+            for summary, *ids in (
+                Annotation.objects.filter(
+                    project=self.project,
+                    is_current=True,
+                    is_false_positive=False,
+                    issue_id__in=self.scope().values("issue_id"),
+                )
+                .exclude(summary="")
+                .order_by("pk")
+                .values_list("summary", *LABEL_IDS)
+                .iterator(chunk_size=CHUNK)
+            ):
+                label = self.label(*ids)
+                if label.sub_theme is not None and not label.unmapped:
+                    self._summaries[label.sub_theme.code].append(summary)
+        return self._summaries
 
 
-def repositories(project: Project) -> list[Repository]:
+def cell_code(label: LabelInVersion) -> str:
+    """What a label cell holds: the current version's code, or the original one when the label
+    has no counterpart in it (listed in the manifest, never dropped)."""
+    return label.original_code if label.unmapped else label.code
+
+
+def _context(project_or_context: Project | ExportContext) -> ExportContext:
+    if isinstance(project_or_context, ExportContext):
+        return project_or_context
+    return ExportContext(project_or_context)
+
+
+def repositories(project_or_context: Project | ExportContext) -> list[Repository]:
+    """The repositories of the issues an export holds, by owner and name."""
+    ctx = _context(project_or_context)
     return list(
-        Repository.objects.filter(issues__project_issues__project=project)
+        Repository.objects.filter(issues__project_issues__in=ctx.scope())
         .distinct()
         .order_by("owner", "name")
     )
@@ -103,54 +193,113 @@ def study_filename(repository: Repository, taken: set[str]) -> str:
     return name
 
 
+def _study_code(ctx: ExportContext, label: LabelInVersion | None, url: str, column: str) -> str:
+    """A label cell of the study format, validated: a code, "FP" or empty; anything else is
+    neutralised for spreadsheets and listed in the manifest."""
+    if label is None:
+        return ""
+    code = cell_code(label)
+    if code and not STUDY_CODE.fullmatch(code):
+        ctx.neutralised_cells.append({"issue": url, "column": column, "value": code})
+        return csvsafe.neutralise(code)
+    return code
+
+
 def write_study_csv(
-    project: Project, repository: Repository, out: TextIO, raters: list[int] | None = None
+    project_or_context: Project | ExportContext,
+    repository: Repository,
+    out: TextIO,
+    raters: list[int] | None = None,
 ) -> int:
-    """Write one repository's rows in the study's format; return the number of rows."""
+    """Write one repository's rows in the study's format; return the number of rows.
+
+    Study format: the file must round-trip exactly, so its cells are validated rather than
+    passed through `lib.csvsafe` (see the module docstring).
+    """
+    ctx = _context(project_or_context)
+    project = ctx.project
     raters = rater_columns(project) if raters is None else raters
     column = {user_id: i for i, user_id in enumerate(raters)}
-    codes = _node_codes(project)
     out.write(BOM)
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["Issue_URL", *(f"Label{i}" for i in range(1, len(raters) + 1)), "Final_Label"])
-    # (id, url) pairs of one repository are small; a server-side cursor would cost more.
+    label_columns = [f"Label{i}" for i in range(1, len(raters) + 1)]
+    writer.writerow(
+        ["Issue_URL", *label_columns, "Final_Label", *(["Status"] if ctx.everything else [])]
+    )
+    # (id, url, number, status) of one repository are small; a server-side cursor costs more.
     scope = list(
-        ProjectIssue.objects.filter(project=project, issue__repository=repository)
+        ctx.scope()
+        .filter(issue__repository=repository)
         .order_by("position", "pk")
-        .values_list("issue_id", "issue__url")
+        .values_list("issue_id", "issue__url", "issue__number", "status")
     )
     rows = 0
     for chunk in _chunks(iter(scope), CHUNK):
-        ids = [issue_id for issue_id, _ in chunk]
-        labels: dict[int, list[str]] = defaultdict(lambda: [""] * len(raters))
-        for issue_id, user_id, *fields in (
+        ids = [row[0] for row in chunk]
+        labels: dict[int, list[LabelInVersion | None]] = defaultdict(lambda: [None] * len(raters))
+        for issue_id, user_id, *label_ids in (
             Annotation.objects.filter(project=project, is_current=True, issue_id__in=ids)
             .order_by()
-            .values_list(
-                "issue_id",
-                "annotator_id",
-                "is_false_positive",
-                "issue_type_id",
-                "theme_id",
-                "sub_theme_id",
-            )
+            .values_list("issue_id", "annotator_id", *LABEL_IDS)
         ):
             if user_id in column:
-                labels[issue_id][column[user_id]] = _code(codes, *fields)
+                labels[issue_id][column[user_id]] = ctx.label(*label_ids)
         finals = {
-            issue_id: _code(codes, *fields)
-            for issue_id, *fields in Resolution.objects.filter(
+            issue_id: ctx.label(*label_ids)
+            for issue_id, *label_ids in Resolution.objects.filter(
                 project=project, is_current=True, issue_id__in=ids
             )
             .order_by()
-            .values_list(
-                "issue_id", "is_false_positive", "issue_type_id", "theme_id", "sub_theme_id"
-            )
+            .values_list("issue_id", *LABEL_IDS)
         }
-        for issue_id, url in chunk:
-            writer.writerow([url, *labels[issue_id], finals.get(issue_id, "")])
+        for issue_id, url, number, status in chunk:
+            written = url
+            replacement = study_issue_url(url, repository, number)
+            if replacement is not None:
+                ctx.replaced_urls.append({"issue": replacement, "stored_url": url})
+                written = replacement
+            cells = [
+                _study_code(ctx, label, written, name)
+                for label, name in zip(labels[issue_id], label_columns, strict=True)
+            ]
+            final = _study_code(ctx, finals.get(issue_id), written, "Final_Label")
+            writer.writerow([written, *cells, final, *([status] if ctx.everything else [])])
             rows += 1
     return rows
+
+
+def unmapped_labels(project_or_context: Project | ExportContext) -> list[dict]:
+    """Current labels of the export's issues whose node has no counterpart in the project's
+    version: exported with their original code, and listed here for the manifest."""
+    ctx = _context(project_or_context)
+    out: list[dict] = []
+    names = pseudonyms(ctx.project)
+    scope = ctx.scope().values("issue_id")
+    for model, who in ((Annotation, "annotator_id"), (Resolution, None)):
+        current = model.objects.filter(project=ctx.project, is_current=True, issue_id__in=scope)
+        # Few distinct labels however many rows: find the unmapped ones first.
+        unmapped = [
+            ids
+            for ids in current.order_by().values_list(*LABEL_IDS).distinct()
+            if ctx.label(*ids).unmapped
+        ]
+        if not unmapped:
+            continue
+        match = Q()
+        for ids in unmapped:
+            match |= Q(**dict(zip(LABEL_IDS, ids, strict=True)))
+        fields = ["issue__url", *LABEL_IDS, *([who] if who else [])]
+        for row in current.filter(match).order_by("issue_id", "pk").values_list(*fields):
+            label = ctx.label(*row[1:5])
+            out.append(
+                {
+                    "issue": row[0],
+                    "label": names.get(row[5], f"annotator-{row[5]}") if who else "final",
+                    "original_code": label.original_code,
+                    "original_version": ctx.version_name(label.original.version_id),
+                }
+            )
+    return out
 
 
 def _chunks(iterator: Iterator, size: int) -> Iterator[list]:
@@ -184,43 +333,45 @@ def _iso_sql(field: str):
     )
 
 
-LABEL_VALUES = (
-    "is_false_positive",
-    "false_positive_reason",
-    "issue_type_id",
-    "theme_id",
-    "sub_theme_id",
-)
+LABEL_VALUES = ("false_positive_reason", *LABEL_IDS)
 
 
-def _label_values(codes: dict[int, str], row: dict) -> dict:
+def _code_of(node: TaxonomyNode | None) -> str | None:
+    return node.code if node is not None else None
+
+
+def _label_values(ctx: ExportContext, row: dict) -> dict:
+    """A label as the JSON Lines write it: in the export's version, with the original beside."""
+    label = ctx.label(*(row[name] for name in LABEL_IDS))
+    original = label.original
     return {
-        "code": _code(
-            codes,
-            row["is_false_positive"],
-            row["issue_type_id"],
-            row["theme_id"],
-            row["sub_theme_id"],
-        ),
-        "type": codes.get(row["issue_type_id"]),
-        "theme": codes.get(row["theme_id"]),
-        "sub_theme": codes.get(row["sub_theme_id"]),
+        "code": cell_code(label),
+        "type": _code_of(label.issue_type),
+        "theme": _code_of(label.theme),
+        "sub_theme": _code_of(label.sub_theme),
         "is_false_positive": row["is_false_positive"],
         "false_positive_reason": row["false_positive_reason"],
+        "in_current_version": not label.unmapped,
+        "original_code": label.original_code,
+        "original_version": ctx.version_name(original.version_id) if original else None,
     }
 
 
 def write_jsonl(
-    project: Project, out: TextIO, real_names: bool = False, progress: Progress | None = None
+    project_or_context: Project | ExportContext,
+    out: TextIO,
+    real_names: bool = False,
+    progress: Progress | None = None,
 ) -> int:
-    """One JSON object per issue of the project: everything known about it.
+    """One JSON object per issue of the export: everything known about it.
 
     Plain value queries per chunk of issues (no model instances): a full study's 270,000
     annotations would otherwise dominate the export's time.
     """
-    codes = _node_codes(project)
+    ctx = _context(project_or_context)
+    project = ctx.project
     names = pseudonyms(project, real_names)
-    scope = ProjectIssue.objects.filter(project=project).order_by("position", "pk")
+    scope = ctx.scope().order_by("position", "pk")
     total = scope.count()
     done = 0
     for chunk in _chunks(iter(list(scope.values_list("issue_id", "status", "is_pilot"))), CHUNK):
@@ -276,7 +427,7 @@ def write_jsonl(
                     "annotator": names.get(row["annotator_id"], f"annotator-{row['annotator_id']}"),
                     "revision": row["revision"],
                     "is_current": row["is_current"],
-                    **_label_values(codes, row),
+                    **_label_values(ctx, row),
                     "summary": row["summary"],
                     "created_at": _iso(row["created"]),
                 }
@@ -312,7 +463,7 @@ def write_jsonl(
             }
             for r in resolutions.get(issue_id, []):
                 entry = {
-                    **_label_values(codes, r),
+                    **_label_values(ctx, r),
                     "method": r["method"],
                     "decided_at": _iso(r["decided_at"]),
                     "note": r["note"],
@@ -329,53 +480,31 @@ def write_jsonl(
     return done
 
 
-def write_taxonomy_details(project: Project, type_code: str, out: TextIO) -> int:
-    """`rootcause,subcategory,symptoms` for one type, one row per sub-theme.
-
-    The third cell lists the taxonomy's details then the annotators' summaries of issues
-    labeled with that sub-theme, comma-separated as the study did; an ASCII comma inside an
-    item becomes the Chinese comma `、`, as in the study's files, so the list still splits.
-    """
-    version = project.taxonomy_version_id
-    nodes = list(
-        TaxonomyNode.objects.filter(version_id=version).order_by("level", "position", "pk")
+def type_codes(project_or_context: Project | ExportContext) -> list[str]:
+    """The issue types of the export's taxonomy version, in order: one detail file each."""
+    ctx = _context(project_or_context)
+    return list(
+        ctx.version.nodes.filter(level=TaxonomyNode.Level.TYPE)
+        .order_by("position", "pk")
+        .values_list("code", flat=True)
     )
-    children: dict[int | None, list[TaxonomyNode]] = defaultdict(list)
-    for node in nodes:
-        children[node.parent_id].append(node)
-    type_node = next((n for n in children[None] if n.code == type_code), None)
-    summaries: dict[int, list[str]] = defaultdict(list)
-    for sub_id, summary in (
-        Annotation.objects.filter(project=project, is_current=True, sub_theme__isnull=False)
-        .exclude(summary="")
-        .order_by("sub_theme_id", "pk")
-        .values_list("sub_theme_id", "summary")
-        .iterator(chunk_size=CHUNK)
-    ):
-        summaries[sub_id].append(summary)
-    out.write(BOM)
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["rootcause", "subcategory", "symptoms"])
-    rows = 0
-    if type_node is None:
-        return rows
-    for theme in children[type_node.pk]:
-        for sub in children[theme.pk]:
-            items = list(
-                dict.fromkeys(
-                    " ".join(item.replace(",", "、").split())
-                    for item in [*sub.details, *summaries.get(sub.pk, [])]
-                    if item.strip()
-                )
-            )
-            writer.writerow([theme.name, sub.name, ",".join(items)])
-            rows += 1
-    return rows
 
 
-def write_table_one(project: Project, out: TextIO) -> int:
-    rows, total = table_one(project)
-    writer = csv.writer(out, lineterminator="\n")
+def write_taxonomy_details(
+    project_or_context: Project | ExportContext, type_code: str, out: TextIO
+) -> int:
+    """`rootcause,subcategory,symptoms` for one type, one row per sub-theme of the project's
+    version, in the study's file shape (`taxonomy.detail_files.write_detail_csv`, spreadsheet-safe):
+    the version's details, then the annotators' summaries of the export's issues labeled with
+    that sub-theme (read through the lineage, so a summary follows its sub-theme's moves)."""
+    ctx = _context(project_or_context)
+    return write_detail_csv(out, ctx.version, type_code, ctx.summaries())
+
+
+def write_table_one(project_or_context: Project | ExportContext, out: TextIO) -> int:
+    ctx = _context(project_or_context)
+    rows, total = table_one(ctx.project)
+    writer = csvsafe.writer(out)
     writer.writerow(
         [
             "repository",
@@ -403,14 +532,24 @@ def write_table_one(project: Project, out: TextIO) -> int:
     return len(rows) + 1
 
 
-def write_agreement_csv(project: Project, out: TextIO) -> int:
-    rows = report_rows(agreement_report(project))
-    writer = csv.writer(out, lineterminator="\n")
+# Figures in agreement.csv: six decimals, as the study reported its kappas.
+AGREEMENT_DECIMALS = 6
+
+
+def write_agreement_csv(project_or_context: Project | ExportContext, out: TextIO) -> int:
+    ctx = _context(project_or_context)
+    rows = report_rows(agreement_report(ctx.project))
+    writer = csvsafe.writer(out)
     if not rows:
         return 0
     writer.writerow(list(rows[0]))
     for row in rows:
-        writer.writerow(["" if v is None else v for v in row.values()])
+        writer.writerow(
+            [
+                "" if v is None else round(v, AGREEMENT_DECIMALS) if isinstance(v, float) else v
+                for v in row.values()
+            ]
+        )
     return len(rows)
 
 
@@ -431,27 +570,36 @@ class _HashingWriter(io.RawIOBase):
 
 
 def build_zip(
-    project: Project, path: Path, real_names: bool = False, progress: Progress | None = None
+    project: Project,
+    path: Path,
+    real_names: bool = False,
+    progress: Progress | None = None,
+    everything: bool = False,
 ) -> dict:
-    """Write every format into a ZIP at `path` with a manifest; return the manifest."""
+    """Write every format into a ZIP at `path` with a manifest; return the manifest.
+
+    `everything`: every issue of the project with its status (for leads and admins), instead of
+    the final issues only.
+    """
+    ctx = ExportContext(project, everything=everything)
     steps: list[tuple[str, Callable[[TextIO], object]]] = []
     taken: set[str] = set()
     raters = rater_columns(project)
-    for repo in repositories(project):
+    for repo in repositories(ctx):
         name = study_filename(repo, taken)
         steps.append(
-            (f"labels/{name}", lambda out, repo=repo: write_study_csv(project, repo, out, raters))
+            (f"labels/{name}", lambda out, repo=repo: write_study_csv(ctx, repo, out, raters))
         )
-    steps.append(("issues.jsonl", lambda out: write_jsonl(project, out, real_names)))
-    for code, _, filename in TYPE_FILES:
+    steps.append(("issues.jsonl", lambda out: write_jsonl(ctx, out, real_names)))
+    for code in type_codes(ctx):
         steps.append(
             (
-                f"taxonomy/{filename}",
-                lambda out, code=code: write_taxonomy_details(project, code, out),
+                f"taxonomy/{study_file_name(code)}",
+                lambda out, code=code: write_taxonomy_details(ctx, code, out),
             )
         )
-    steps.append(("table_one.csv", lambda out: write_table_one(project, out)))
-    steps.append(("agreement.csv", lambda out: write_agreement_csv(project, out)))
+    steps.append(("table_one.csv", lambda out: write_table_one(ctx, out)))
+    steps.append(("agreement.csv", lambda out: write_agreement_csv(ctx, out)))
 
     files = []
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -471,10 +619,17 @@ def build_zip(
             files.append({"name": name, "sha256": sink.sha.hexdigest(), "bytes": sink.size})
         manifest = {
             "project": project.name,
-            "taxonomy_version": str(project.taxonomy_version),
-            "taxonomy_version_id": project.taxonomy_version_id,
+            "taxonomy_version": str(ctx.version),
+            "taxonomy_version_id": ctx.version.pk,
             "exported_at": timezone.now().isoformat(),
             "pseudonymous": not real_names,
+            "scope": "all issues, with their status" if everything else "final issues",
+            "issues": ctx.scope().count(),
+            # Labels written with their original code: no counterpart in taxonomy_version.
+            "labels_without_counterpart": unmapped_labels(ctx),
+            # Study-format cells validated instead of neutralised, and what was changed.
+            "replaced_issue_urls": ctx.replaced_urls,
+            "neutralised_label_cells": ctx.neutralised_cells,
             "files": files,
         }
         zf.writestr("manifest.json", json.dumps(manifest, indent=2, ensure_ascii=False))
@@ -519,7 +674,7 @@ def run_export_job(job_id: int) -> ExportJob:
     partial = path.with_name(f"{path.name}.part-{os.getpid()}")
     sha = hashlib.sha256()
     try:
-        build_zip(job.project, partial, job.real_names, progress)
+        build_zip(job.project, partial, job.real_names, progress, job.everything)
         with open(partial, "rb") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 sha.update(block)
@@ -537,12 +692,16 @@ def run_export_job(job_id: int) -> ExportJob:
     return job
 
 
-def start_export(project: Project, user, real_names: bool = False) -> ExportJob:
+def start_export(
+    project: Project, user, real_names: bool = False, everything: bool = False
+) -> ExportJob:
     """Create a job and queue it once the transaction commits."""
     from django.db import transaction
 
     from dataset.tasks import run_export
 
-    job = ExportJob.objects.create(project=project, requested_by=user, real_names=real_names)
+    job = ExportJob.objects.create(
+        project=project, requested_by=user, real_names=real_names, everything=everything
+    )
     transaction.on_commit(lambda: run_export.delay(job.pk))
     return job

@@ -6,9 +6,12 @@ Each Label column becomes one pseudonymous rater of the project (`rater-1` … `
 cell an annotation, the final label the issue's resolution (method "imported").
 
 Reading is pure and collects every problem with its file and line before anything is written;
-writing is one transaction of bulk inserts. Running the same import twice changes nothing: rows
-already present with the same labels are counted as unchanged, and rows present with other labels
-are reported as conflicts and left alone (a published file never silently overwrites labels).
+writing is one transaction of bulk inserts. A file is hostile input: a cell over the csv module's
+field limit (128 KiB), a NUL character, or an owner, name, issue number or URL longer than the
+column it is stored in is a line-numbered problem, found before the database could fail on it.
+Running the same import twice changes nothing: rows already present with the same labels are
+counted as unchanged, and rows present with other labels are reported as conflicts and left
+alone (a published file never silently overwrites labels).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from dataset.forges import IssueRef, parse_issue_url
 from ingest.models import Issue, Repository
 from labeling.models import Annotation, ProjectIssue, Resolution
 from labeling.taxonomy_history import global_version  # the study's or a published version
+from lib import inputlimits
 from taxonomy.models import TaxonomyNode, TaxonomyVersion
 
 URL_COLUMN = "Issue_URL"
@@ -140,6 +144,32 @@ def code_index(version: TaxonomyVersion) -> dict[str, TaxonomyNode]:
     return {n.code: n for n in nodes.values() if n.level != TaxonomyNode.Level.TYPE}
 
 
+# Parts of an issue URL and the model columns they are stored in.
+STORED_LENGTHS = (
+    ("URL", Issue, "url"),
+    ("owner", Repository, "owner"),
+    ("repository name", Repository, "name"),
+    ("issue number", Issue, "number"),
+)
+
+
+def _records(reader, name: str, problems: list[Problem]):
+    """The reader's records with their line numbers; a record the csv module cannot read (a
+    cell over its field limit) is a problem on its line, and reading goes on after it."""
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            message = str(exc)
+            if "field limit" in message:
+                message = f"a cell is over {csv.field_size_limit():,} characters"
+            problems.append(Problem(name, reader.line_num, f"not readable as CSV: {message}"))
+            continue
+        yield reader.line_num, row
+
+
 def read_label_file(
     path: Path, codes: dict[str, TaxonomyNode], problems: list[Problem]
 ) -> tuple[int, list[LabelRow]]:
@@ -153,10 +183,13 @@ def read_label_file(
     rows: list[LabelRow] = []
     with handle:
         reader = csv.reader(handle)
+        records = _records(reader, name, problems)
         try:
-            header = [h.strip() for h in next(reader)]
+            _, header = next(records)
+            header = [h.strip() for h in header]
         except StopIteration:
-            problems.append(Problem(name, 1, "the file is empty"))
+            if not problems or problems[-1].path != name:
+                problems.append(Problem(name, 1, "the file is empty"))
             return 0, []
         except UnicodeDecodeError as exc:
             problems.append(Problem(name, None, f"not UTF-8 ({exc.reason})"))
@@ -181,8 +214,7 @@ def read_label_file(
         url_col, final_col = header.index(URL_COLUMN), header.index(FINAL_COLUMN)
         label_cols = [header.index(c) for c in expected[1:-1]]
         try:
-            for row in reader:
-                line = reader.line_num
+            for line, row in records:
                 if not any(cell.strip() for cell in row):
                     continue
                 if len(row) < len(header):
@@ -191,6 +223,15 @@ def read_label_file(
                     )
                     continue
                 bad = False
+                for col, cell in enumerate(row):
+                    if inputlimits.NUL in cell:
+                        column = header[col] if col < len(header) else f"cell {col + 1}"
+                        problems.append(
+                            Problem(name, line, f"NUL character (\\x00) in column {column}")
+                        )
+                        bad = True
+                if bad:
+                    continue
                 for col in (url_col, *label_cols, final_col):
                     if not row[col].strip():
                         problems.append(Problem(name, line, f"empty cell in column {header[col]}"))
@@ -199,21 +240,33 @@ def read_label_file(
                     code = row[col].strip()
                     if code and code not in codes:
                         problems.append(
-                            Problem(name, line, f"unknown code {code!r} in column {header[col]}")
+                            Problem(
+                                name, line, f"unknown code {code[:40]!r} in column {header[col]}"
+                            )
                         )
                         bad = True
                 url = row[url_col].strip()
                 ref = parse_issue_url(url) if url else None
                 if url and ref is None:
+                    shown = url if len(url) <= 200 else f"{url[:200]}…"
                     problems.append(
                         Problem(
                             name,
                             line,
-                            f"{url!r} is not an issue URL of a known forge "
+                            f"{shown!r} is not an issue URL of a known forge "
                             "(github.com, gitee.com, gitlab.com)",
                         )
                     )
                     bad = True
+                if ref is not None:
+                    parts = {"URL": url, "owner": ref.owner, "repository name": ref.name}
+                    parts["issue number"] = ref.number
+                    for what, model, field_name in STORED_LENGTHS:
+                        message = inputlimits.length_error(model, field_name, parts[what])
+                        if message:
+                            message = f"{URL_COLUMN}: the {what} is too long, {message}"
+                            problems.append(Problem(name, line, message))
+                            bad = True
                 if bad or ref is None:
                     continue
                 rows.append(

@@ -21,6 +21,9 @@ class ExportJob(models.Model):
     )
     # Annotators appear under their pseudonyms unless an admin asks for real names.
     real_names = models.BooleanField(default=False)
+    # Final issues only (what the API shows a researcher) unless a lead or admin asks for every
+    # issue; the study CSVs then carry a Status column.
+    everything = models.BooleanField(default=False)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     progress = models.PositiveSmallIntegerField(default=0, help_text="percent")
     step = models.CharField(max_length=200, blank=True)

@@ -5,12 +5,24 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from annotator.models import Project
+from dataset.exports import cell_code
 from dataset.models import ExportJob
 from labeling.models import Annotation, ProjectIssue, Resolution
+from taxonomy.lineage import LabelInVersion
 
 
 def _code(node) -> str | None:
     return node.code if node is not None else None
+
+
+def read_label(obj, context: dict) -> LabelInVersion:
+    """The label under the project's current version (the `translator` in the context), as
+    the exports write it; as stored when there is no translator."""
+    translator = context.get("translator")
+    if translator is not None:
+        return translator.label(obj)
+    original = obj.sub_theme or obj.theme or obj.issue_type
+    return LabelInVersion(obj.issue_type, obj.theme, obj.sub_theme, obj.is_false_positive, original)
 
 
 class ProjectSerializer(serializers.ModelSerializer):
@@ -26,23 +38,43 @@ class ProjectSerializer(serializers.ModelSerializer):
 
 
 class LabelSerializer(serializers.Serializer):
-    """The label fields shared by annotations and resolutions, as codes."""
+    """The label fields shared by annotations and resolutions, as codes of the project's
+    current taxonomy version (read through the lineage), with the code it was made with."""
 
-    code = serializers.CharField(source="label_code")
+    code = serializers.SerializerMethodField()
     type = serializers.SerializerMethodField()
     theme = serializers.SerializerMethodField()
     sub_theme = serializers.SerializerMethodField()
     is_false_positive = serializers.BooleanField()
     false_positive_reason = serializers.CharField()
+    original_code = serializers.SerializerMethodField()
+    in_current_version = serializers.SerializerMethodField()
+
+    def _label(self, obj) -> LabelInVersion:
+        # One read per object, though several fields ask for it.
+        cache = self.context.setdefault("_labels", {})
+        key = (type(obj).__name__, obj.pk)
+        if key not in cache:
+            cache[key] = read_label(obj, self.context)
+        return cache[key]
+
+    def get_code(self, obj) -> str:
+        return cell_code(self._label(obj))
 
     def get_type(self, obj) -> str | None:
-        return _code(obj.issue_type)
+        return _code(self._label(obj).issue_type)
 
     def get_theme(self, obj) -> str | None:
-        return _code(obj.theme)
+        return _code(self._label(obj).theme)
 
     def get_sub_theme(self, obj) -> str | None:
-        return _code(obj.sub_theme)
+        return _code(self._label(obj).sub_theme)
+
+    def get_original_code(self, obj) -> str:
+        return self._label(obj).original_code
+
+    def get_in_current_version(self, obj) -> bool:
+        return not self._label(obj).unmapped
 
 
 class ProjectIssueSerializer(serializers.ModelSerializer):
@@ -74,7 +106,7 @@ class ProjectIssueSerializer(serializers.ModelSerializer):
 
     def get_final(self, obj) -> dict | None:
         current = getattr(obj.issue, "current_resolutions", [])
-        return LabelSerializer(current[0]).data if current else None
+        return LabelSerializer(current[0], context=self.context).data if current else None
 
 
 class AnnotationSerializer(LabelSerializer, serializers.ModelSerializer):
@@ -98,6 +130,8 @@ class AnnotationSerializer(LabelSerializer, serializers.ModelSerializer):
             "sub_theme",
             "is_false_positive",
             "false_positive_reason",
+            "original_code",
+            "in_current_version",
             "summary",
             "created_at",
         ]
@@ -124,6 +158,8 @@ class ResolutionSerializer(LabelSerializer, serializers.ModelSerializer):
             "sub_theme",
             "is_false_positive",
             "false_positive_reason",
+            "original_code",
+            "in_current_version",
             "method",
             "decided_at",
         ]
@@ -141,6 +177,7 @@ class ExportJobSerializer(serializers.ModelSerializer):
             "step",
             "error",
             "real_names",
+            "everything",
             "size",
             "sha256",
             "created_at",

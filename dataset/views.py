@@ -6,7 +6,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404, redirect, render
 
-from annotator.models import Role
+from annotator.models import LEAD_ROLES, Role
 from annotator.permissions import membership_or_404
 from dataset.exports import export_path, start_export
 from dataset.models import ExportJob
@@ -19,10 +19,21 @@ def can_use_real_names(membership) -> bool:
     return membership.role == Role.ADMIN or membership.user.is_superuser
 
 
+def can_export_everything(membership) -> bool:
+    """Leads and admins may export every issue; a researcher's export holds the final issues
+    only, as the API shows them."""
+    return membership.role in LEAD_ROLES or membership.user.is_superuser
+
+
 def visible_exports(membership):
-    """The project's export jobs this member may see: exports with real names are for admins."""
+    """The project's export jobs this member may see: exports with real names are for admins,
+    exports of every issue for leads and admins."""
     jobs = ExportJob.objects.filter(project=membership.project)
-    return jobs if can_use_real_names(membership) else jobs.filter(real_names=False)
+    if not can_use_real_names(membership):
+        jobs = jobs.filter(real_names=False)
+    if not can_export_everything(membership):
+        jobs = jobs.filter(everything=False)
+    return jobs
 
 
 @login_required
@@ -31,7 +42,8 @@ def exports(request, project_id: int):
     project = membership.project
     if request.method == "POST":
         real_names = can_use_real_names(membership) and request.POST.get("real_names") == "on"
-        job = start_export(project, request.user, real_names=real_names)
+        everything = can_export_everything(membership) and request.POST.get("everything") == "on"
+        job = start_export(project, request.user, real_names=real_names, everything=everything)
         if request.htmx:
             return render(
                 request, "dataset/_job.html", {"project": project, "job": job, "created": True}
@@ -41,7 +53,12 @@ def exports(request, project_id: int):
     return render(
         request,
         "dataset/exports.html",
-        {"project": project, "jobs": jobs, "may_use_real_names": can_use_real_names(membership)},
+        {
+            "project": project,
+            "jobs": jobs,
+            "may_use_real_names": can_use_real_names(membership),
+            "may_export_everything": can_export_everything(membership),
+        },
     )
 
 

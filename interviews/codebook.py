@@ -11,12 +11,14 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from django.db import transaction
 
 from annotator.models import Project
 from interviews.models import CodebookEntry, Participant
+from lib import csvsafe, inputlimits
 from taxonomy.loader import ROMAN
 from taxonomy.models import TaxonomyNode
 
@@ -80,10 +82,62 @@ class Row:
     insight: str
 
 
+# Columns stored in a column of limited length: (CSV column, model, field).
+LIMITED_COLUMNS = [
+    ("Participant", Participant, "code"),
+    ("Experience Level", Participant, "experience_text"),
+    ("Framework Context", CodebookEntry, "framework_context"),
+    ("Prompt Category", CodebookEntry, "prompt_category"),
+]
+
+FileError = Callable[[int | None, str | None, str], Exception]
+
+
+def read_records(text: str, error: FileError) -> Iterator[tuple[int, list[str]]]:
+    """The CSV's records with their numbers (the header is 1), checked cell by cell.
+
+    A file over MAX_UPLOAD_BYTES, a record the csv module cannot read (a cell over its field
+    limit, 128 KiB) and a cell holding a NUL character (which the database cannot store) raise
+    `error(line, column, message)` instead of reaching the database.
+    """
+    too_large = inputlimits.upload_too_large(len(text.encode("utf-8", "surrogatepass")))
+    if too_large:
+        raise error(None, None, f"the file is {too_large}")
+    reader = csv.reader(io.StringIO(text.lstrip("\ufeff")))
+    header: list[str] = []
+    line = 0
+    while True:
+        line += 1
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            limit = csv.field_size_limit()
+            message = f"a cell is over {limit:,} characters" if "field limit" in str(exc) else exc
+            raise error(line, None, f"not readable as CSV: {message}") from None
+        header = header or [c.strip() for c in cells]
+        for i, cell in enumerate(cells):
+            if inputlimits.NUL in cell:
+                column = header[i] if i < len(header) and line > 1 else None
+                raise error(
+                    line, column, "contains a NUL character (\\x00), which cannot be stored"
+                )
+        yield line, cells
+
+
+def check_lengths(line: int, values: dict[str, str], error: FileError) -> None:
+    """Each value of a LIMITED_COLUMNS column must fit the model field it is stored in."""
+    for column, model, field in LIMITED_COLUMNS:
+        if column in values:
+            problem = inputlimits.length_error(model, field, values[column])
+            if problem:
+                raise error(line, column, problem)
+
+
 def parse_csv(project: Project, text: str) -> list[Row]:
-    text = text.lstrip("\ufeff")
-    reader = csv.reader(io.StringIO(text))
-    header = next(reader, None)
+    records = read_records(text, CodebookError)
+    _, header = next(records, (1, None))
     if header is None:
         raise CodebookError(1, None, "the file is empty")
     header = [h.strip() for h in header]
@@ -94,7 +148,7 @@ def parse_csv(project: Project, text: str) -> list[Row]:
     nodes = {n.code: n for n in project.taxonomy_version.nodes.all()}
     rows: list[Row] = []
     seen: dict[str, tuple[str, str, int]] = {}
-    for line, cells in enumerate(reader, start=2):
+    for line, cells in records:
         if not any(c.strip() for c in cells):
             continue
         if len(cells) < len(header):
@@ -103,6 +157,7 @@ def parse_csv(project: Project, text: str) -> list[Row]:
         def cell(name: str, cells=cells) -> str:
             return cells[col[name]].strip()
 
+        check_lengths(line, {name: cell(name) for name in COLUMNS}, CodebookError)
         code = cell("Participant")
         if not code:
             raise CodebookError(line, "Participant", "empty participant code")
@@ -191,8 +246,10 @@ def _code_key(code: str) -> list:
 
 
 def export_csv(project: Project) -> str:
+    """The codebook as CSV; every cell spreadsheet-safe (`lib.csvsafe`: a quote or insight
+    starting with =, +, -, @ is shown as text, not run as a formula)."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csvsafe.writer(out)
     writer.writerow(COLUMNS)
     entries = (
         CodebookEntry.objects.filter(project=project)

@@ -8,7 +8,9 @@ from interviews.models import Participant
 
 
 class CodebookImportForm(forms.Form):
-    file = forms.FileField(label="Codebook CSV")
+    file = forms.FileField(
+        label="Codebook CSV", widget=forms.ClearableFileInput(attrs={"accept": ".csv,text/csv"})
+    )
     replace = forms.BooleanField(required=False, label="Replace the current codebook")
 
 

@@ -15,7 +15,6 @@ so a researcher sees where priorities and issue data disagree.
 
 from __future__ import annotations
 
-import csv
 import io
 import re
 from collections import Counter
@@ -24,9 +23,10 @@ from dataclasses import dataclass, field
 from django.db import transaction
 
 from annotator.models import Project
-from interviews.codebook import experience_group, parse_kind
+from interviews.codebook import check_lengths, experience_group, parse_kind, read_records
 from interviews.models import Participant, RankedTheme, Ranking
 from labeling.models import Resolution
+from lib import csvsafe
 from taxonomy.lineage import Translator
 from taxonomy.models import TaxonomyNode
 
@@ -197,9 +197,9 @@ RANKING_COLUMNS = ["Participant", "Type", "Experience Level", "Issue Type", "Ran
 
 
 class RankingFileError(RankingError):
-    def __init__(self, line: int, column: str | None, message: str) -> None:
-        where = f"line {line}" + (f", {column!r}" if column else "")
-        super().__init__(f"{where}: {message}")
+    def __init__(self, line: int | None, column: str | None, message: str) -> None:
+        where = ", ".join(p for p in (line and f"line {line}", column and repr(column)) if p)
+        super().__init__(f"{where}: {message}" if where else message)
 
 
 def import_rankings_csv(project: Project, text: str) -> int:
@@ -209,8 +209,8 @@ def import_rankings_csv(project: Project, text: str) -> int:
     participant is created from Type and Experience Level. One transaction: a bad row stores
     nothing and the error names its line and column.
     """
-    reader = csv.reader(io.StringIO(text.lstrip("\ufeff")))
-    header = [h.strip() for h in next(reader, [])]
+    records = read_records(text, RankingFileError)
+    header = [h.strip() for h in next(records, (1, []))[1]]
     missing = [c for c in RANKING_COLUMNS if c not in header]
     if missing:
         raise RankingFileError(1, missing[0], "missing column")
@@ -218,16 +218,16 @@ def import_rankings_csv(project: Project, text: str) -> int:
     types = {t.code: t for t in project.taxonomy_version.types()}
     count = 0
     with transaction.atomic():
-        for line, cells in enumerate(reader, start=2):
+        for line, cells in records:
             if not any(c.strip() for c in cells):
                 continue
             if len(cells) < len(header):
                 raise RankingFileError(
                     line, None, f"expected {len(header)} cells, got {len(cells)}"
                 )
-            code, kind_text, experience, type_code, ranked = (
-                cells[col[c]].strip() for c in RANKING_COLUMNS
-            )
+            values = {c: cells[col[c]].strip() for c in RANKING_COLUMNS}
+            check_lengths(line, values, RankingFileError)
+            code, kind_text, experience, type_code, ranked = values.values()
             participant = Participant.objects.filter(project=project, code=code).first()
             if participant is None:
                 kind = parse_kind(kind_text)
@@ -253,8 +253,9 @@ def import_rankings_csv(project: Project, text: str) -> int:
 
 
 def export_rankings_csv(project: Project) -> str:
+    """The rankings as CSV; every cell spreadsheet-safe (`lib.csvsafe`)."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csvsafe.writer(out)
     writer.writerow(RANKING_COLUMNS)
     rankings = (
         Ranking.objects.filter(participant__project=project)

@@ -87,8 +87,7 @@ class LabelFields(models.Model):
     @property
     def label_code(self) -> str:
         """The most specific code of the label, or "FP" for a false positive."""
-        nodes = (self.sub_theme, self.theme, self.issue_type)
-        return label_code(self.is_false_positive, *(n.code if n else None for n in nodes))
+        return label_code(self.is_false_positive, self.issue_type, self.theme, self.sub_theme)
 
 
 class Annotation(LabelFields):

@@ -1,13 +1,19 @@
-"""The project pages: your projects with their progress, and one project's overview."""
+"""The project pages: your projects with their progress, one project's overview, and the lead's
+invites and accounts made from it (a refused form comes back on the page with its errors)."""
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.db.models import Count, Q
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
 
+from annotator.accounts import create_volunteer
 from annotator.forms import InviteForm, VolunteerForm, grantable_roles
-from annotator.models import LEAD_ROLES, Project
+from annotator.models import LEAD_ROLES, Invite, Project
 from annotator.permissions import membership_or_404
 from labeling.models import ProjectIssue
 
@@ -49,6 +55,18 @@ def home(request):
 @login_required
 def project_detail(request, project_id: int):
     membership = membership_or_404(request.user, project_id)
+    return _project_page(request, membership)
+
+
+def _project_page(
+    request,
+    membership,
+    *,
+    invite_form: InviteForm | None = None,
+    volunteer_form: VolunteerForm | None = None,
+    status: int = 200,
+):
+    """The project page; a lead's refused invite or account form comes back with its errors."""
     project = membership.project
     is_lead = membership.role in LEAD_ROLES
     counts = _project_counts([project.pk]).get(
@@ -65,6 +83,56 @@ def project_detail(request, project_id: int):
         context["members"] = project.memberships.select_related("user")
         context["invites"] = project.invites.filter(used_at__isnull=True)[:20]
         roles = grantable_roles(membership.role, request.user.is_superuser)
-        context["invite_form"] = InviteForm(roles=roles)
-        context["volunteer_form"] = VolunteerForm(roles=roles)
-    return render(request, "annotator/project_detail.html", context)
+        context["invite_form"] = invite_form or InviteForm(roles=roles, auto_id="invite_%s")
+        context["volunteer_form"] = volunteer_form or VolunteerForm(
+            roles=roles, auto_id="volunteer_%s"
+        )
+    return render(request, "annotator/project_detail.html", context, status=status)
+
+
+@login_required
+@require_POST
+def create_invite(request, project_id: int):
+    membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
+    form = InviteForm(
+        request.POST,
+        roles=grantable_roles(membership.role, request.user.is_superuser),
+        auto_id="invite_%s",
+    )
+    if not form.is_valid():
+        return _project_page(request, membership, invite_form=form, status=400)
+    _, token = Invite.issue_for(
+        membership.project,
+        form.cleaned_data["role"],
+        request.user,
+        email=form.cleaned_data["email"],
+        days=form.cleaned_data["days"],
+    )
+    link = request.build_absolute_uri(reverse("accept_invite", args=[token]))
+    # The link is shown once; only its hash is stored.
+    messages.success(request, f"Invite link (shown once, single use): {link}")
+    return redirect("project_detail", project_id=project_id)
+
+
+@login_required
+@require_POST
+def add_volunteer(request, project_id: int):
+    membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
+    form = VolunteerForm(
+        request.POST,
+        roles=grantable_roles(membership.role, request.user.is_superuser),
+        auto_id="volunteer_%s",
+    )
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            create_volunteer(
+                membership.project, data["username"], data["password"], data["role"], data["email"]
+            )
+        except ValidationError as exc:  # a look-alike was created since the form's check
+            form.add_error("username", exc)
+        else:
+            messages.success(request, f"Account {data['username']} created as {data['role']}.")
+            return redirect("project_detail", project_id=project_id)
+    # Errors are shown beside their fields, in the form as the lead filled it.
+    return _project_page(request, membership, volunteer_form=form, status=400)

@@ -19,6 +19,10 @@ from django.utils import timezone
 from annotator.models import Project
 from ingest.models import Issue
 from labeling.models import Annotation, ProjectIssue, QueueFrontier
+from lib.inputlimits import integer_range
+
+# K: more labels per issue than any study asks of its volunteers is a typo, not a design.
+MAX_ANNOTATIONS_PER_ISSUE = 50
 
 
 class SetupError(Exception):
@@ -62,8 +66,8 @@ def configure(
     threshold: float,
 ) -> Project:
     """Set K and the resolution policy. K may not drop below what an issue already has."""
-    if k < 1:
-        raise SetupError("annotations_per_issue: at least 1")
+    if not 1 <= k <= MAX_ANNOTATIONS_PER_ISSUE:
+        raise SetupError(f"annotations_per_issue: between 1 and {MAX_ANNOTATIONS_PER_ISSUE}")
     if policy not in Project.Policy.values:
         raise SetupError(f"resolution_policy: unknown policy {policy!r}")
     # Above one half, so two labels can never both hold a majority.
@@ -104,14 +108,24 @@ def stratified_sample(items_by_stratum: dict[object, list[int]], n: int, seed: i
     return sample
 
 
+def _check_queue_args(pilot_size: int, seed: int) -> None:
+    """Both are stored on the project: each must fit its column (the seed's is `queue_seed`)."""
+    for name, value, column in (
+        ("pilot_size", pilot_size, "pilot_size"),
+        ("seed", seed, "queue_seed"),
+    ):
+        low, high = integer_range(Project, column)
+        if not low <= value <= high:
+            raise SetupError(f"{name}: a whole number from {low} to {high}")
+
+
 @transaction.atomic
 def apply_scope(project: Project, scope: Scope, pilot_size: int, seed: int) -> dict[str, int]:
     """Put the scope's issues in the project, draw the pilot, and order the queue.
 
     Issues that leave the scope are removed only if nobody has labeled them yet.
     """
-    if pilot_size < 0:
-        raise SetupError("pilot_size: 0 or more")
+    _check_queue_args(pilot_size, seed)
     wanted = dict(issues_in_scope(scope).values_list("id", "repository_id"))
     existing = dict(ProjectIssue.objects.filter(project=project).values_list("issue_id", "id"))
     labeled = set(Annotation.objects.filter(project=project).values_list("issue_id", flat=True))
@@ -130,6 +144,7 @@ def apply_scope(project: Project, scope: Scope, pilot_size: int, seed: int) -> d
 @transaction.atomic
 def order_queue(project: Project, pilot_size: int, seed: int) -> None:
     """Draw the pilot (stratified by repository) and give every issue its queue position."""
+    _check_queue_args(pilot_size, seed)
     rows = list(
         ProjectIssue.objects.filter(project=project).values_list("id", "issue__repository_id")
     )

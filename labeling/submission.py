@@ -62,7 +62,12 @@ def _node(nodes: dict[int, dict], raw, level: int, field: str) -> dict | None:
 
 
 def _text(data, field: str) -> str:
-    value = (data.get(field) or "").strip()
+    value = data.get(field) or ""
+    if not isinstance(value, str):  # JSON from the API may hold anything
+        raise LabelError(field, "must be text")
+    value = value.strip()
+    if "\x00" in value:  # the database cannot store it (a form or API caller may still send it)
+        raise LabelError(field, "contains a NUL character (\\x00), which cannot be stored")
     if len(value) > MAX_TEXT:
         raise LabelError(field, f"at most {MAX_TEXT} characters")
     return value

@@ -23,6 +23,7 @@ from labeling import details as detail_service
 from labeling import proposals
 from labeling import taxonomy_history as history
 from labeling.models import DetailEntry, ProjectIssue, Proposal
+from lib.inputlimits import row_id
 from taxonomy import detail_files, edits, files
 from taxonomy.diff import diff_versions
 from taxonomy.forms import EditForm, ImportForm, MoveDetailForm, ProposalForm, RejectForm
@@ -336,7 +337,7 @@ def detail_mapping(request, project_id: int):
                 detail_service.move_entry(entry, form.cleaned_data["node"], request.user)
                 messages.success(request, f"Moved to {form.cleaned_data['node'].code}.")
             elif action == "merge":
-                ids = [int(i) for i in request.POST.getlist("entries") if i.isdigit()]
+                ids = [i for i in map(row_id, request.POST.getlist("entries")) if i]
                 chosen = list(DetailEntry.objects.filter(project=project, pk__in=ids))
                 if len(chosen) < 2:
                     raise detail_service.DetailError("entries: tick at least two summaries")

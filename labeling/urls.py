@@ -7,6 +7,12 @@ from labeling import project_views, views
 urlpatterns = [
     path("", project_views.home, name="home"),
     path("projects/<int:project_id>/", project_views.project_detail, name="project_detail"),
+    path("projects/<int:project_id>/invites/", project_views.create_invite, name="create_invite"),
+    path(
+        "projects/<int:project_id>/volunteers/",
+        project_views.add_volunteer,
+        name="add_volunteer",
+    ),
     path("projects/<int:project_id>/label/", views.label_next, name="label_next"),
     path("projects/<int:project_id>/label/<int:item_id>/", views.label_issue, name="label_issue"),
     path(

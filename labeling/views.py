@@ -31,6 +31,7 @@ from labeling.issue_context import (
 from labeling.labels import Label
 from labeling.models import Annotation, FalsePositiveReason, ProjectIssue, Resolution
 from lib import sql
+from lib.inputlimits import row_id
 from taxonomy.models import TaxonomyNode
 
 # Who may label: leads label the pilot and can take part like any volunteer.
@@ -278,8 +279,8 @@ def disagreement_queue(request, project_id: int):
     }
     items = resolution.disagreement_queue(
         project,
-        repository_id=int(filters["repository"]) if filters["repository"].isdigit() else None,
-        type_id=int(filters["type"]) if filters["type"].isdigit() else None,
+        repository_id=row_id(filters["repository"]),
+        type_id=row_id(filters["type"]),
         level=filters["level"] if filters["level"] in resolution.LEVELS else "",
         sort=filters["sort"],
     )
@@ -316,7 +317,7 @@ def _lead_action(request, project: Project, item: ProjectIssue) -> None:
         source = request.POST.get("source", "new")
         if source.isdigit():
             chosen = Annotation.objects.filter(
-                pk=int(source), project=project, issue_id=item.issue_id, is_current=True
+                pk=row_id(source), project=project, issue_id=item.issue_id, is_current=True
             ).first()
             if chosen is None:
                 raise submission.LabelError("source", "not an annotation of this issue")

@@ -6,11 +6,18 @@ specific node — the sub-theme, else the theme, else the type — and "" when i
 
 from __future__ import annotations
 
+from typing import Protocol
+
 FALSE_POSITIVE = "FP"
 
 
-def label_code(is_false_positive: bool, *codes: str | None) -> str:
-    """The label's code; `codes` go from the most specific level (sub-theme) to the type."""
+class _Coded(Protocol):
+    code: str
+
+
+def label_code(is_false_positive: bool, *nodes: _Coded | None) -> str:
+    """The label's code; `nodes` go from the type to the most specific level (sub-theme)."""
     if is_false_positive:
         return FALSE_POSITIVE
-    return next((code for code in codes if code), "")
+    node = next((n for n in reversed(nodes) if n is not None), None)
+    return node.code if node is not None else ""

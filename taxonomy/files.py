@@ -14,14 +14,19 @@ Reading checks everything before storing anything and names the JSON path of the
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
+from lib import inputlimits
 from taxonomy.loader import NodeSpec, store_version
-from taxonomy.models import TaxonomyVersion
+from taxonomy.models import Taxonomy, TaxonomyNode, TaxonomyVersion
 from taxonomy.search import TreeNode, build_tree
 
 FORMAT = "issue-annotator/taxonomy"
 FORMAT_VERSION = 1
+# Codes are what labels, files and URLs name a node by: ASCII only, so that a look-alike (a
+# Cyrillic C beside a Latin one, a fullwidth digit) cannot pass for another node.
+CODE = re.compile(r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*")
 
 
 class TaxonomyJSONError(ValueError):
@@ -69,6 +74,12 @@ def _string(obj: dict, key: str, path: str, *, required: bool) -> str:
     return value.strip()
 
 
+def _check_length(model, field: str, value: str, path: str) -> None:
+    problem = inputlimits.length_error(model, field, value)
+    if problem:
+        raise TaxonomyJSONError(path, problem)
+
+
 def _parse_node(obj: Any, path: str, level: int, parent_code: str, codes: set[str]) -> NodeSpec:
     if not isinstance(obj, dict):
         raise TaxonomyJSONError(path, "must be an object with code, name, description, details")
@@ -76,16 +87,18 @@ def _parse_node(obj: Any, path: str, level: int, parent_code: str, codes: set[st
     if unknown:
         raise TaxonomyJSONError(f"{path}.{sorted(unknown)[0]}", "unknown field")
     code = _string(obj, "code", path, required=True)
-    if len(code) > 32:
-        raise TaxonomyJSONError(f"{path}.code", "at most 32 characters")
+    _check_length(TaxonomyNode, "code", code, f"{path}.code")
+    if not CODE.fullmatch(code):
+        raise TaxonomyJSONError(
+            f"{path}.code", f"{code!r}: ASCII letters and digits, dot-separated"
+        )
     if parent_code and not code.startswith(parent_code + "."):
         raise TaxonomyJSONError(f"{path}.code", f"{code!r} must start with {parent_code + '.'!r}")
     if code in codes:
         raise TaxonomyJSONError(f"{path}.code", f"{code!r} appears twice")
     codes.add(code)
     name = _string(obj, "name", path, required=True)
-    if len(name) > 300:
-        raise TaxonomyJSONError(f"{path}.name", "at most 300 characters")
+    _check_length(TaxonomyNode, "name", name, f"{path}.name")
     details = obj.get("details", [])
     if not isinstance(details, list):
         raise TaxonomyJSONError(f"{path}.details", "must be a list of strings")
@@ -106,13 +119,26 @@ def _parse_node(obj: Any, path: str, level: int, parent_code: str, codes: set[st
 
 
 def parse_json(text: str | bytes) -> tuple[dict[str, Any], list[NodeSpec]]:
-    """Validate a taxonomy file; return its header fields and the tree."""
+    """Validate a taxonomy file; return its header fields and the tree.
+
+    Size (MAX_UPLOAD_BYTES) and nesting (MAX_JSON_DEPTH) are checked before the file is parsed,
+    NUL characters (which the database cannot store) anywhere in it, lengths against the columns.
+    """
+    size = len(text) if isinstance(text, bytes) else len(text.encode("utf-8", "surrogatepass"))
+    too_large = inputlimits.upload_too_large(size)
+    if too_large:
+        raise TaxonomyJSONError("", f"the file is {too_large}")
     try:
-        data = json.loads(text)
+        data = inputlimits.loads(text)
+    except inputlimits.JSONTooDeep as exc:
+        raise TaxonomyJSONError(f"line {exc.line}, column {exc.column}", exc.message) from None
     except json.JSONDecodeError as exc:
         raise TaxonomyJSONError(f"line {exc.lineno}, column {exc.colno}", exc.msg) from None
     except UnicodeDecodeError:
         raise TaxonomyJSONError("", "the file is not UTF-8") from None
+    nul_at = inputlimits.find_nul(data)
+    if nul_at is not None:
+        raise TaxonomyJSONError(nul_at, "contains a NUL character (\\x00), which cannot be stored")
     if not isinstance(data, dict):
         raise TaxonomyJSONError("", "the file must hold a JSON object")
     if data.get("format") != FORMAT:
@@ -127,6 +153,7 @@ def parse_json(text: str | bytes) -> tuple[dict[str, Any], list[NodeSpec]]:
     name, note = data.get("taxonomy"), data.get("note", "")
     if not isinstance(name, str) or not name.strip():
         raise TaxonomyJSONError("taxonomy", "must be a non-empty string (the taxonomy's name)")
+    _check_length(Taxonomy, "name", name.strip(), "taxonomy")
     if not isinstance(note, str):
         raise TaxonomyJSONError("note", "must be a string")
     header = {"taxonomy": name.strip(), "note": note}

@@ -95,7 +95,10 @@ class EditForm(NodeLabelMixin, forms.Form):
 
 
 class ImportForm(forms.Form):
-    file = forms.FileField(label="Taxonomy JSON file")
+    file = forms.FileField(
+        label="Taxonomy JSON file",
+        widget=forms.ClearableFileInput(attrs={"accept": ".json,application/json"}),
+    )
 
 
 class MoveDetailForm(NodeLabelMixin, forms.Form):

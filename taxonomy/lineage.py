@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from taxonomy.codes import label_code
 from taxonomy.models import NodeLineage, TaxonomyNode, TaxonomyVersion
 
 Relation = dict[int, list[int]]
@@ -120,14 +121,38 @@ def node_in_version(
 
 @dataclass(frozen=True)
 class LabelInVersion:
+    """A label read under a target version.
+
+    `original` is the label's own most specific node (in the version it was made under); when
+    that node has no counterpart in the target version the label is `unmapped`.
+    """
+
     issue_type: TaxonomyNode | None
     theme: TaxonomyNode | None
     sub_theme: TaxonomyNode | None
+    is_false_positive: bool = False
+    original: TaxonomyNode | None = None
 
     @property
     def code(self) -> str:
-        node = self.sub_theme or self.theme or self.issue_type
-        return node.code if node else ""
+        """The study's rule for one label cell: "FP" for a false positive, else the most
+        specific code (sub-theme, theme, type), else ""."""
+        return label_code(self.is_false_positive, self.issue_type, self.theme, self.sub_theme)
+
+    @property
+    def unmapped(self) -> bool:
+        """True when the label's most specific node has no counterpart in the target version."""
+        if self.is_false_positive or self.original is None:
+            return False
+        target = {1: self.issue_type, 2: self.theme, 3: self.sub_theme}.get(self.original.level)
+        return target is None
+
+    @property
+    def original_code(self) -> str:
+        """The code the label was made with, in its own version ("FP" for a false positive)."""
+        if self.is_false_positive:
+            return "FP"
+        return self.original.code if self.original is not None else ""
 
 
 class Translator:
@@ -137,6 +162,9 @@ class Translator:
         self.version = version
         self._relations: dict[int, Relation] = {}
         self._nodes: dict[int, TaxonomyNode] = {n.pk: n for n in version.nodes.all()}
+        # Nodes of any version fetched by `load`, for `label_from_ids`.
+        self._loaded: dict[int, TaxonomyNode] = dict(self._nodes)
+        self._by_ids: dict[tuple, LabelInVersion] = {}
 
     def node(self, node: TaxonomyNode | None) -> TaxonomyNode | None:
         if node is None:
@@ -154,14 +182,40 @@ class Translator:
         The type and theme are taken from the most specific node's counterpart when it exists,
         so a sub-theme moved to another theme reads under its new theme.
         """
-        sub = self.node(label.sub_theme)
-        theme = self.node(label.theme)
-        issue_type = self.node(label.issue_type)
+        return self._read(
+            bool(label.is_false_positive), label.issue_type, label.theme, label.sub_theme
+        )
+
+    def _read(self, is_false_positive: bool, issue_type, theme, sub_theme) -> LabelInVersion:
+        sub = self.node(sub_theme)
+        mapped_theme = self.node(theme)
+        mapped_type = self.node(issue_type)
         if sub is not None:
-            theme = self._nodes.get(sub.parent_id, theme)
-        if theme is not None:
-            issue_type = self._nodes.get(theme.parent_id, issue_type)
-        return LabelInVersion(issue_type, theme, sub)
+            mapped_theme = self._nodes.get(sub.parent_id, mapped_theme)
+        if mapped_theme is not None:
+            mapped_type = self._nodes.get(mapped_theme.parent_id, mapped_type)
+        original = sub_theme or theme or issue_type
+        return LabelInVersion(mapped_type, mapped_theme, sub, is_false_positive, original)
+
+    def load(self, node_ids) -> None:
+        """Fetch the nodes (of any version) that labels point at, in one query, so that
+        `label_from_ids` reads thousands of labels without a query per label."""
+        missing = {pk for pk in node_ids if pk and pk not in self._loaded}
+        if missing:
+            for node in TaxonomyNode.objects.filter(pk__in=missing).select_related("version"):
+                self._loaded[node.pk] = node
+
+    def label_from_ids(
+        self, is_false_positive: bool, type_id: int | None, theme_id: int | None, sub_id: int | None
+    ) -> LabelInVersion:
+        """The label stored as these node ids, read under the target version (memoised: a
+        project holds few distinct labels however many annotations it has)."""
+        key = (bool(is_false_positive), type_id, theme_id, sub_id)
+        if key not in self._by_ids:
+            self.load(key[1:])
+            nodes = [self._loaded.get(pk) if pk else None for pk in key[1:]]
+            self._by_ids[key] = self._read(key[0], *nodes)
+        return self._by_ids[key]
 
     def code(self, label, level: str = "theme") -> str:
         """The label's code at `level` ("issue_type", "theme", "sub_theme") under the target
@@ -169,10 +223,7 @@ class Translator:
 
         This is what an agreement computation compares: e.g. theme codes, as in the study.
         """
-        if label.is_false_positive:
-            return "FP"
-        node = getattr(self.label(label), level)
-        return node.code if node is not None else ""
+        return label_code(label.is_false_positive, getattr(self.label(label), level))
 
 
 def label_in_version(label, version: TaxonomyVersion) -> LabelInVersion:

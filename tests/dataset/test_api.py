@@ -221,7 +221,7 @@ def test_token_is_obtained_with_a_password(world, lead):
 
 
 def test_schema_and_docs(client, world, lead):
-    schema = APIClient().get(reverse("api_schema"), {"format": "json"})
+    schema = api(lead).get(reverse("api_schema"), {"format": "json"})  # anonymous: 401
     assert schema.status_code == 200
     paths = schema.json()["paths"]
     assert "/api/projects/{project_id}/issues/" in paths

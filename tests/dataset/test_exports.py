@@ -15,10 +15,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotator.models import Membership, Project, Role
-from dataset.exports import build_zip, run_export_job, write_taxonomy_details
+from dataset.exports import ExportContext, build_zip, run_export_job, write_taxonomy_details
 from dataset.importer import import_labels
 from dataset.models import ExportJob
-from labeling.models import Annotation
+from labeling.models import Annotation, ProjectIssue
 from taxonomy.loader import parse_type_file
 from taxonomy.models import TaxonomyNode
 from tests.dataset.helpers import MINDSPEED, SAMPLES, read_rows
@@ -126,23 +126,35 @@ def test_taxonomy_details_group_annotators_summaries_under_sub_themes(
             theme=sub.parent,
             sub_theme=sub,
         )
-    out = io.StringIO()
-    write_taxonomy_details(project, "C", out)
-    text = out.getvalue()
-    assert text.startswith("\ufeff")
-    parsed = parse_type_file(text, "bug_symptoms.csv", "C", "Bug")
-    node = next(s for t in parsed.children for s in t.children if s.code == "C.5.i")
-    assert node.name == sub.name
-    # The published details first, then the summaries; the ASCII comma becomes "、".
-    assert node.details[: len(sub.details)] == sub.details
-    assert node.details[-2:] == ["Loss spikes、 then NaN", "Hang at step 0"]
-    # The same tree as the taxonomy version (codes and names).
-    stored = {
-        n.code: n.name
-        for n in TaxonomyNode.objects.filter(version=project.taxonomy_version)
-        if n.code.startswith("C")
-    }
-    assert {n.code: n.name for n in parsed.walk()} == stored
+
+    def details(context) -> list[str]:
+        out = io.StringIO()
+        write_taxonomy_details(context, "C", out)
+        text = out.getvalue()
+        assert text.startswith("\ufeff")
+        parsed = parse_type_file(text, "bug_symptoms.csv", "C", "Bug")
+        node = next(s for t in parsed.children for s in t.children if s.code == "C.5.i")
+        assert node.name == sub.name
+        # The same tree as the taxonomy version (codes and names).
+        stored = {
+            n.code: n.name
+            for n in TaxonomyNode.objects.filter(version=project.taxonomy_version)
+            if n.code.startswith("C")
+        }
+        assert {n.code: n.name for n in parsed.walk()} == stored
+        return node.details
+
+    # The issue is still open: a researcher's export (final issues) holds no summary of it,
+    # a lead's export of every issue does.
+    assert details(project) == sub.details
+    both = details(ExportContext(project, everything=True))
+    # The published details first, then the summaries; the ASCII comma becomes a full-width one.
+    assert both[: len(sub.details)] == sub.details
+    assert both[len(sub.details) :] == ["Loss spikes\uff0c then NaN", "Hang at step 0"]
+    ProjectIssue.objects.filter(project=project, issue=issues_in_project[0]).update(
+        status=ProjectIssue.Status.FINAL
+    )
+    assert details(project) == both
 
 
 @pytest.mark.parametrize("persona", ["lead", "researcher"])

@@ -195,6 +195,31 @@ MALFORMED = {
         "expected 5 cells, got 3",
     ),
     "empty file": ([], 1, "the file is empty"),
+    "issue number over 32 characters": (
+        [HEADER3, [f"{GH}{'9' * 33}", "C.1", "C.1", "C.1", "C.1"]],
+        2,
+        "the issue number is too long, at most 32 characters (this one has 33)",
+    ),
+    "owner over 200 characters": (
+        [HEADER3, [f"https://github.com/{'o' * 201}/x/issues/1", "C.1", "C.1", "C.1", "C.1"]],
+        2,
+        "the owner is too long, at most 200 characters (this one has 201)",
+    ),
+    "repository name over 200 characters": (
+        [HEADER3, [f"https://gitee.com/o/{'n' * 201}/issues/I1", "C.1", "C.1", "C.1", "C.1"]],
+        2,
+        "the repository name is too long, at most 200 characters (this one has 201)",
+    ),
+    "cell over 128 KiB": (
+        [HEADER3, [f"{GH}1", "C.1", "C" * (128 * 1024 + 1), "C.1", "C.1"]],
+        2,
+        "not readable as CSV: a cell is over 131,072 characters",
+    ),
+    "NUL in a cell": (
+        [HEADER3, [f"{GH}1", "C.1", "C.\x001", "C.1", "C.1"]],
+        2,
+        "NUL character (\\x00) in column Label2",
+    ),
 }
 
 
@@ -264,6 +289,30 @@ def test_command_reports_and_fails_without_importing(taxonomy_version, tmp_path)
         call_command("import_labels", "--project", "Study", str(bad), stdout=out, stderr=err)
     assert f"{bad}, line 2: empty cell in column Label2" in err.getvalue()
     assert not Issue.objects.filter(number="9").exists()
+
+
+def test_hostile_rows_are_one_line_each_and_the_command_fails(taxonomy_version, tmp_path):
+    """Every problem of a hostile file is one line with file and line number, no traceback,
+    nothing imported, and the command exits non-zero."""
+    bad = write_csv(
+        tmp_path / "hostile.csv",
+        [
+            HEADER3,
+            [f"{GH}1", "C.1", "C.1", "C.1", "C.1"],
+            [f"{GH}{'1' * 40}", "C.1", "C.1", "C.1", "C.1"],
+            [f"https://github.com/{'o' * 300}/x/issues/2", "C.1", "C.1", "C.1", "C.1"],
+            [f"{GH}3", "x" * 200_000, "C.1", "C.1", "C.1"],
+            [f"{GH}4", "C.1", "C.1\x00", "C.1", "C.1"],
+            [f"{GH}5", "C.2", "C.2", "C.2", "C.2"],
+        ],
+    )
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.raises(CommandError, match="4 problem"):
+        call_command("import_labels", "--project", "Study", str(bad), stdout=out, stderr=err)
+    lines = [line for line in err.getvalue().splitlines() if line.startswith(f"  {bad}, line")]
+    assert [line.split(":")[0].rsplit(" ", 1)[1] for line in lines] == ["3", "4", "5", "6"]
+    assert "Traceback" not in err.getvalue() + out.getvalue()
+    assert not Issue.objects.exists() and not Project.objects.filter(name="Study").exists()
 
 
 def test_progress_is_reported(taxonomy_version):

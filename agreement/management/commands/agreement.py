@@ -40,6 +40,8 @@ class Command(BaseCommand):
                     f"kappa {_fmt(stats['kappa'])}  alpha {_fmt(stats['alpha'])}  "
                     f"({stats['reading']})"
                 )
+                if stats.get("note"):
+                    line += f"  note: {stats['note']}"
                 if stats["excluded"]:
                     line += f"  left out {stats['excluded']}: {stats['excluded_reason']}"
                 self.stdout.write(line)

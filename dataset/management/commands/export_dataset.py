@@ -1,4 +1,7 @@
-"""`manage.py export_dataset --project NAME OUT.zip`: every export format in one ZIP."""
+"""`manage.py export_dataset --project NAME OUT.zip [--everything]`: every format in one ZIP.
+
+Final issues only unless `--everything` (every issue, with a Status column in the study CSVs).
+"""
 
 from __future__ import annotations
 
@@ -17,11 +20,27 @@ class Command(BaseCommand):
         parser.add_argument("--project", required=True)
         parser.add_argument("output")
         parser.add_argument("--real-names", action="store_true", help="usernames, not pseudonyms")
+        parser.add_argument(
+            "--everything",
+            action="store_true",
+            help="every issue with its status, not only final ones",
+        )
 
     def handle(self, *args, **options) -> None:
         project = Project.objects.filter(name=options["project"]).first()
         if project is None:
             raise CommandError(f"no project named {options['project']!r}")
-        manifest = build_zip(project, Path(options["output"]), options["real_names"])
+        manifest = build_zip(
+            project,
+            Path(options["output"]),
+            options["real_names"],
+            everything=options["everything"],
+        )
         for entry in manifest["files"]:
             self.stdout.write(f"{entry['sha256']}  {entry['bytes']:>10}  {entry['name']}")
+        unmapped = manifest["labels_without_counterpart"]
+        if unmapped:
+            self.stderr.write(
+                f"{len(unmapped)} label(s) have no counterpart in {manifest['taxonomy_version']}"
+                " and keep their original code (see manifest.json)"
+            )

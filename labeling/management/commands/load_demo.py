@@ -1,4 +1,5 @@
-from django.core.management.base import BaseCommand
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
 
 from labeling.demo import DEMO_ACCOUNTS, ensure_admin, load_demo
 
@@ -10,6 +11,12 @@ class Command(BaseCommand):
         parser.add_argument("--no-admin", action="store_true", help="skip the admin account")
 
     def handle(self, *args, **options):
+        try:
+            self._load(options)
+        except ValidationError as exc:  # e.g. an account whose name looks like a demo account's
+            raise CommandError("; ".join(exc.messages)) from exc
+
+    def _load(self, options):
         if not options["no_admin"]:
             admin, password_file = ensure_admin()
             if password_file:

@@ -4,7 +4,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from lib.inputlimits import length_error, max_length
 from taxonomy.files import TaxonomyJSONError, import_json
+from taxonomy.models import Taxonomy, TaxonomyVersion
 
 
 class Command(BaseCommand):
@@ -16,10 +18,17 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         path = Path(options["path"])
-        try:
-            version = import_json(
-                path.read_bytes(), taxonomy_name=options["name"], source=str(path)
+        name = options["name"]
+        if name is not None:
+            problem = (
+                "must not be empty" if not name.strip() else length_error(Taxonomy, "name", name)
             )
+            if problem:
+                raise CommandError(f"--name: {problem}")
+        # The source column is of limited length; a very long path keeps its end (the file name).
+        source = str(path)[-max_length(TaxonomyVersion, "source") :]
+        try:
+            version = import_json(path.read_bytes(), taxonomy_name=name, source=source)
         except OSError as exc:
             raise CommandError(f"{path}: {exc.strerror}") from exc
         except TaxonomyJSONError as exc:
