@@ -5,7 +5,7 @@ from __future__ import annotations
 from csp.middleware import CSPMiddleware as _CSPMiddleware
 from django.conf import settings
 from django.core.exceptions import BadRequest, RequestDataTooBig, SuspiciousOperation
-from django.http import HttpResponse, JsonResponse, QueryDict
+from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.http.multipartparser import MultiPartParserError
 
 from lib import inputlimits
@@ -43,11 +43,11 @@ class InputLimitsMiddleware:
     def __init__(self, get_response):
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponse:
         try:
             problem = _input_problem(request)
         except RequestDataTooBig:
-            problem = (413, "body", _too_big_message(request))
+            problem = (413, "body", _too_big_message())
         except (SuspiciousOperation, MultiPartParserError, BadRequest) as exc:
             problem = (400, "body", str(exc) or "the request body could not be read")
         if problem is not None:
@@ -74,7 +74,7 @@ def _first_nul(pairs, kind: str) -> tuple[int, str, str] | None:
     return None
 
 
-def _input_problem(request) -> tuple[int, str, str] | None:
+def _input_problem(request: HttpRequest) -> tuple[int, str, str] | None:
     length = request.META.get("CONTENT_LENGTH") or "0"
     too_large = inputlimits.upload_too_large(int(length)) if length.isdecimal() else None
     if too_large:
@@ -112,12 +112,12 @@ def _json_problem(body: bytes) -> tuple[int, str, str] | None:
     return None
 
 
-def _too_big_message(request) -> str:
+def _too_big_message() -> str:
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
     return f"the form or JSON data is larger than {limit:,} bytes (DATA_UPLOAD_MAX_MEMORY_SIZE)"
 
 
-def _refusal(request, status: int, field: str, message: str) -> HttpResponse:
+def _refusal(request: HttpRequest, status: int, field: str, message: str) -> HttpResponse:
     """A JSON error for the API (DRF's `detail` shape), plain text for pages."""
     wants_json = request.path.startswith("/api/") or "json" in request.headers.get("Accept", "")
     if wants_json:

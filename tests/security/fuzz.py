@@ -450,17 +450,13 @@ def fuzz_form(prober: Prober, persona: str, form: Form, file_probes: list[tuple[
 # --- files for upload fields: the site's own downloads, mutated --------------------------------
 
 
-def _deep_json() -> str:
-    return "[" * 50_000 + "]" * 50_000
-
-
 def file_probes(seeds: dict[str, bytes], max_upload: int) -> list[tuple[str, bytes, str]]:
     """Hostile files made from the CSV and JSON files the site serves (one of each shape)."""
     probes: list[tuple[str, bytes, str]] = [
         # Named .bin: offered to every file field, whatever it accepts.
         ("empty file", b"", "empty.bin"),
         ("not UTF-8", b"\xff\xfe\xfa broken", "broken.bin"),
-        ("deep JSON", _deep_json().encode(), "deep.json"),
+        ("deep JSON", NESTED.encode(), "deep.json"),
     ]
     first = next(iter(seeds.values()), b"{}")
     probes.append(("over MAX_UPLOAD_BYTES", first + b" " * (max_upload + 1), "large.bin"))
@@ -507,7 +503,7 @@ def _json_mutations(name: str, text: str) -> list[tuple[str, bytes, str]]:
             out.append((f"{probe} {name}:{key}", mutated.encode(), name))
     lists = [p for p in _list_paths(doc)][:1]
     for path in lists:
-        mutated = json.dumps(_replaced(doc, path, "__DEEP__")).replace('"__DEEP__"', _deep_json())
+        mutated = json.dumps(_replaced(doc, path, "__DEEP__")).replace('"__DEEP__"', NESTED)
         out.append((f"deep in file {name}", mutated.encode(), name))
     return out
 
@@ -583,6 +579,6 @@ def json_bodies(fields: list[str]) -> Iterator[tuple[str, str, str]]:
         for probe, value in VALUE_PROBES:
             if probe != "nested":
                 yield name, probe, json.dumps({name: value})
-        yield name, "nested", '{"' + name + '": ' + _deep_json() + "}"
+        yield name, "nested", '{"' + name + '": ' + NESTED + "}"
     yield "x\\x00", "nul", '{"x\\u0000": 1}'
-    yield "(body)", "nested", _deep_json()
+    yield "(body)", "nested", NESTED
