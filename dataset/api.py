@@ -21,7 +21,7 @@ from rest_framework.views import APIView
 from agreement.measures import agreement_report
 from annotator.models import LEAD_ROLES, Membership, Project, Role
 from annotator.permissions import membership_or_404
-from dataset.exports import LABEL_IDS, export_path, pseudonyms, start_export
+from dataset.exports import LABEL_IDS, export_path, pseudonyms
 from dataset.models import ExportJob
 from dataset.serializers import (
     AnnotationSerializer,
@@ -30,6 +30,7 @@ from dataset.serializers import (
     ProjectSerializer,
     ResolutionSerializer,
 )
+from dataset.tasks import start_export
 from dataset.views import EXPORT_ROLES, can_export_everything, can_use_real_names, visible_exports
 from labeling.models import Annotation, ProjectIssue, Resolution
 from lib.inputlimits import row_id

@@ -690,18 +690,3 @@ def run_export_job(job_id: int) -> ExportJob:
     job.size, job.sha256, job.finished_at = path.stat().st_size, sha.hexdigest(), timezone.now()
     job.save()
     return job
-
-
-def start_export(
-    project: Project, user, real_names: bool = False, everything: bool = False
-) -> ExportJob:
-    """Create a job and queue it once the transaction commits."""
-    from django.db import transaction
-
-    from dataset.tasks import run_export
-
-    job = ExportJob.objects.create(
-        project=project, requested_by=user, real_names=real_names, everything=everything
-    )
-    transaction.on_commit(lambda: run_export.delay(job.pk))
-    return job

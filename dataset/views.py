@@ -8,8 +8,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 
 from annotator.models import LEAD_ROLES, Role
 from annotator.permissions import membership_or_404
-from dataset.exports import export_path, start_export
+from dataset.exports import export_path
 from dataset.models import ExportJob
+from dataset.tasks import start_export
 
 # Exports hold every annotation (pseudonymous): not for annotators, who are blind to others.
 EXPORT_ROLES = (Role.LEAD, Role.ADMIN, Role.RESEARCHER)

@@ -75,6 +75,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from celery import current_app
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F
@@ -506,16 +507,22 @@ def start_sync(
     )
     part = SyncPart.objects.create(run=run, next_url=client.issues_url(since), chain=_token())
     if enqueue:
-        _enqueue(part.pk, part.chain, queue=queue)
+        enqueue_part(part.pk, part.chain, queue=queue)
     return run
 
 
-def _enqueue(
+# The page task, by its Celery name: the tasks module calls this one, never the reverse.
+SYNC_PART_TASK = "ingest.tasks.sync_part"
+
+
+def enqueue_part(
     part_id: int, chain: str, eta: datetime | None = None, queue: str | None = None
 ) -> None:
-    from ingest import tasks
-
-    tasks._queue(part_id, chain, eta=eta, queue=queue)
+    """Queue a part's next task once the transaction commits (on `queue`, else the default)."""
+    options = {"queue": queue} if queue else {}
+    transaction.on_commit(
+        lambda: current_app.send_task(SYNC_PART_TASK, (part_id, chain), eta=eta, **options)
+    )
 
 
 def resume_run(run: SyncRun) -> SyncRun:
@@ -532,7 +539,7 @@ def _resume_part(part: SyncPart) -> None:
     part.chain = _token()
     part.save(update_fields=["chain"])
     due = part.next_attempt_at if part.status == Status.WAITING else None
-    _enqueue(part.pk, part.chain, eta=due)
+    enqueue_part(part.pk, part.chain, eta=due)
 
 
 def resume_stalled(stale_after: timedelta = timedelta(minutes=10)) -> list[int]:

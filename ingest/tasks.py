@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import datetime
 
 from celery import shared_task
 from django.conf import settings
-from django.db import OperationalError, transaction
+from django.db import OperationalError
 
 from ingest import sync
 from ingest.models import SyncPart
@@ -31,10 +30,6 @@ RETRIED_SQLSTATES = {"40P01", "40001"}  # deadlock detected, serialization failu
 
 def _on(queue: str | None) -> dict[str, str]:
     return {"queue": queue} if queue else {}
-
-
-def _queue(part_id: int, chain: str, eta: datetime | None = None, queue: str | None = None) -> None:
-    transaction.on_commit(lambda: sync_part.apply_async((part_id, chain), eta=eta, **_on(queue)))
 
 
 @shared_task(acks_late=True, bind=True)
@@ -56,12 +51,12 @@ def sync_part(self, part_id: int, chain: str | None = None) -> None:
             sync_part.apply_async((part_id, chain), countdown=1, **_on(queue))
             return
         for spawned_id, spawned_chain in result.spawned:
-            _queue(spawned_id, spawned_chain, queue=queue)
+            sync.enqueue_part(spawned_id, spawned_chain, queue=queue)
         if not result.more:
             return
         if result.wait_until is not None or time.monotonic() >= deadline:
             # Never sleep here: a rate-limited part comes back at the reset time.
-            _queue(part_id, result.chain, eta=result.wait_until, queue=queue)
+            sync.enqueue_part(part_id, result.chain, eta=result.wait_until, queue=queue)
             return
         chain = result.chain
 

@@ -1,5 +1,7 @@
 """The study's taxonomy grew while it was labeled: Lena the lead renames, moves, merges and
-splits themes after the two sample repositories were imported, and every export still works.
+splits themes after the two sample repositories were imported, and every export still works
+(and, in Chromium, the agreement report, Table I and the exports page, with Rita the
+researcher downloading an export).
 
 The expected labels are derived here from the published CSV files and the edits Lena made
 (B.3 moved under Bug gets the code the move gave it, C.1 merged into C.9 becomes C.9), never
@@ -21,11 +23,14 @@ from statsmodels.stats.inter_rater import fleiss_kappa
 
 from agreement.measures import agreement_report
 from annotator.models import Membership, Project, Role
-from dataset.exports import build_zip
+from dataset.exports import build_zip, run_export_job
 from dataset.importer import import_labels
+from dataset.models import ExportJob
+from dataset.tasks import start_export
 from taxonomy import edits
 from taxonomy.loader import parse_type_file
 from taxonomy.models import TaxonomyNode
+from tests.conftest import log_in
 from tests.dataset.helpers import SAMPLES, read_rows
 
 pytestmark = pytest.mark.django_db
@@ -246,3 +251,52 @@ def test_the_api_shows_rita_the_labels_as_the_export_does(evolved, researcher):
     final = next(r for r in rows if r["issue_url"] == merged)
     assert (final["code"], final["theme"], final["original_code"]) == ("C.9", "C.9", "C.1")
     assert final["in_current_version"] is True
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_report_table_one_and_exports_after_taxonomy_edits(
+    browser,
+    live_server,
+    evolved,
+    lead,
+    researcher,
+):
+    project, _first, mapping = evolved
+    errors: list[str] = []
+
+    lead_page = browser.new_page()
+    lead_page.on("pageerror", lambda exc: errors.append(str(exc)))
+    log_in(lead_page, live_server, lead.username)
+    report = lead_page.goto(f"{live_server.url}/projects/{project.pk}/agreement/")
+    assert report.status == 200
+    # The merged theme is reported under its target only.
+    headers = lead_page.locator("th[title]").all_inner_texts()
+    assert "C.9" in headers and "C.1" not in headers, headers
+    table_one = lead_page.goto(f"{live_server.url}/projects/{project.pk}/table-one/")
+    assert table_one.status == 200
+    assert lead_page.locator("table").count() >= 1
+    exports = lead_page.goto(f"{live_server.url}/projects/{project.pk}/exports/")
+    assert exports.status == 200
+
+    # The researcher's export, built by the job the worker would run.
+    job = start_export(project, researcher)
+    run_export_job(job.pk)
+    job.refresh_from_db()
+    assert job.status == ExportJob.Status.DONE, job.error
+
+    rita = browser.new_page()
+    rita.on("pageerror", lambda exc: errors.append(str(exc)))
+    log_in(rita, live_server, researcher.username)
+    rita.goto(f"{live_server.url}/projects/{project.pk}/exports/")
+    with rita.expect_download() as download_info:
+        rita.locator(f"a[href$='/exports/{job.pk}/download/']").first.click()
+    path = download_info.value.path()
+    expected = mapped_rows(mapping)
+    with zipfile.ZipFile(path) as zf:
+        for name, rows in expected.items():
+            text = zf.read(f"labels/{name}").decode("utf-8").lstrip("\ufeff")
+            assert list(csv.reader(io.StringIO(text))) == rows
+    assert not errors
+    lead_page.close()
+    rita.close()
