@@ -1,4 +1,11 @@
-"""Helpers for the labeling tests: labels by taxonomy code, and handing issues out."""
+"""Helpers for the labeling tests: labels by taxonomy code, and handing issues out.
+
+Every test here runs twice, once on each labeling path (`both_paths`): with the PL/pgSQL
+functions (`DB_FUNCTIONS` on, the queue's reservation and a first label in one call each) and
+on the Python path alone (`DB_FUNCTIONS` off, what SQLite and a database without the
+functions run). A test that chooses its path itself (a `functions` parameter, or the
+`one_path` marker) and the browser tests run once.
+"""
 
 from __future__ import annotations
 
@@ -53,6 +60,50 @@ def label_item(user, project: Project, item: ProjectIssue, code: str, **extra) -
     return submission.submit(
         user, project, item, submission.parse_label(project, label_data(project, code, **extra))
     )
+
+
+PATHS = {"pg-functions": True, "python-only": False}
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "one_path: the test sets DB_FUNCTIONS itself (or needs one path only): the labeling "
+        "suite's both-paths fixture does not run it twice",
+    )
+
+
+def _one_path(metafunc) -> bool:
+    definition = metafunc.definition
+    uses_database = (
+        "db" in metafunc.fixturenames
+        or "transactional_db" in metafunc.fixturenames
+        or definition.get_closest_marker("django_db") is not None
+    )
+    return (
+        not uses_database  # neither path can run without one
+        or definition.get_closest_marker("one_path") is not None
+        or definition.get_closest_marker("browser") is not None
+        # Parametrized over the paths by the test itself: twice already.
+        or "functions" in metafunc.fixturenames
+    )
+
+
+def pytest_generate_tests(metafunc) -> None:
+    if "both_paths" in metafunc.fixturenames and not _one_path(metafunc):
+        metafunc.parametrize(
+            "both_paths", list(PATHS.values()), ids=list(PATHS), indirect=True, scope="function"
+        )
+
+
+@pytest.fixture(autouse=True)
+def both_paths(request, settings) -> bool | None:
+    """Runs the test on the path its parameter names (DB_FUNCTIONS on or off); a one-path
+    test gets None and keeps the settings as they are."""
+    functions = getattr(request, "param", None)
+    if functions is not None:
+        settings.DB_FUNCTIONS = functions
+    return functions
 
 
 @pytest.fixture(scope="package", autouse=True)

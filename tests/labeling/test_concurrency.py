@@ -19,7 +19,7 @@ from labeling.models import Annotation, ProjectIssue
 from tests.conftest import make_user
 from tests.labeling.conftest import label_data
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.one_path]
 
 THREADS = 20
 ISSUES = 200

@@ -16,6 +16,8 @@ from labeling.models import Annotation, ProjectIssue, Reservation
 from tests.conftest import make_issue
 from tests.labeling.conftest import label_data
 
+pytestmark = pytest.mark.one_path  # each test chooses its path itself
+
 
 @pytest.fixture
 def items(project, repository):

@@ -12,7 +12,7 @@ from django.db import connection, connections, transaction
 from labeling import queue
 from labeling.models import ProjectIssue, Reservation
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.one_path]
 
 
 def _hold_row_lock(item_id: int, held: threading.Event, seconds: float) -> None:
