@@ -23,6 +23,12 @@ from annotator.models import LEAD_ROLES, Membership, Project, Role
 from annotator.permissions import membership_or_404
 from dataset.exports import LABEL_IDS, export_path, pseudonyms
 from dataset.models import ExportJob
+from dataset.permissions import (
+    EXPORT_ROLES,
+    can_export_everything,
+    can_use_real_names,
+    visible_exports,
+)
 from dataset.serializers import (
     AnnotationSerializer,
     ExportJobSerializer,
@@ -31,7 +37,6 @@ from dataset.serializers import (
     ResolutionSerializer,
 )
 from dataset.tasks import start_export
-from dataset.views import EXPORT_ROLES, can_export_everything, can_use_real_names, visible_exports
 from labeling.models import Annotation, ProjectIssue, Resolution
 from lib.inputlimits import row_id
 from taxonomy.lineage import Translator

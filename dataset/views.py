@@ -6,35 +6,16 @@ from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404, redirect, render
 
-from annotator.models import LEAD_ROLES, Role
 from annotator.permissions import membership_or_404
 from dataset.exports import export_path
 from dataset.models import ExportJob
+from dataset.permissions import (
+    EXPORT_ROLES,
+    can_export_everything,
+    can_use_real_names,
+    visible_exports,
+)
 from dataset.tasks import start_export
-
-# Exports hold every annotation (pseudonymous): not for annotators, who are blind to others.
-EXPORT_ROLES = (Role.LEAD, Role.ADMIN, Role.RESEARCHER)
-
-
-def can_use_real_names(membership) -> bool:
-    return membership.role == Role.ADMIN or membership.user.is_superuser
-
-
-def can_export_everything(membership) -> bool:
-    """Leads and admins may export every issue; a researcher's export holds the final issues
-    only, as the API shows them."""
-    return membership.role in LEAD_ROLES or membership.user.is_superuser
-
-
-def visible_exports(membership):
-    """The project's export jobs this member may see: exports with real names are for admins,
-    exports of every issue for leads and admins."""
-    jobs = ExportJob.objects.filter(project=membership.project)
-    if not can_use_real_names(membership):
-        jobs = jobs.filter(real_names=False)
-    if not can_export_everything(membership):
-        jobs = jobs.filter(everything=False)
-    return jobs
 
 
 @login_required

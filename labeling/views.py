@@ -7,8 +7,6 @@ an annotator has no business seeing is a 404, the same as an issue that does not
 
 from __future__ import annotations
 
-from datetime import date
-
 from csp.decorators import csp_update
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -18,10 +16,18 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_POST
 
-from annotator.models import LEAD_ROLES, Project, Role
+from annotator.models import LEAD_ROLES, Project
 from annotator.permissions import membership_or_404
 from ingest.models import Issue, Repository
 from labeling import queue, resolution, setup, submission
+from labeling.forms import (
+    MessageForm,
+    ReopenForm,
+    ResolveForm,
+    ScopeForm,
+    SettingsForm,
+    first_error,
+)
 from labeling.issue_context import (
     issue_context,
     label_choices,
@@ -30,12 +36,11 @@ from labeling.issue_context import (
 )
 from labeling.labels import Label
 from labeling.models import Annotation, FalsePositiveReason, ProjectIssue, Resolution
+from labeling.permissions import LABELER_ROLES, scope_repositories
 from lib import sql
 from lib.inputlimits import row_id
 from taxonomy.models import TaxonomyNode
 
-# Who may label: leads label the pilot and can take part like any volunteer.
-LABELER_ROLES = (Role.ANNOTATOR, Role.LEAD, Role.ADMIN)
 # Issue images load only on a click, from anywhere: allow them on issue pages alone.
 _issue_images = csp_update({"img-src": ["https:", "http:"]})
 
@@ -191,65 +196,47 @@ def my_progress(request, project_id: int):
     )
 
 
-def _parse_date(raw: str, field: str) -> date | None:
-    if not raw:
-        return None
-    try:
-        return date.fromisoformat(raw)
-    except ValueError:
-        raise setup.SetupError(f"{field}: not a date (YYYY-MM-DD): {raw!r}") from None
-
-
-def _parse_int(raw: str, field: str) -> int:
-    try:
-        return int(raw)
-    except (TypeError, ValueError):
-        raise setup.SetupError(f"{field}: not a whole number: {raw!r}") from None
-
-
 @login_required
 def project_setup(request, project_id: int):
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     project = membership.project
+    repositories = scope_repositories(request.user, project)
     if request.method == "POST":
-        data = request.POST
-        try:
-            if data.get("action") == "scope":
-                scope = setup.Scope(
-                    repository_ids=[
-                        _parse_int(r, "repositories") for r in data.getlist("repositories")
-                    ],
-                    filter_statuses=[
-                        s for s in data.getlist("filter_statuses") if s in Issue.FilterStatus.values
-                    ],
-                    created_from=_parse_date(data.get("created_from", ""), "created_from"),
-                    created_to=_parse_date(data.get("created_to", ""), "created_to"),
-                )
-                result = setup.apply_scope(
-                    project,
-                    scope,
-                    pilot_size=_parse_int(data.get("pilot_size", "0"), "pilot_size"),
-                    seed=_parse_int(data.get("seed", "0"), "seed"),
-                )
-                messages.success(
-                    request,
-                    f"Scope applied: {result['added']} added, {result['removed']} removed, "
-                    f"{result['total']} in scope.",
-                )
-            else:
+        if request.POST.get("action") == "scope":
+            form = ScopeForm(request.POST, repositories=repositories)
+            if form.is_valid():
+                data = form.cleaned_data
                 try:
-                    threshold = float(data.get("majority_threshold", ""))
-                except ValueError:
-                    raise setup.SetupError("majority_threshold: not a number") from None
-                setup.configure(
-                    project,
-                    k=_parse_int(data.get("annotations_per_issue"), "annotations_per_issue"),
-                    policy=data.get("resolution_policy", ""),
-                    threshold=threshold,
-                )
-                messages.success(request, "Settings saved.")
-        except setup.SetupError as exc:
-            messages.error(request, f"Not saved: {exc}")
+                    result = setup.apply_scope(
+                        project, form.scope(), pilot_size=data["pilot_size"], seed=data["seed"]
+                    )
+                except setup.SetupError as exc:
+                    messages.error(request, f"Not saved: {exc}")
+                else:
+                    messages.success(
+                        request,
+                        f"Scope applied: {result['added']} added, {result['removed']} removed, "
+                        f"{result['total']} in scope.",
+                    )
+            else:
+                messages.error(request, f"Not saved: {first_error(form)}")
+        else:
+            form = SettingsForm(request.POST)
+            if form.is_valid():
+                data = form.cleaned_data
+                try:
+                    setup.configure(
+                        project,
+                        k=data["annotations_per_issue"],
+                        policy=data["resolution_policy"],
+                        threshold=data["majority_threshold"],
+                    )
+                except setup.SetupError as exc:
+                    messages.error(request, f"Not saved: {exc}")
+                else:
+                    messages.success(request, "Settings saved.")
+            else:
+                messages.error(request, f"Not saved: {first_error(form)}")
         return redirect("project_setup", project_id=project_id)
     scope = project.scope or {}
     return render(
@@ -257,7 +244,7 @@ def project_setup(request, project_id: int):
         "labeling/setup.html",
         {
             "project": project,
-            "repositories": Repository.objects.all(),
+            "repositories": repositories,
             "filter_statuses": Issue.FilterStatus.choices,
             "policies": Project.Policy.choices,
             "scope": scope,
@@ -306,16 +293,25 @@ def disagreement_queue(request, project_id: int):
     return render(request, template, context)
 
 
+def _valid(form):
+    if not form.is_valid():
+        raise submission.LabelError(*first_error(form).split(": ", 1))
+    return form.cleaned_data
+
+
 def _lead_action(request, project: Project, item: ProjectIssue) -> None:
     action = request.POST.get("action")
     if action == "message":
-        resolution.add_message(item, request.user, request.POST.get("body", ""))
+        data = _valid(MessageForm(request.POST))
+        resolution.add_message(item, request.user, data["body"])
     elif action == "reopen":
-        resolution.reopen(item, request.user, request.POST.get("note", ""))
+        data = _valid(ReopenForm(request.POST))
+        resolution.reopen(item, request.user, data["note"])
         messages.success(request, "Reopened; the old final label is kept in the history.")
     elif action == "resolve":
-        source = request.POST.get("source", "new")
-        if source.isdigit():
+        data = _valid(ResolveForm(request.POST))
+        source = data["source"]
+        if source != "new":
             chosen = Annotation.objects.filter(
                 pk=row_id(source), project=project, issue_id=item.issue_id, is_current=True
             ).first()
@@ -324,9 +320,7 @@ def _lead_action(request, project: Project, item: ProjectIssue) -> None:
             label = Label.from_annotation(chosen, with_notes=False)
         else:
             label = submission.parse_label(project, request.POST)
-        resolution.resolve(
-            item, request.user, label, request.POST.get("method", ""), request.POST.get("note", "")
-        )
+        resolution.resolve(item, request.user, label, data["method"], data["note"])
         messages.success(request, f"Final label recorded for {item.issue}.")
     else:
         raise submission.LabelError("action", "unknown action")

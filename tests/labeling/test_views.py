@@ -3,6 +3,8 @@
 import pytest
 from django.urls import reverse
 
+from ingest.models import Repository
+from ingest.permissions import attach
 from labeling.models import Annotation, ProjectIssue, Resolution
 from tests.labeling.conftest import label_data, label_item
 
@@ -92,6 +94,8 @@ def test_setup_page_applies_scope_and_settings(client, lead, project, repository
 
     for n in range(5):
         make_issue(repository, 500 + n)
+    # The lead added the repository for this project (the repositories page's `attach`).
+    attach(project, repository)
     client.force_login(lead)
     url = reverse("project_setup", args=[project.pk])
     assert client.get(url).status_code == 200
@@ -104,6 +108,24 @@ def test_setup_page_applies_scope_and_settings(client, lead, project, repository
     assert (project.annotations_per_issue, project.majority_threshold) == (7, 0.7)
     response = client.post(url, {"action": "scope", "created_from": "tomorrow"}, follow=True)
     assert "created_from" in response.content.decode()
+
+
+def test_a_lead_cannot_scope_in_a_repository_another_project_uses(client, lead, project):
+    """A scope gives the right to sync a repository: it cannot be a way to take one over."""
+    other = Repository.objects.create(
+        forge=Repository.Forge.GITHUB, api_url="https://api.github.com", owner="o", name="r"
+    )
+    client.force_login(lead)
+    url = reverse("project_setup", args=[project.pk])
+    assert f'value="{other.pk}"' not in client.get(url).content.decode()
+    response = client.post(
+        url,
+        {"action": "scope", "repositories": [other.pk], "pilot_size": "0", "seed": "0"},
+        follow=True,
+    )
+    assert "repositories:" in response.content.decode()
+    project.refresh_from_db()
+    assert other.pk not in (project.scope or {}).get("repository_ids", [])
 
 
 @pytest.fixture

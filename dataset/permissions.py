@@ -1,0 +1,30 @@
+"""Who may export, see and download which exports of a project."""
+
+from __future__ import annotations
+
+from annotator.models import LEAD_ROLES, Role
+from dataset.models import ExportJob
+
+# Exports hold every annotation (pseudonymous): not for annotators, who are blind to others.
+EXPORT_ROLES = (Role.LEAD, Role.ADMIN, Role.RESEARCHER)
+
+
+def can_use_real_names(membership) -> bool:
+    return membership.role == Role.ADMIN or membership.user.is_superuser
+
+
+def can_export_everything(membership) -> bool:
+    """Leads and admins may export every issue; a researcher's export holds the final issues
+    only, as the API shows them."""
+    return membership.role in LEAD_ROLES or membership.user.is_superuser
+
+
+def visible_exports(membership):
+    """The project's export jobs this member may see: exports with real names are for admins,
+    exports of every issue for leads and admins."""
+    jobs = ExportJob.objects.filter(project=membership.project)
+    if not can_use_real_names(membership):
+        jobs = jobs.filter(real_names=False)
+    if not can_export_everything(membership):
+        jobs = jobs.filter(everything=False)
+    return jobs

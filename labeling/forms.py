@@ -1,0 +1,104 @@
+"""Forms of the lead's pages: project settings, the scope, and the actions on a disputed issue.
+
+Views validate with these and call `labeling.setup` / `labeling.resolution`; the services check
+again what only they can know (e.g. that K is not below the annotations an issue already has).
+"""
+
+from __future__ import annotations
+
+from django import forms
+
+from annotator.models import Project
+from ingest.models import Issue, Repository
+from labeling import resolution
+from labeling.resolution import MAX_MESSAGE
+from labeling.setup import MAX_ANNOTATIONS_PER_ISSUE, Scope
+from lib.inputlimits import integer_range
+
+
+def first_error(form: forms.BaseForm) -> str:
+    """ "field: message" of the form's first error, for a one-line flash message."""
+    for name, errors in form.errors.items():
+        return f"{name}: {errors[0]}" if name != "__all__" else str(errors[0])
+    return ""
+
+
+def _range_messages(text: str) -> dict[str, str]:
+    return {"min_value": text, "max_value": text, "invalid": text, "required": text}
+
+
+class SettingsForm(forms.Form):
+    annotations_per_issue = forms.IntegerField(
+        min_value=1,
+        max_value=MAX_ANNOTATIONS_PER_ISSUE,
+        error_messages=_range_messages(f"between 1 and {MAX_ANNOTATIONS_PER_ISSUE}"),
+    )
+    resolution_policy = forms.ChoiceField(choices=Project.Policy.choices)
+    majority_threshold = forms.FloatField(min_value=0.5, max_value=1)
+
+
+class ScopeForm(forms.Form):
+    """Which issues the project holds. Only repositories the lead may manage (or that the
+    project already holds) can be chosen: a scope is what gives a lead the right to sync a
+    repository, so it must not be a way to take over any repository."""
+
+    repositories = forms.ModelMultipleChoiceField(
+        queryset=Repository.objects.none(), required=False
+    )
+    filter_statuses = forms.MultipleChoiceField(choices=Issue.FilterStatus.choices, required=False)
+    created_from = forms.DateField(required=False)
+    created_to = forms.DateField(required=False)
+
+    def __init__(self, *args, repositories=None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        if repositories is not None:
+            self.fields["repositories"].queryset = repositories
+        # Both are stored on the project: each must fit its column.
+        for name, column in (("pilot_size", "pilot_size"), ("seed", "queue_seed")):
+            low, high = integer_range(Project, column)
+            # Left out, they are 0 (no pilot, the default shuffle).
+            self.fields[name] = forms.IntegerField(
+                min_value=low,
+                max_value=high,
+                required=False,
+                error_messages=_range_messages(f"a whole number from {low} to {high}"),
+            )
+
+    def clean(self):
+        data = super().clean()
+        start, end = data.get("created_from"), data.get("created_to")
+        if start and end and start > end:
+            self.add_error("created_to", "ends before it starts")
+        for name in ("pilot_size", "seed"):
+            if name in data and data[name] is None:
+                data[name] = 0
+        return data
+
+    def scope(self) -> Scope:
+        data = self.cleaned_data
+        return Scope(
+            repository_ids=sorted(r.pk for r in data["repositories"]),
+            filter_statuses=list(data["filter_statuses"]),
+            created_from=data["created_from"],
+            created_to=data["created_to"],
+        )
+
+
+class MessageForm(forms.Form):
+    body = forms.CharField(max_length=MAX_MESSAGE)
+
+
+class ReopenForm(forms.Form):
+    note = forms.CharField(max_length=MAX_MESSAGE, required=False)
+
+
+class ResolveForm(forms.Form):
+    """The lead's final label: one of the annotations ("source" is its id) or a new label
+    (source "new", with the label fields parsed by `submission.parse_label`)."""
+
+    source = forms.CharField(max_length=20, initial="new")
+    method = forms.ChoiceField(
+        choices=[(m, m) for m in resolution.LEAD_METHODS],
+        error_messages={"invalid_choice": "must be one of " + ", ".join(resolution.LEAD_METHODS)},
+    )
+    note = forms.CharField(max_length=MAX_MESSAGE, required=False)
