@@ -1,0 +1,405 @@
+"""The PL/pgSQL path and the Python path of labeling decide every state alike.
+
+On PostgreSQL the queue's reservation and a first label that stays below K are one PL/pgSQL
+call each (labeling.pg_functions); the Python path decides every other case, and is the whole
+path with DB_FUNCTIONS off (and on SQLite). Here Ada meets one issue in every state the table
+below spans — issue status x her own label x her reservation x how many of the K slots the
+others took x resolution policy x K — and does one thing: asks for her next issue, sends a
+first label (agreeing with the others or not), revises her label, or sends the same label
+again. Each state is built in a savepoint, the action runs with the functions on, what it
+returned (or raised) and every row it may touch are captured, the savepoint is rolled back,
+and the same action runs with the functions off. Both must be identical, ids normalised to
+personas. Impossible states are skipped with the reason they cannot arise.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from datetime import timedelta
+
+import pytest
+from django.db import connection, transaction
+from django.utils import timezone
+
+from annotator.models import Membership, Project, Role
+from labeling import queue, resolution, submission
+from labeling.labels import Label
+from labeling.models import Annotation, ProjectIssue, QueueFrontier, Reservation, Resolution
+from tests.conftest import make_issue, make_user
+from tests.labeling.conftest import label_data
+
+# The table sets DB_FUNCTIONS itself, both ways, for each state.
+pytestmark = pytest.mark.one_path
+
+STATUSES = ("open", "disagreement", "final")
+OWN_LABELS = ("none", "current")
+RESERVATIONS = ("none", "active", "expired", "handed back")
+# How many of the K slots the others took: K-2 labels ("fewer"), K-1 labels, or all K
+# ("full": K-1 labels and a reservation while open, K labels once compared).
+SLOTS = ("fewer", "k-1", "full")
+POLICIES = (Project.Policy.LEAD_DECIDES, Project.Policy.MAJORITY)
+KS = (2, 3)
+ACTIONS = ("next issue", "first label agreeing", "first label differing", "revision", "same again")
+
+# Ada's own label, the others' labels, and what she sends. In a disagreement every label
+# differs (no majority under either policy); otherwise the others agree with each other.
+OWN_CODE = "C.2"
+OTHERS_CODE = "C.1"
+DISTINCT_CODES = ("C.1", "C.3", "A.1")
+DIFFERING_CODE = "C.3"
+SUMMARY = "NCCL timeout at step 0"
+
+
+@dataclass(frozen=True)
+class State:
+    status: str
+    own: str
+    reservation: str
+    slots: str
+    policy: str
+    k: int
+    action: str
+
+    def __str__(self) -> str:
+        return (
+            f"{self.action} | status={self.status} own={self.own} reservation={self.reservation}"
+            f" slots={self.slots} policy={self.policy} K={self.k}"
+        )
+
+
+def why_impossible(state: State) -> str | None:
+    """The reason a combination cannot arise, or None when it can."""
+    labeled = state.own == "current"
+    if state.action.startswith("first label") and labeled:
+        return "a label sent over one's own current label is a revision (or the same again)"
+    if state.action in ("revision", "same again") and not labeled:
+        return "no own label to revise or repeat"
+    if labeled and state.reservation != "none":
+        return (
+            "a stored label deletes its annotator's reservation, and a labeled issue is "
+            "never reserved again"
+        )
+    if state.status == "open":
+        if labeled and state.slots != "fewer":
+            return (
+                "an open issue never has K labels (the K-th is compared at once) nor more "
+                "than K slots taken"
+            )
+        if state.slots == "full" and state.reservation == "active":
+            return "the queue never hands out more than K slots"
+        return None
+    # Compared (disagreement or final): exactly K current labels.
+    if labeled and state.slots != "k-1":
+        return "a compared issue has exactly K labels: Ada's and K-1 others'"
+    if not labeled and state.slots != "full":
+        return "a compared issue has exactly K labels: the others' K"
+    if state.reservation == "active":
+        return "an active reservation holds a slot, and K labels leave none"
+    return None
+
+
+TABLE = [
+    State(*combination)
+    for combination in itertools.product(
+        STATUSES, OWN_LABELS, RESERVATIONS, SLOTS, POLICIES, KS, ACTIONS
+    )
+]
+POSSIBLE = [state for state in TABLE if why_impossible(state) is None]
+
+
+def _label(project: Project, code: str) -> Label:
+    return submission.parse_label(project, label_data(project, code, summary=SUMMARY))
+
+
+class Study:
+    """Ada, K others and two issues of the project: the target and a spare one behind it."""
+
+    def __init__(self, project: Project, annotator, repository, others: list) -> None:
+        self.project = project
+        self.ada = annotator
+        self.others = others
+        self.target = ProjectIssue.objects.create(
+            project=project, issue=make_issue(repository, 1), position=0
+        )
+        self.spare = ProjectIssue.objects.create(
+            project=project, issue=make_issue(repository, 2), position=1
+        )
+        self.who = {annotator.pk: "ada", **{u.pk: u.username for u in others}}
+        self.issue_name = {self.target.issue_id: "target", self.spare.issue_id: "spare"}
+        self.item_name = {self.target.pk: "target", self.spare.pk: "spare"}
+
+    def build(self, state: State) -> None:
+        """Store the state's rows, as the queue and submissions would have left them."""
+        project, k = self.project, state.k
+        project.annotations_per_issue = k
+        project.resolution_policy = state.policy
+        project.save(update_fields=["annotations_per_issue", "resolution_policy"])
+        now = timezone.now()
+        labeled = state.own == "current"
+        if state.status == "open":
+            others_labeled = {"fewer": k - 2, "k-1": k - 1, "full": k - 1}[state.slots]
+            others_reserved = 1 if state.slots == "full" else 0
+        else:
+            others_labeled, others_reserved = k - 1 if labeled else k, 0
+        codes: list[tuple] = []
+        for n, other in enumerate(self.others[:others_labeled]):
+            code = DISTINCT_CODES[n] if state.status == "disagreement" else OTHERS_CODE
+            codes.append((other, code))
+        if labeled:
+            codes.append((self.ada, self.own_code(state)))
+        for user, code in codes:
+            self._store(user, code)
+        for other in self.others[others_labeled : others_labeled + others_reserved]:
+            Reservation.objects.create(
+                project_issue=self.target, annotator=other, expires_at=now + timedelta(minutes=30)
+            )
+        if state.reservation != "none":
+            expires = {
+                "active": now + timedelta(minutes=30),
+                "expired": now - timedelta(minutes=1),
+                "handed back": now - timedelta(minutes=1),
+            }[state.reservation]
+            skipped = now - timedelta(minutes=1) if state.reservation == "handed back" else None
+            Reservation.objects.create(
+                project_issue=self.target,
+                annotator=self.ada,
+                expires_at=expires,
+                skipped_at=skipped,
+            )
+        item = self.target
+        item.refresh_from_db()
+        item.annotation_count = len(codes)
+        item.save(update_fields=["annotation_count"])
+        with transaction.atomic():
+            # The comparison the K-th label ran: it sets the status from the labels.
+            resolution.evaluate(item, project)
+        item.refresh_from_db()
+        assert item.status == state.status, f"built {item.status} for {state}"
+
+    @staticmethod
+    def own_code(state: State) -> str:
+        # A final issue here was decided unanimously, so Ada agreed with the others.
+        return OTHERS_CODE if state.status == "final" else OWN_CODE
+
+    def _store(self, user, code: str) -> None:
+        label = _label(self.project, code)
+        Annotation.objects.create(
+            project=self.project,
+            issue_id=self.target.issue_id,
+            annotator=user,
+            **label.fields(),
+            **label.notes(),
+        )
+
+    def act(self, state: State):
+        """Run Ada's action; what it returned, or what it raised."""
+        project, item = self.project, self.target
+        try:
+            with transaction.atomic():
+                if state.action == "next issue":
+                    got = queue.next_issue_id_for(self.ada, project)
+                    return ("issue", self.item_name.get(got, got))
+                code = {
+                    "first label agreeing": OTHERS_CODE,
+                    "first label differing": DIFFERING_CODE,
+                    "revision": DIFFERING_CODE,  # never Ada's own label
+                    "same again": self.own_code(state),
+                }[state.action]
+                stored = submission.submit(self.ada, project, item.pk, _label(project, code))
+                return ("annotation", self._annotation(stored), stored.pk == self._pk(stored))
+        except Exception as exc:  # any refusal or failure is an outcome to compare
+            return ("raised", type(exc).__name__, getattr(exc, "field", None), str(exc))
+
+    def _pk(self, annotation: Annotation) -> int | None:
+        row = Annotation.objects.filter(
+            project=self.project,
+            issue_id=annotation.issue_id,
+            annotator_id=annotation.annotator_id,
+            revision=annotation.revision,
+        ).first()
+        return row.pk if row else None
+
+    def _annotation(self, a: Annotation) -> tuple:
+        return (
+            self.who[a.annotator_id],
+            self.issue_name[a.issue_id],
+            a.revision,
+            a.is_current,
+            a.is_pilot,
+            a.label_code,
+            a.summary,
+            a.note,
+            a.proposed_category,
+        )
+
+    def snapshot(self) -> dict[str, list]:
+        """Every row the queue or a submission may write, ids replaced by personas."""
+        now = timezone.now()
+        project = self.project
+        annotations = Annotation.objects.filter(project=project).select_related(
+            "issue_type", "theme", "sub_theme"
+        )
+        revision_of = {a.pk: (self.who[a.annotator_id], a.revision) for a in annotations}
+        reservations = []
+        for r in Reservation.objects.filter(project_issue__project=project):
+            if r.skipped_at is not None:
+                held = "handed back"
+            else:
+                held = "active" if r.expires_at > now else "expired"
+            minutes = round((r.expires_at - now).total_seconds() / 60)
+            reservations.append(
+                (self.who[r.annotator_id], self.item_name[r.project_issue_id], held, minutes)
+            )
+        return {
+            "annotations": sorted(self._annotation(a) for a in annotations),
+            "reservations": sorted(reservations),
+            "project issues": sorted(
+                (
+                    self.item_name[pi.pk],
+                    pi.status,
+                    pi.annotation_count,
+                    pi.disagreement_level,
+                    pi.split,
+                )
+                for pi in ProjectIssue.objects.filter(project=project)
+            ),
+            "resolutions": sorted(
+                (
+                    self.issue_name[r.issue_id],
+                    r.method,
+                    r.label_code,
+                    r.is_current,
+                    tuple(sorted(revision_of[pk] for pk in r.based_on)),
+                )
+                for r in Resolution.objects.filter(project=project).select_related(
+                    "issue_type", "theme", "sub_theme"
+                )
+            ),
+            "queue frontiers": sorted(
+                (self.who[f.annotator_id], f.position)
+                for f in QueueFrontier.objects.filter(project=project)
+            ),
+        }
+
+    def run_both(self, state: State, settings) -> dict[str, tuple]:
+        """The action's outcome and the rows after it, on each path, from the same state."""
+        results = {}
+        with transaction.atomic():
+            self.build(state)
+            for name, functions in (("pg-functions", True), ("python-only", False)):
+                settings.DB_FUNCTIONS = functions
+                with transaction.atomic():
+                    outcome = self.act(state)
+                    results[name] = (outcome, self.snapshot())
+                    transaction.set_rollback(True)
+            transaction.set_rollback(True)
+        return results
+
+
+def differences(results: dict[str, tuple]) -> list[str]:
+    """Where the two paths' outcomes or rows differ; empty when they are identical."""
+    (pg_outcome, pg_rows), (py_outcome, py_rows) = results["pg-functions"], results["python-only"]
+    found = []
+    if pg_outcome != py_outcome:
+        found.append(f"outcome: pg-functions {pg_outcome!r} != python-only {py_outcome!r}")
+    for table in pg_rows:
+        if pg_rows[table] != py_rows[table]:
+            found.append(
+                f"{table}: pg-functions {pg_rows[table]!r} != python-only {py_rows[table]!r}"
+            )
+    return found
+
+
+@pytest.fixture
+def study(project, annotator, other_annotator, third_annotator, repository) -> Study:
+    fourth = make_user("fay-annotator")
+    Membership.objects.create(project=project, user=fourth, role=Role.ANNOTATOR)
+    return Study(project, annotator, repository, [other_annotator, third_annotator, fourth])
+
+
+def _function_calls() -> dict[str, int]:
+    names = [queue._reserve_next_function().name, submission._submit_first_function().name]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT funcname, coalesce(sum(calls), 0) FROM pg_stat_xact_user_functions"
+            " WHERE funcname = ANY(%s) GROUP BY funcname",
+            [names],
+        )
+        counted = dict(cursor.fetchall())
+    return {name: counted.get(name, 0) for name in names}
+
+
+def test_every_impossible_state_says_why_and_every_action_and_status_is_reached():
+    assert len(TABLE) == 3 * 2 * 4 * 3 * 2 * 2 * 5
+    reached = {(s.action, s.status) for s in POSSIBLE}
+    assert reached == set(itertools.product(ACTIONS, STATUSES))
+    for state in TABLE:
+        reason = why_impossible(state)
+        assert reason is None or len(reason) > 20, state
+
+
+@pytest.mark.parametrize("k", KS, ids=[f"K={k}" for k in KS])
+@pytest.mark.parametrize("policy", POLICIES)
+def test_both_paths_decide_every_state_alike(study, settings, monkeypatch, k, policy):
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL track_functions = 'pl'")
+    before = _function_calls()
+    # Which states the one-call path stored a label in (it declines the others).
+    taken_in_one_call: list[State] = []
+    real_submit_first = submission._submit_first
+    state = None  # the state in play; the loop below rebinds it
+
+    def submit_first_watched(*args):
+        stored = real_submit_first(*args)
+        if stored is not None:
+            taken_in_one_call.append(state)
+        return stored
+
+    monkeypatch.setattr(submission, "_submit_first", submit_first_watched)
+    disagreeing = []
+    outcomes = set()
+    for state in [s for s in POSSIBLE if s.k == k and s.policy == policy]:
+        results = study.run_both(state, settings)
+        disagreeing += [f"{state}: {d}" for d in differences(results)]
+        outcomes.add(results["python-only"][0][0])
+    assert disagreeing == [], "\n".join(disagreeing)
+    # The comparison was not vacuous: both functions ran, the submission function stored the
+    # first labels below K that it exists for, and the states led to issues, stored labels
+    # and refusals alike.
+    after = _function_calls()
+    assert all(after[name] > before[name] for name in after), (before, after)
+    assert any(
+        s.action.startswith("first label") and s.reservation == "active" for s in taken_in_one_call
+    )
+    assert all(s.status == "open" and s.own == "none" for s in taken_in_one_call)
+    assert outcomes == {"issue", "annotation", "raised"}
+
+
+def test_the_comparison_reports_a_path_that_stores_something_else(study, settings, monkeypatch):
+    real_submit_first = submission._submit_first
+
+    def submit_first_miscounting(user, project, item_id, label):
+        stored = real_submit_first(user, project, item_id, label)
+        if stored is not None:  # the one-call path took it: count one label too many
+            ProjectIssue.objects.filter(pk=item_id).update(annotation_count=99)
+        return stored
+
+    monkeypatch.setattr(submission, "_submit_first", submit_first_miscounting)
+    state = State("open", "none", "active", "fewer", Project.Policy.LEAD_DECIDES, 3, ACTIONS[1])
+    found = differences(study.run_both(state, settings))
+    assert len(found) == 1 and found[0].startswith("project issues:"), found
+    assert "99" in found[0]
+
+
+def test_the_comparison_reports_a_path_that_answers_something_else(study, settings, monkeypatch):
+    real_next = queue.next_issue_id_for
+
+    def next_ignoring_the_queue_with_functions(user, project):
+        got = real_next(user, project)
+        return None if settings.DB_FUNCTIONS else got
+
+    monkeypatch.setattr(queue, "next_issue_id_for", next_ignoring_the_queue_with_functions)
+    state = State("open", "none", "none", "fewer", Project.Policy.MAJORITY, 2, "next issue")
+    found = differences(study.run_both(state, settings))
+    assert found == ["outcome: pg-functions ('issue', None) != python-only ('issue', 'target')"]
