@@ -25,19 +25,25 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import krippendorff
-import numpy as np
 from django.core.cache import cache
 from django.db.models import Count, Max
 from django.db.models.functions import Coalesce
 from django.utils import timezone
-from statsmodels.stats.inter_rater import fleiss_kappa
 
 from annotator.models import Membership, Project
 from labeling.models import Annotation, Resolution
 from taxonomy.lineage import Translator
 from taxonomy.models import TaxonomyNode, TaxonomyVersion
+
+# numpy, krippendorff and statsmodels (which pulls in SciPy and pandas) cost ~1.5 s to import.
+# The URL conf imports this module through the agreement views, so at module level every
+# management command and Celery worker would pay for them: they are imported in the functions
+# that compute (a second import is a dictionary look-up). config.wsgi imports them at a web
+# worker's boot instead.
+if TYPE_CHECKING:
+    import numpy as np
 
 LEVELS = ("type", "theme", "sub_theme")
 LEVEL_NAMES = {"type": "type", "theme": "theme", "sub_theme": "sub-theme"}
@@ -78,6 +84,9 @@ def reading(value: float | None) -> str:
 
 def fleiss(table: np.ndarray) -> float | None:
     """statsmodels' Fleiss' kappa, or None when undefined (one category only, < 2 raters)."""
+    import numpy as np
+    from statsmodels.stats.inter_rater import fleiss_kappa
+
     if table.shape[0] == 0 or table.sum(axis=1).min() < 2:
         return None
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -87,6 +96,8 @@ def fleiss(table: np.ndarray) -> float | None:
 
 def observed_agreement(table: np.ndarray) -> float | None:
     """Mean share of agreeing rater pairs per item (Fleiss' P-bar)."""
+    import numpy as np
+
     n = table.sum(axis=1)
     keep = n >= 2
     if not keep.any():
@@ -97,6 +108,9 @@ def observed_agreement(table: np.ndarray) -> float | None:
 
 def kripp_alpha(data: np.ndarray) -> float | None:
     """Krippendorff's alpha (nominal) on a raters x items matrix, NaN for a missing rating."""
+    import krippendorff
+    import numpy as np
+
     if data.size == 0 or np.sum(~np.isnan(data).all(axis=0)) == 0:
         return None
     try:
@@ -119,6 +133,9 @@ def kripp_alpha_from_counts(table: np.ndarray) -> float | None:
     Small tables go to the krippendorff package; large ones use the same formula in O(N x V)
     (`nominal_alpha_counts`, tested equal to the package).
     """
+    import krippendorff
+    import numpy as np
+
     table = table[table.sum(axis=1) >= 2]
     table = table[:, table.sum(axis=0) > 0]
     if table.shape[0] == 0 or table.shape[1] < 2:
@@ -139,6 +156,8 @@ def nominal_alpha_counts(table: np.ndarray) -> float | None:
     o_cc = sum_u n_uc (n_uc - 1) / (m_u - 1) over pairable units (m_u >= 2 ratings), n_c is
     the number of pairable values c, n their total; no N x V x V array is built.
     """
+    import numpy as np
+
     table = table[table.sum(axis=1) >= 2].astype(np.float64)
     m = table.sum(axis=1)
     n_c = table.sum(axis=0)
@@ -154,6 +173,8 @@ def nominal_alpha_counts(table: np.ndarray) -> float | None:
 
 def cohen(a: np.ndarray, b: np.ndarray, categories: int) -> float | None:
     """Cohen's kappa of two raters' category indices on the same items."""
+    import numpy as np
+
     n = len(a)
     if n == 0:
         return None
@@ -213,6 +234,8 @@ def _codes(
 
 def _label_rows(queryset, *first: str) -> np.ndarray:
     """Rows of (first..., is_false_positive, type, theme, sub-theme ids; 0 for none) as ints."""
+    import numpy as np
+
     rows = list(
         queryset.order_by()
         .annotate(
@@ -235,6 +258,8 @@ def load_labels(
     counts under that type, a merged theme as its target. A project holds few distinct labels,
     so each distinct one is read once and the arrays are indexed by it.
     """
+    import numpy as np
+
     version = version or project.taxonomy_version
     _, categories, names = _codes(version)
     ann = _label_rows(
@@ -289,6 +314,8 @@ def load_labels(
 
 def count_table(labels: Labels, level: str, issues: np.ndarray | None = None) -> np.ndarray:
     """Items x categories counts of current annotations at a level (all issues, or a subset)."""
+    import numpy as np
+
     cats = labels.cats[level]
     keep = cats >= 0
     table = np.zeros((len(labels.issue_ids), len(labels.categories[level])), dtype=np.int64)
@@ -381,6 +408,8 @@ def degenerate_reason(code: str, name: str, level: str) -> str:
 
 def compute(project: Project, version: TaxonomyVersion | None = None) -> dict:
     """The whole agreement report of a project as JSON-ready data (uncached)."""
+    import numpy as np
+
     version = version or project.taxonomy_version
     labels, names = load_labels(project, version)
     memberships = dict(

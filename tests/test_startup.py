@@ -1,0 +1,65 @@
+"""Start-up cost: what a process imports before it does any work (issue 13).
+
+Every management command and every Celery worker loads the URL conf (`manage.py check` does,
+so does any command that reverses a URL) and the tasks of every app. statsmodels, SciPy and
+pandas cost ~1.5 s to import, and only the agreement report computes with them, so they are
+imported where it computes (`agreement.measures`). A web worker is the exception on purpose:
+`config.wsgi` imports them at boot, so the first agreement page a lead opens is not 1.5 s slower.
+
+Each scenario runs a fresh interpreter (this test process has long imported everything) with
+the test settings' environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("statsmodels", "scipy", "pandas", "numpy", "krippendorff")
+
+REPORT = f"import json, sys; print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))"
+
+
+def heavy_imported_by(code: str) -> list[str]:
+    """The statistics packages a fresh interpreter has imported after running `code`."""
+    done = subprocess.run(
+        [sys.executable, "-c", f"{code}\n{REPORT}"],
+        cwd=ROOT,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_loading_the_url_conf_imports_no_statistics_library():
+    # What `manage.py check`, and any command that reverses a URL, does first.
+    loaded = heavy_imported_by(
+        "import django; django.setup()\n"
+        "from django.urls import get_resolver; get_resolver().url_patterns"
+    )
+    assert loaded == []
+
+
+def test_a_celery_worker_loading_every_task_imports_no_statistics_library():
+    # A worker imports every app's tasks module at boot (autodiscovery), and the URL conf
+    # when a task builds a link.
+    loaded = heavy_imported_by(
+        "import django; django.setup()\n"
+        "from config.celery import app; app.loader.import_default_modules()\n"
+        "from django.urls import get_resolver; get_resolver().url_patterns"
+    )
+    assert loaded == []
+
+
+def test_a_web_worker_imports_the_statistics_libraries_at_boot():
+    # gunicorn imports config.wsgi once per worker: the agreement report's libraries are
+    # paid for there, not by the first lead who opens the report.
+    loaded = heavy_imported_by("import config.wsgi")
+    assert {"statsmodels", "scipy", "numpy", "krippendorff"} <= set(loaded)
