@@ -1,8 +1,5 @@
-"""Recognise an issue's forge, repository and number from its web URL.
-
-The study's files name issues only by URL: `https://github.com/OWNER/NAME/issues/N` and
-`https://gitee.com/OWNER/NAME/issues/IBD6YU` (Gitee numbers are alphanumeric and
-case-sensitive). GitLab's `https://gitlab.com/GROUP/…/NAME/-/issues/N` is accepted too.
+"""An issue's URL in the study's files: read by `ingest.issue_urls` (re-exported here), and
+written back.
 
 Writing them back (`study_issue_url`): the URL a forge returned is hostile, so the study export
 writes it only when it is the issue URL of that very issue, and the canonical URL otherwise.
@@ -10,48 +7,12 @@ writes it only when it is the issue URL of that very issue, and the canonical UR
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from ingest.issue_urls import IssueRef, has_extras, parse_issue_url
 from ingest.models import Repository
 
-_PATTERNS = [
-    (
-        Repository.Forge.GITHUB,
-        re.compile(r"^https?://(?:www\.)?github\.com/([^/\s]+)/([^/\s]+)/issues/(\d+)/?$"),
-    ),
-    (
-        Repository.Forge.GITEE,
-        re.compile(r"^https?://(?:www\.)?gitee\.com/([^/\s]+)/([^/\s]+)/issues/([A-Za-z0-9]+)/?$"),
-    ),
-    (
-        Repository.Forge.GITLAB,
-        re.compile(r"^https?://gitlab\.com/((?:[^/\s]+/)*[^/\s]+)/([^/\s]+)/-/issues/(\d+)/?$"),
-    ),
-]
-
-
-@dataclass(frozen=True)
-class IssueRef:
-    forge: str
-    owner: str
-    name: str
-    number: str
-
-    @property
-    def repo_key(self) -> tuple[str, str, str]:
-        return (self.forge, self.owner, self.name)
-
-
-def parse_issue_url(url: str) -> IssueRef | None:
-    """The forge, owner, name and number of an issue URL; None for an unknown forge or shape."""
-    for forge, pattern in _PATTERNS:
-        match = pattern.match(url.strip())
-        if match:
-            owner, name, number = match.groups()
-            return IssueRef(str(forge), owner, name, number)
-    return None
+__all__ = ["IssueRef", "canonical_issue_url", "parse_issue_url", "study_issue_url"]
 
 
 def _on_public_host(repository: Repository) -> bool:
@@ -73,13 +34,19 @@ def canonical_issue_url(repository: Repository, number: str) -> str:
 
 def study_issue_url(url: str, repository: Repository, number: str) -> str | None:
     """None when `url` may be written as it is: a forge issue URL naming this very issue (any
-    form `parse_issue_url` reads, on a public forge; exactly the canonical URL on a self-hosted
-    one). Otherwise the canonical URL to write instead: a forge's `html_url` such as
-    `=HYPERLINK(…)`, or a link elsewhere, never reaches the study file raw."""
+    form `parse_issue_url` reads but for a query or fragment, on a public forge; exactly the
+    canonical URL on a self-hosted one). Otherwise the canonical URL to write instead: a
+    forge's `html_url` such as `=HYPERLINK(…)`, or a link elsewhere, never reaches the study
+    file raw."""
     canonical = canonical_issue_url(repository, number)
     if url == canonical:
         return None
-    if _on_public_host(repository) and url == url.strip():
+    if (
+        _on_public_host(repository)
+        and url == url.strip()
+        and not has_extras(url)
+        and url.startswith(("https://", "http://"))
+    ):
         expected = IssueRef(str(repository.forge), repository.owner, repository.name, number)
         if parse_issue_url(url) == expected:
             return None

@@ -1,8 +1,8 @@
 """The study's per-year URL lists: one issue URL per line, turned into repositories and issues.
 
-Blank lines, CRLF, stray spaces and repeats are fine; a malformed line or an unknown host is
-reported with its file and line. The import is atomic: with any bad line nothing is written
-unless the caller asks to skip bad lines.
+Lines are read by `ingest.issue_urls`. Blank lines, CRLF, stray spaces and repeats are fine; a
+malformed line or an unknown host is reported with its file and line. The import is atomic:
+with any bad line nothing is written unless the caller asks to skip bad lines.
 
 The study published one list per repository and year, `<repo>_<year>.txt`. The year in the name
 (or one given by the caller) is stored as each issue's `study_year`: Table I counts an issue by
@@ -18,20 +18,9 @@ from pathlib import Path
 
 from django.db import transaction
 
+from ingest.issue_urls import IssueRef, read_issue_url
 from ingest.models import Issue, Repository
 
-PATTERNS = {
-    Repository.Forge.GITHUB: re.compile(
-        r"^https?://github\.com/(?P<owner>[\w.-]+)/(?P<name>[\w.-]+)/issues/(?P<number>\d+)/?$"
-    ),
-    Repository.Forge.GITEE: re.compile(
-        r"^https?://gitee\.com/(?P<owner>[\w.-]+)/(?P<name>[\w.-]+)/issues/(?P<number>[A-Za-z0-9]+)/?$"
-    ),
-    Repository.Forge.GITLAB: re.compile(
-        r"^https?://gitlab\.com/(?P<owner>[\w.-]+(?:/[\w.-]+)*)/(?P<name>[\w.-]+)/-/issues/(?P<number>\d+)/?$"
-    ),
-}
-HOSTS = {"github.com": "github", "gitee.com": "gitee", "gitlab.com": "gitlab"}
 # `<anything>_<YYYY>.txt`, as the study named its lists (Megatron-LM_2024.txt).
 YEAR_IN_NAME = re.compile(r"^.+_(?P<year>\d{4})\.txt$", re.IGNORECASE)
 FIRST_YEAR, LAST_YEAR = 1970, 2100  # a forge issue's year, or a typo
@@ -51,20 +40,6 @@ def check_year(year: int) -> int:
     return year
 
 
-@dataclass(frozen=True)
-class IssueRef:
-    forge: str
-    owner: str
-    name: str
-    number: str
-
-    @property
-    def url(self) -> str:
-        host = Repository.WEB_HOSTS[self.forge]
-        sep = "/-/issues/" if self.forge == Repository.Forge.GITLAB else "/issues/"
-        return f"https://{host}/{self.owner}/{self.name}{sep}{self.number}"
-
-
 @dataclass
 class UrlListResult:
     refs: list[IssueRef] = field(default_factory=list)
@@ -80,17 +55,7 @@ class UrlListResult:
 
 def parse_line(line: str) -> IssueRef | str:
     """An IssueRef, or the reason the line is not one."""
-    text = line.strip().lstrip("\ufeff")
-    host_match = re.match(r"^https?://([^/]+)/", text)
-    if not host_match:
-        return "not an issue URL"
-    forge = HOSTS.get(host_match.group(1).lower())
-    if forge is None:
-        return f"unknown host {host_match.group(1)!r}"
-    m = PATTERNS[forge].match(text)
-    if not m:
-        return f"not a {forge} issue URL"
-    return IssueRef(forge, m["owner"], m["name"], m["number"])
+    return read_issue_url(line)
 
 
 def parse_files(paths: list[Path], year: int | None = None) -> UrlListResult:

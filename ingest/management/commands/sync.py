@@ -7,19 +7,15 @@ place for a forge token either.
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ingest.forges import redact
 from ingest.hosts import HostRefused, check_api_url
+from ingest.issue_urls import parse_repo_spec
 from ingest.models import KeywordSet, Repository
 from ingest.sync import run_inline, start_sync
-
-SPEC = re.compile(
-    r"^(?P<forge>github|gitee|gitlab):(?P<owner>[\w.-]+(?:/[\w.-]+)*)/(?P<name>[\w.-]+)$"
-)
 
 
 def parse_when(value: str | None, option: str) -> datetime | None:
@@ -49,10 +45,10 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, spec: str, **opts) -> None:
-        m = SPEC.match(spec)
-        if not m:
+        parsed = parse_repo_spec(spec)
+        if parsed is None:
             raise CommandError(f"SPEC {spec!r}: expected github:owner/name, gitee:… or gitlab:…")
-        forge = m["forge"]
+        forge, owner, name = parsed
         try:
             api_url = check_api_url(forge, opts["api_url"] or Repository.DEFAULT_API_URLS[forge])
         except HostRefused as exc:
@@ -66,8 +62,8 @@ class Command(BaseCommand):
         repo, created = Repository.objects.get_or_create(
             forge=forge,
             api_url=api_url,
-            owner=m["owner"],
-            name=m["name"],
+            owner=owner,
+            name=name,
             defaults={
                 "group": opts["group"],
                 "is_framework": opts["framework"] or keyword_set is not None,
