@@ -1,7 +1,9 @@
 """Set up Django for a benchmark script on its own throwaway PostgreSQL database.
 
-DATABASE_URL names a server and a base name; the benchmark uses `test_<name>` (created and
-migrated on first use, kept afterwards), like the test suite, so no real data is touched.
+DATABASE_URL names a server and a base name; the benchmark uses `bench_<name>` (created and
+migrated on first use, kept afterwards), so no real data is touched. Not `test_<name>`: that is
+the database pytest-django creates and drops for a test run on the same DATABASE_URL, and
+engineers run tests and benchmarks side by side.
 """
 
 from __future__ import annotations
@@ -25,4 +27,5 @@ def setup() -> None:
     django.setup()
     from django.db import connection
 
+    connection.settings_dict["TEST"]["NAME"] = f"bench_{connection.settings_dict['NAME']}"
     connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=True)
