@@ -44,7 +44,9 @@ from django.db import connection  # noqa: E402
 
 from ingest.forges import client_for  # noqa: E402
 from ingest.models import Issue, Repository, SyncRun  # noqa: E402
-from ingest.sync import Tally, run_inline, start_sync, step_part, store_comments  # noqa: E402
+from ingest.runs import start_sync  # noqa: E402
+from ingest.steps import run_inline, step_part  # noqa: E402
+from ingest.storage import Tally, store_comments  # noqa: E402
 from tests.fakeforge import FakeForge  # noqa: E402
 
 OWNER = f"bench-{os.getpid()}"  # two benchmark processes never share rows

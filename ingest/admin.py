@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 
+from ingest.filtering import refilter_repository
 from ingest.forms import RepositoryAdminForm
 from ingest.models import Comment, Issue, KeywordSet, PageETag, Repository, SyncRun
-from ingest.sync import refilter_repository
 
 
 @admin.register(Repository)

@@ -98,7 +98,10 @@ class RedactingFilter(logging.Filter):
 
 
 def install_log_redaction() -> None:
-    for name in ("ingest", "ingest.forges", "ingest.sync", "ingest.tasks", "urllib3"):
+    # Every ingest module that logs: a filter on a logger does not see its children's records.
+    names = ("ingest", "ingest.forges", "ingest.sync", "ingest.tasks", "urllib3")
+    jobs = ("ingest.runs", "ingest.steps", "ingest.storage", "ingest.hydration")
+    for name in (*names, *jobs):
         logger = logging.getLogger(name)
         if not any(isinstance(f, RedactingFilter) for f in logger.filters):
             logger.addFilter(RedactingFilter())

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import socket
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import urlsplit
@@ -315,3 +316,15 @@ def web_origin_ok(repository: Repository, url: str) -> bool:
     if api_host == forge_api_host(repository.forge):
         return scheme == "https" and host == Repository.WEB_HOSTS.get(repository.forge)
     return host == api_host and (scheme == "https" or (scheme == "http" == api_scheme))
+
+
+_sessions = threading.local()
+
+
+def forge_session() -> ForgeSession:
+    """One HTTP session per thread, kept between pages: the connection to the forge stays open.
+    Tokens travel per request, never in the session."""
+    session = getattr(_sessions, "session", None)
+    if session is None:
+        session = _sessions.session = ForgeSession()
+    return session

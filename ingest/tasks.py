@@ -1,4 +1,5 @@
-"""Celery tasks of the ingest: thin wrappers around `ingest.sync` that take ids.
+"""Celery tasks of the ingest: thin wrappers around `ingest.steps`, `ingest.runs` and
+`ingest.hydration` that take ids.
 
 A sync run is one or more parts, each a chain of `sync_part` tasks carrying the part's chain
 token. A task stores pages of its part (each page its own committed step) for up to
@@ -19,7 +20,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import OperationalError
 
-from ingest import sync
+from ingest import hydration, runs, steps
 from ingest.models import SyncPart
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ def sync_part(self, part_id: int, chain: str | None = None) -> None:
     deadline = time.monotonic() + settings.INGEST_TASK_SECONDS
     while True:  # a part deleted meanwhile (its run gone) ends the loop: `more` is False
         try:
-            result = sync.step_part(part_id, chain, worker=worker)
+            result = steps.step_part(part_id, chain, worker=worker)
         except OperationalError as exc:
             if getattr(exc.__cause__, "sqlstate", None) not in RETRIED_SQLSTATES:
                 raise
@@ -51,12 +52,12 @@ def sync_part(self, part_id: int, chain: str | None = None) -> None:
             sync_part.apply_async((part_id, chain), countdown=1, **_on(queue))
             return
         for spawned_id, spawned_chain in result.spawned:
-            sync.enqueue_part(spawned_id, spawned_chain, queue=queue)
+            runs.enqueue_part(spawned_id, spawned_chain, queue=queue)
         if not result.more:
             return
         if result.wait_until is not None or time.monotonic() >= deadline:
             # Never sleep here: a rate-limited part comes back at the reset time.
-            sync.enqueue_part(part_id, result.chain, eta=result.wait_until, queue=queue)
+            runs.enqueue_part(part_id, result.chain, eta=result.wait_until, queue=queue)
             return
         chain = result.chain
 
@@ -73,7 +74,7 @@ def sync_page(run_id: int, chain: str | None = None) -> None:
 def hydrate_issues(issue_ids: list[int], run_ids: list[int] | None = None) -> None:
     """Fetch issues known only by URL (and their comments), recorded as runs a lead can watch;
     after a rate limit, the rest comes back at the reset time."""
-    result = sync.hydrate_issues(issue_ids, run_ids or ())
+    result = hydration.hydrate_issues(issue_ids, run_ids or ())
     if result.wait_until is not None:
         hydrate_issues.apply_async((result.rest, result.run_ids), eta=result.wait_until)
 
@@ -81,5 +82,5 @@ def hydrate_issues(issue_ids: list[int], run_ids: list[int] | None = None) -> No
 @shared_task
 def resync_due() -> None:
     """Periodic (celery beat): resume stalled runs, start due incremental re-syncs."""
-    sync.resume_stalled()
-    sync.sync_due_repositories()
+    runs.resume_stalled()
+    runs.sync_due_repositories()

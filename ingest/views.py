@@ -24,7 +24,7 @@ from ingest.permissions import (
     repository_or_404,
     run_or_404,
 )
-from ingest.sync import start_sync
+from ingest.runs import start_sync
 
 
 @login_required

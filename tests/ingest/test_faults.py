@@ -7,7 +7,8 @@ import time
 import pytest
 
 from ingest.models import Comment, Issue
-from ingest.sync import run_inline, start_sync
+from ingest.runs import start_sync
+from ingest.steps import run_inline
 
 
 @pytest.fixture

@@ -9,7 +9,8 @@ from django.template.loader import render_to_string
 
 from ingest.hosts import web_origin_ok
 from ingest.models import Issue, Repository
-from ingest.sync import run_inline, start_sync
+from ingest.runs import start_sync
+from ingest.steps import run_inline
 from ingest.templatetags.forge_links import http_link
 from tests.conftest import make_issue
 

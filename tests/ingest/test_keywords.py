@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from ingest.filtering import refilter_repository
 from ingest.keywords import (
     KeywordFileError,
     compile_keywords,
@@ -11,7 +12,8 @@ from ingest.keywords import (
     study_keyword_lists,
 )
 from ingest.models import Issue, KeywordSet
-from ingest.sync import refilter_repository, run_inline, start_sync
+from ingest.runs import start_sync
+from ingest.steps import run_inline
 
 
 @pytest.mark.parametrize(

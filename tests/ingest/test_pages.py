@@ -8,7 +8,8 @@ import pytest
 from django.urls import reverse
 
 from ingest.models import Repository, SyncRun
-from ingest.sync import run_inline, start_sync
+from ingest.runs import start_sync
+from ingest.steps import run_inline
 from labeling.models import ProjectIssue
 from tests.conftest import make_issue
 

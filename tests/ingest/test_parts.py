@@ -10,7 +10,8 @@ import requests
 from django.db import connection
 
 from ingest.models import Comment, Issue, SyncPart
-from ingest.sync import run_inline, start_sync, step_part
+from ingest.runs import start_sync
+from ingest.steps import run_inline, step_part
 
 START = datetime(2024, 1, 1, tzinfo=UTC)
 

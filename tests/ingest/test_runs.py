@@ -7,13 +7,8 @@ from datetime import timedelta
 from django.utils import timezone
 
 from ingest.models import Comment, Issue, SyncPart, SyncRun
-from ingest.sync import (
-    resume_stalled,
-    run_inline,
-    start_sync,
-    step_part,
-    sync_due_repositories,
-)
+from ingest.runs import resume_stalled, start_sync, sync_due_repositories
+from ingest.steps import run_inline, step_part
 
 
 def test_a_full_rerun_updates_in_place_and_never_duplicates(fake, make_repo):

@@ -19,7 +19,8 @@ from django.urls import reverse
 
 from ingest.forges import redact
 from ingest.models import Repository, SyncRun
-from ingest.sync import run_inline, start_sync
+from ingest.runs import start_sync
+from ingest.steps import run_inline
 from tests.fakeforge import Recorder
 
 TOKENS = {

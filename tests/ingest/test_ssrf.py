@@ -21,7 +21,8 @@ from ingest.hosts import (
     refused_address,
 )
 from ingest.models import Repository, SyncRun
-from ingest.sync import run_inline, start_sync
+from ingest.runs import start_sync
+from ingest.steps import run_inline
 from tests.fakeforge import Recorder
 
 

@@ -6,7 +6,8 @@ import logging
 from datetime import UTC, datetime
 
 from ingest.models import Comment, Issue
-from ingest.sync import run_inline, start_sync
+from ingest.runs import start_sync
+from ingest.steps import run_inline
 
 TOKEN = "gitee-SECRET-token-123"
 

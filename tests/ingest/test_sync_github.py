@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ingest.models import Comment, Issue
-from ingest.sync import run_inline, start_sync
+from ingest.runs import start_sync
+from ingest.steps import run_inline
 
 
 def test_full_sync_stores_issues_and_comments_and_leaves_pull_requests_out(fake, make_repo):

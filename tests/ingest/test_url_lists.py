@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from ingest.hydration import hydrate_issue, hydrate_issues
 from ingest.models import Comment, Issue, Repository, SyncRun
-from ingest.sync import hydrate_issue, hydrate_issues
 from ingest.urllists import parse_files
 
 LISTS = Path(__file__).parent / "data" / "url-lists"  # the study's lists, copied

@@ -22,7 +22,7 @@ from django.db import connection
 
 from config.celery import app
 from ingest.models import Comment, Issue, SyncRun
-from ingest.sync import resume_run, start_sync
+from ingest.runs import resume_run, start_sync
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,7 +15,8 @@ from ingest.forges import redact
 from ingest.hosts import HostRefused, check_api_url
 from ingest.issue_urls import parse_repo_spec
 from ingest.models import KeywordSet, Repository
-from ingest.sync import run_inline, start_sync
+from ingest.runs import start_sync
+from ingest.steps import run_inline
 
 
 def parse_when(value: str | None, option: str) -> datetime | None:
