@@ -187,3 +187,18 @@ def test_urllib3_debug_log_of_a_gitee_url_has_no_token(tokens, fake, make_repo, 
     assert run.status == SyncRun.Status.DONE
     assert "access_token=***" in caplog.text  # urllib3 did log the URL …
     assert not leaks(TOKENS["gitee"], caplog.text)  # … without the token
+
+
+@pytest.mark.parametrize(
+    "module", ["ingest.runs", "ingest.steps", "ingest.storage", "ingest.hydration", "ingest.tasks"]
+)
+def test_every_ingest_job_that_logs_redacts_a_token_in_its_log(module, caplog):
+    """The sync was split into modules, each logging under its own name: a filter on the
+    `ingest` logger would not see their records, so each must carry its own."""
+    import importlib
+
+    log = importlib.import_module(module).log
+    caplog.set_level(logging.INFO, logger=module)
+    log.warning("forge answered: Bad credentials for %s", TOKENS["github"])
+    assert "Bad credentials" in caplog.text
+    assert not leaks(TOKENS["github"], caplog.text)
