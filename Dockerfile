@@ -3,8 +3,8 @@ FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 DATA_DIR=/data
 WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends curl && rm -rf /var/lib/apt/lists/*
-COPY pyproject.toml README.md ./
-RUN pip install --no-cache-dir .
+COPY pyproject.toml README.md requirements.lock ./
+RUN pip install --no-cache-dir -c requirements.lock .
 COPY . .
 RUN mkdir -p /data && SECRET_KEY=build-only python manage.py collectstatic --no-input -v 0
 EXPOSE 8000
