@@ -294,8 +294,10 @@ def disagreement_queue(request, project_id: int):
 
 
 def _valid(form):
+    """The form's data, or a LabelError naming its first field at fault."""
     if not form.is_valid():
-        raise submission.LabelError(*first_error(form).split(": ", 1))
+        field, errors = next(iter(form.errors.items()))
+        raise submission.LabelError(field, str(errors[0]))
     return form.cleaned_data
 
 
