@@ -50,6 +50,39 @@ class Project(models.Model):
     majority_threshold = models.FloatField(
         default=0.6, help_text="Share of the K votes a label needs under the majority policy."
     )
+
+    class StoppingRule(models.TextChoices):
+        FIXED = "fixed", "fixed: every issue gets K labels"
+        ADAPTIVE = "adaptive", "adaptive: stop early once the leading choice is far enough ahead"
+
+    # When an issue has enough labels. Under the adaptive rule an issue is decided after at
+    # least `min_labels` labels as soon as the leading choice at the deciding level is
+    # `lead_margin` votes ahead of the runner-up; at K the usual rules apply.
+    stopping_rule = models.CharField(
+        max_length=10, choices=StoppingRule.choices, default=StoppingRule.FIXED
+    )
+    min_labels = models.PositiveSmallIntegerField(
+        default=2, help_text="Adaptive rule: labels every issue gets before it can be decided."
+    )
+    lead_margin = models.PositiveSmallIntegerField(
+        default=2, help_text="Adaptive rule: votes the leading choice must be ahead by."
+    )
+    needs_more_first = models.BooleanField(
+        default=True,
+        help_text="Adaptive rule: serve issues that need one more label before fresh ones.",
+    )
+    # Markdown written by the leads, sanitised when rendered; annotators see it above the task.
+    guideline = models.TextField(blank=True)
+    # For CITATION.cff and the datasheet of a release: one author per line ("Family, Given").
+    citation_authors = models.TextField(blank=True)
+    licence = models.CharField(max_length=100, default="CC-BY-4.0")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
     # Seed of the pilot sample and of the queue shuffle, so the order can be reproduced.
     queue_seed = models.PositiveIntegerField(default=0)
     pilot_size = models.PositiveIntegerField(default=0)
