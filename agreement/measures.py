@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.core.cache import cache
 from django.db.models import Count, Max
@@ -224,8 +224,8 @@ def _codes(
     code_of = {pk: code for pk, _, _, code, _, _ in nodes}
     names = {code: name for _, _, _, code, _, name in nodes}
     per_level: dict[str, list[str]] = {level: [] for level in LEVELS}
-    for _, _, _, code, level, _ in nodes:
-        per_level[LEVELS[level - 1]].append(code)
+    for _, _, _, code, depth, _ in nodes:
+        per_level[LEVELS[depth - 1]].append(code)
     for level in LEVELS:
         per_level[level].append(FP)
     names[FP] = "false positive"
@@ -420,7 +420,7 @@ def compute(project: Project, version: TaxonomyVersion | None = None) -> dict:
 
     # Groups: each type of final label (in taxonomy order), false positives, then all issues.
     final_type = np.array([t or "" for t in labels.final_type], dtype=object)
-    groups = []
+    groups: list[dict[str, Any]] = []
     for code in [*labels.categories["type"][:-1], FP, ALL]:
         members = (
             np.arange(len(labels.issue_ids)) if code == ALL else np.flatnonzero(final_type == code)
@@ -468,12 +468,13 @@ def compute(project: Project, version: TaxonomyVersion | None = None) -> dict:
                     "too_few": value is not None and shared < MIN_ISSUES,
                 }
             )
-    annotators = []
+    annotators: list[dict[str, Any]] = []
     for i in range(len(labels.raters)):
         mine = dense[i] >= 0
         compared = mine & (final_theme >= 0)
-        others = [cohen_of[(i, j)] for j in range(len(labels.raters)) if j != i]
-        others = [v for v in others if v is not None]
+        others = [
+            v for j in range(len(labels.raters)) if j != i and (v := cohen_of[(i, j)]) is not None
+        ]
         annotators.append(
             {
                 "pseudonym": pseudonym[i],
@@ -504,7 +505,7 @@ def compute(project: Project, version: TaxonomyVersion | None = None) -> dict:
     pair_counts = t.T @ t
     np.fill_diagonal(pair_counts, 0)
     used = np.flatnonzero(t.sum(axis=0) > 0)
-    top = [
+    top: list[dict[str, Any]] = [
         {"a": theme[x], "b": theme[y], "count": int(pair_counts[x, y])}
         for x, y in zip(*np.triu_indices(len(theme), 1), strict=True)
         if pair_counts[x, y] > 0

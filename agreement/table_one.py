@@ -34,6 +34,9 @@ class TableOneRow:
     types: dict[str, int] = field(default_factory=lambda: {c: 0 for c, _ in TYPE_COLUMNS})
     final: int = 0
     false_positives: int = 0
+    # The total row only: the mean of the repositories' false-positive rates (the study's
+    # "average" column), not the pooled rate.
+    average_rate: float | None = None
 
     @property
     def false_positive_rate(self) -> float | None:
@@ -106,5 +109,5 @@ def table_one(project: Project) -> tuple[list[TableOneRow], TableOneRow]:
         if row.false_positive_rate is not None:
             rates.append(row.false_positive_rate)
     total.types = {c: per_type.get(c, 0) for c, _ in TYPE_COLUMNS}
-    total.average_rate = sum(rates) / len(rates) if rates else None  # type: ignore[attr-defined]
+    total.average_rate = sum(rates) / len(rates) if rates else None
     return ordered, total

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import unicodedata
+from typing import Any
 
 from django.contrib.auth.models import User
 from django.contrib.auth.validators import ASCIIUsernameValidator
@@ -31,8 +32,9 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from annotator.models import Invite, Membership, Project
+from lib.inputlimits import column_limit
 
-USERNAME_MAX_LENGTH = User._meta.get_field("username").max_length
+USERNAME_MAX_LENGTH = column_limit(User, "username")
 _ascii_username = ASCIIUsernameValidator()
 
 # Characters that render as nothing (or as a blank) yet make two names differ. Unicode category
@@ -194,8 +196,11 @@ def _check_saved_username(user: User, exclude_pk: int | None = None) -> None:
         ) from exc
 
 
-def _before_user_save(sender, instance: User, raw: bool = False, update_fields=None, **kwargs):
-    """Check a new or changed username; note whether the save must revoke API tokens."""
+def _before_user_save(sender, instance: Any, raw: bool = False, update_fields=None, **kwargs):
+    """Check a new or changed username; note whether the save must revoke API tokens.
+
+    (`instance` is a User; typed Any because the flag set on it and Django's private
+    `_password` are not attributes the stubs know.)"""
     instance._revoke_api_tokens = False
     if raw:  # loaddata: fixtures are taken as they are
         return
@@ -221,7 +226,7 @@ def _before_user_save(sender, instance: User, raw: bool = False, update_fields=N
     instance._revoke_api_tokens = password_changed or deactivated
 
 
-def _after_user_save(sender, instance: User, created: bool, raw: bool = False, **kwargs):
+def _after_user_save(sender, instance: Any, created: bool, raw: bool = False, **kwargs):
     if getattr(instance, "_revoke_api_tokens", False):
         Token.objects.filter(user=instance).delete()
         instance._revoke_api_tokens = False

@@ -16,5 +16,5 @@ def navigation(request) -> dict:
     if not user.is_authenticated:
         return {}
     # Same rule as the repositories page itself: staff, or a lead of any project.
-    manages_ingest = user.is_staff or bool(sql.first(_LEADS_ANY_SQL, {"user": user.pk})[0])
+    manages_ingest = user.is_staff or bool(sql.first_row(_LEADS_ANY_SQL, {"user": user.pk})[0])
     return {"nav_manages_ingest": manages_ingest}

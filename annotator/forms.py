@@ -17,7 +17,8 @@ class _NewAccountForm(forms.Form):
         return check_new_username(self.cleaned_data["username"])
 
     def clean(self):
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         password = cleaned.get("password")
         if password:
             validate_password(password, User(username=cleaned.get("username", "")))
@@ -31,11 +32,12 @@ def grantable_roles(granter_role: str, is_superuser: bool = False) -> list[tuple
     return [(value, label) for value, label in Role.choices if value != Role.ADMIN]
 
 
-class _RoleMixin:
+class _RoleMixin(forms.BaseForm):
     def __init__(self, *args, roles: list[tuple[str, str]] | None = None, **kwargs):
         super().__init__(*args, **kwargs)
-        if roles is not None:
-            self.fields["role"].choices = roles
+        role = self.fields["role"]
+        if roles is not None and isinstance(role, forms.ChoiceField):
+            role.choices = roles
 
 
 class AcceptInviteForm(_NewAccountForm):

@@ -18,9 +18,9 @@ from _django import setup
 
 setup()
 
+from ingest.filtering import refilter_repository  # noqa: E402
 from ingest.keywords import compile_keywords, study_keyword_lists  # noqa: E402
 from ingest.models import Issue, KeywordSet, Repository  # noqa: E402
-from ingest.sync import refilter_repository  # noqa: E402
 
 # Everyday issue words, including near misses of keywords (yield, option, graph, models).
 WORDS = [

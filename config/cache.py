@@ -9,6 +9,8 @@ kept and reused.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.cache.backends import redis as django_redis
 
 
@@ -18,11 +20,13 @@ class RedisCacheClient(django_redis.RedisCacheClient):
         self._clients: dict[int, object] = {}
 
     def get_client(self, key=None, *, write=False):
-        index = self._get_connection_pool_index(write)
+        # Django's private helpers, which django-stubs does not declare.
+        base: Any = self
+        index = base._get_connection_pool_index(write)
         client = self._clients.get(index)
         if client is None:
-            client = self._clients[index] = self._client(
-                connection_pool=self._get_connection_pool(write)
+            client = self._clients[index] = base._client(
+                connection_pool=base._get_connection_pool(write)
             )
         return client
 

@@ -1,12 +1,12 @@
 """System checks for settings that must hold outside development."""
 
 from django.conf import settings
-from django.core.checks import Error, Tags, Warning, register
+from django.core.checks import CheckMessage, Error, Tags, Warning, register
 
 
 @register(Tags.security, deploy=True)
 def check_production_settings(app_configs, **kwargs):
-    problems = []
+    problems: list[CheckMessage] = []
     if settings.DEBUG:
         problems.append(
             Error("DEBUG is on.", hint="Unset DEBUG in production.", id="annotator.E001")

@@ -19,6 +19,7 @@ Scripts are untouched everywhere: ``script-src 'self'``, no inline script, no ev
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from csp.constants import NONCE, SELF, UNSAFE_INLINE
 from django.http import HttpRequest, HttpResponse
@@ -49,6 +50,8 @@ class ScopedCSPMiddleware:
         response = self.get_response(request)
         directives = scoped_directives(request, response)
         if directives:
-            own = getattr(response, "_csp_replace", None) or {}
-            response._csp_replace = {**directives, **own}
+            # django-csp's per-response override, an attribute the stubs do not know.
+            target: Any = response
+            own = getattr(target, "_csp_replace", None) or {}
+            target._csp_replace = {**directives, **own}
         return response

@@ -129,7 +129,7 @@ if DATABASE_URL:
 else:
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
-        "default": {"ENGINE": "django.db.backends.sqlite3", "NAME": DATA_DIR / "db.sqlite3"}
+        "default": {"ENGINE": "django.db.backends.sqlite3", "NAME": str(DATA_DIR / "db.sqlite3")}
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

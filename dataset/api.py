@@ -7,13 +7,18 @@ the annotations of final issues (pseudonymous, as in the exports) and exports.
 
 from __future__ import annotations
 
+from typing import Any
+
 import django_filters
+from django.contrib.auth.models import User
 from django.db.models import Case, F, Prefetch, Q, Value, When
+from django.db.models.expressions import Combinable
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.views import APIView
@@ -57,12 +62,17 @@ class ApiRoot(APIView):
         )
 
 
-class ProjectScoped:
+def signed_in(request: Request) -> User:
+    """The request's user; every endpoint requires one (DEFAULT_PERMISSION_CLASSES)."""
+    user = request.user
+    assert isinstance(user, User)
+    return user
+
+
+class ProjectScoped(APIView):
     """Looks the project up once per request through `membership_or_404`."""
 
     roles: tuple | None = None
-    # Views whose serializers show labels: they get a Translator to the project's version.
-    reads_labels = False
 
     def membership(self) -> Membership:
         if not hasattr(self, "_membership"):
@@ -75,9 +85,13 @@ class ProjectScoped:
         # drf-spectacular builds querysets without a request user to read the models.
         return getattr(self, "swagger_fake_view", False)
 
-    def get_serializer_context(self):
-        context = super().get_serializer_context()
-        if self.reads_labels and not self.fake():
+
+class LabelReading(ProjectScoped, generics.GenericAPIView):
+    """A view whose serializers show labels: they get a Translator to the project's version."""
+
+    def get_serializer_context(self) -> dict[str, Any]:
+        context = dict(super().get_serializer_context())
+        if not self.fake():
             # Labels are shown in the project's current taxonomy version, as exported.
             context["translator"] = Translator(self.membership().project.taxonomy_version)
         return context
@@ -93,15 +107,17 @@ class ProjectList(generics.ListAPIView):
             return Project.objects.none()
         if self.request.user.is_superuser:
             return Project.objects.select_related("taxonomy_version")
-        return Project.objects.filter(memberships__user=self.request.user).select_related(
+        return Project.objects.filter(memberships__user=signed_in(self.request)).select_related(
             "taxonomy_version"
         )
 
-    def get_serializer_context(self):
-        context = super().get_serializer_context()
+    def get_serializer_context(self) -> dict[str, Any]:
+        context = dict(super().get_serializer_context())
         if not getattr(self, "swagger_fake_view", False):
             context["roles"] = dict(
-                Membership.objects.filter(user=self.request.user).values_list("project_id", "role")
+                Membership.objects.filter(user=signed_in(self.request)).values_list(
+                    "project_id", "role"
+                )
             )
         return context
 
@@ -114,8 +130,8 @@ class ProjectDetail(ProjectScoped, generics.RetrieveAPIView):
     def get_object(self):
         return self.membership().project
 
-    def get_serializer_context(self):
-        context = super().get_serializer_context()
+    def get_serializer_context(self) -> dict[str, Any]:
+        context = dict(super().get_serializer_context())
         if not self.fake():
             m = self.membership()
             context["roles"] = {m.project_id: m.role}
@@ -171,10 +187,9 @@ class IssueFilter(django_filters.FilterSet):
         return queryset.filter(issue_id__in=finals.filter(match).values("issue_id"))
 
 
-class IssueList(ProjectScoped, generics.ListAPIView):
+class IssueList(LabelReading, generics.ListAPIView):
     """The project's issues in queue order, with the final label once there is one."""
 
-    reads_labels = True
     serializer_class = ProjectIssueSerializer
     filterset_class = IssueFilter
 
@@ -183,7 +198,7 @@ class IssueList(ProjectScoped, generics.ListAPIView):
             return ProjectIssue.objects.none()
         membership = self.membership()
         project = membership.project
-        shown = F("status")
+        shown: Combinable = F("status")
         if membership.role == Role.ANNOTATOR:
             # "In disagreement" would tell an annotator how others labeled: show it as open.
             shown = Case(
@@ -207,13 +222,12 @@ class IssueList(ProjectScoped, generics.ListAPIView):
         )
 
 
-class AnnotationList(ProjectScoped, generics.ListAPIView):
+class AnnotationList(LabelReading, generics.ListAPIView):
     """Annotations under pseudonyms: annotators get their own, researchers final issues'.
 
     Leads and admins get all of them.
     """
 
-    reads_labels = True
     serializer_class = AnnotationSerializer
     filterset_fields = ["issue", "is_current"]
 
@@ -223,7 +237,7 @@ class AnnotationList(ProjectScoped, generics.ListAPIView):
         membership = self.membership()
         qs = Annotation.objects.filter(project=membership.project)
         if membership.role == Role.ANNOTATOR:
-            qs = qs.filter(annotator=self.request.user)
+            qs = qs.filter(annotator=signed_in(self.request))
         elif membership.role == Role.RESEARCHER:
             # Researchers read final data only, like the exports they may download.
             qs = qs.filter(
@@ -243,10 +257,9 @@ class AnnotationList(ProjectScoped, generics.ListAPIView):
         return context
 
 
-class ResolutionList(ProjectScoped, generics.ListAPIView):
+class ResolutionList(LabelReading, generics.ListAPIView):
     """The current final labels."""
 
-    reads_labels = True
     serializer_class = ResolutionSerializer
     filterset_fields = ["method"]
 
@@ -260,7 +273,7 @@ class ResolutionList(ProjectScoped, generics.ListAPIView):
         )
 
 
-class AgreementView(ProjectScoped, APIView):
+class AgreementView(ProjectScoped):
     """The agreement report (Fleiss, Krippendorff, Cohen, confusions); not for annotators."""
 
     roles = AGREEMENT_ROLES
@@ -311,7 +324,7 @@ class ExportDetail(ProjectScoped, generics.RetrieveAPIView):
         return get_object_or_404(visible_exports(self.membership()), pk=self.kwargs["pk"])
 
 
-class ExportDownload(ProjectScoped, APIView):
+class ExportDownload(ProjectScoped):
     """The export's ZIP file."""
 
     roles = EXPORT_ROLES

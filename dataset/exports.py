@@ -37,6 +37,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import IO, TextIO
 
@@ -291,6 +292,7 @@ def unmapped_labels(project_or_context: Project | ExportContext) -> list[dict]:
         fields = ["issue__url", *LABEL_IDS, *([who] if who else [])]
         for row in current.filter(match).order_by("issue_id", "pk").values_list(*fields):
             label = ctx.label(*row[1:5])
+            assert label.original is not None  # an unmapped label has its own node
             out.append(
                 {
                     "issue": row[0],
@@ -587,15 +589,13 @@ def build_zip(
     raters = rater_columns(project)
     for repo in repositories(ctx):
         name = study_filename(repo, taken)
-        steps.append(
-            (f"labels/{name}", lambda out, repo=repo: write_study_csv(ctx, repo, out, raters))
-        )
+        steps.append((f"labels/{name}", partial(write_study_csv, ctx, repo, raters=raters)))
     steps.append(("issues.jsonl", lambda out: write_jsonl(ctx, out, real_names)))
     for code in type_codes(ctx):
         steps.append(
             (
                 f"taxonomy/{study_file_name(code)}",
-                lambda out, code=code: write_taxonomy_details(ctx, code, out),
+                partial(write_taxonomy_details, ctx, code),
             )
         )
     steps.append(("table_one.csv", lambda out: write_table_one(ctx, out)))

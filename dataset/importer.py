@@ -288,6 +288,7 @@ def read_label_file(
 def _label_fields(node: TaxonomyNode) -> dict:
     """issue_type/theme/sub_theme ids for a theme or sub-theme node."""
     if node.level == TaxonomyNode.Level.SUB_THEME:
+        assert node.parent is not None  # a sub-theme's theme
         return {
             "issue_type_id": node.parent.parent_id,
             "theme_id": node.parent_id,
@@ -398,9 +399,9 @@ def _write(
 
     # Repositories, then issues by (repository, number): the canonical identity of an issue.
     repos: dict[tuple[str, str, str], Repository] = {}
-    for key in dict.fromkeys(r.ref.repo_key for r in rows):
-        forge, owner, name = key
-        repos[key], created = Repository.objects.get_or_create(
+    for repo_key in dict.fromkeys(r.ref.repo_key for r in rows):
+        forge, owner, name = repo_key
+        repos[repo_key], created = Repository.objects.get_or_create(
             forge=forge,
             api_url=Repository.DEFAULT_API_URLS[forge],
             owner=owner,

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any, cast
+
 from rest_framework import serializers
 
 from annotator.models import Project
 from dataset.exports import cell_code
-from dataset.models import ExportJob
+from dataset.models import ExportJob, Release
 from labeling.models import Annotation, ProjectIssue, Resolution
 from taxonomy.lineage import LabelInVersion
 
@@ -15,7 +18,7 @@ def _code(node) -> str | None:
     return node.code if node is not None else None
 
 
-def read_label(obj, context: dict) -> LabelInVersion:
+def read_label(obj, context: Mapping[str, Any]) -> LabelInVersion:
     """The label under the project's current version (the `translator` in the context), as
     the exports write it; as stored when there is no translator."""
     translator = context.get("translator")
@@ -26,7 +29,7 @@ def read_label(obj, context: dict) -> LabelInVersion:
 
 
 class ProjectSerializer(serializers.ModelSerializer):
-    taxonomy_version = serializers.StringRelatedField()
+    taxonomy_version: serializers.StringRelatedField = serializers.StringRelatedField()
     role = serializers.SerializerMethodField()
 
     class Meta:
@@ -52,7 +55,9 @@ class LabelSerializer(serializers.Serializer):
 
     def _label(self, obj) -> LabelInVersion:
         # One read per object, though several fields ask for it.
-        cache = self.context.setdefault("_labels", {})
+        # The context dict is shared by the nested serializers of one response, so the cache
+        # is too (DRF types it as a read-only Mapping).
+        cache = cast(dict[str, Any], self.context).setdefault("_labels", {})
         key = (type(obj).__name__, obj.pk)
         if key not in cache:
             cache[key] = read_label(obj, self.context)
@@ -194,3 +199,55 @@ class ExportJobSerializer(serializers.ModelSerializer):
         return self.context["request"].build_absolute_uri(
             reverse("api_export_download", args=[job.project_id, job.pk])
         )
+
+
+class ReleaseSerializer(serializers.ModelSerializer):
+    taxonomy_version: serializers.StringRelatedField = serializers.StringRelatedField()
+    progress = serializers.SerializerMethodField()
+    files = serializers.SerializerMethodField()
+    download_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Release
+        fields = [
+            "id",
+            "version",
+            "note",
+            "status",
+            "progress",
+            "step",
+            "error",
+            "created_at",
+            "built_at",
+            "taxonomy_version",
+            "counts",
+            "agreement",
+            "size",
+            "sha256",
+            "files",
+            "download_url",
+        ]
+        read_only_fields = fields
+
+    def get_progress(self, release: Release) -> int:
+        from dataset.releases import progress_of
+
+        return progress_of(release)[0]
+
+    def get_files(self, release: Release) -> list[dict[str, Any]]:
+        """Every file of the ZIP with its SHA-256 and size (its manifest)."""
+        return list(release.manifest.get("files", [])) if release.manifest else []
+
+    def get_download_url(self, release: Release) -> str | None:
+        if release.status != Release.Status.DONE:
+            return None
+        from django.urls import reverse
+
+        return self.context["request"].build_absolute_uri(
+            reverse("api_release_download", args=[release.project_id, release.pk])
+        )
+
+
+class ReleaseCreateSerializer(serializers.Serializer):
+    version = serializers.CharField(max_length=40, help_text="semantic version X.Y.Z")
+    note = serializers.CharField(required=False, allow_blank=True, max_length=20000, default="")

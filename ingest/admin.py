@@ -54,7 +54,7 @@ class CommentInline(admin.TabularInline):
     model = Comment
     extra = 0
     fields = ["author", "created_at", "body"]
-    readonly_fields = fields
+    readonly_fields = ["author", "created_at", "body"]
 
 
 @admin.register(Issue)

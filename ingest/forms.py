@@ -53,6 +53,7 @@ class NewRepositoryForm(RepositoryForm):
     def __init__(self, *args, user, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         field = self.fields["project"]
+        assert isinstance(field, forms.ModelChoiceField)
         if is_ingest_admin(user):
             field.queryset = Project.objects.all()
             field.required = False

@@ -21,14 +21,15 @@ import re
 from dataclasses import dataclass
 
 from ingest.models import Issue, Repository
+from lib.inputlimits import column_limit
 
 # Past this, text is not looked at (no URL of a forge issue comes near it).
 MAX_TEXT = 4096
 # What the issue and repository columns hold: `read_issue_url` refuses a longer value.
-MAX_URL = Issue._meta.get_field("url").max_length
-MAX_OWNER = Repository._meta.get_field("owner").max_length
-MAX_NAME = Repository._meta.get_field("name").max_length
-MAX_NUMBER = Issue._meta.get_field("number").max_length
+MAX_URL = column_limit(Issue, "url")
+MAX_OWNER = column_limit(Repository, "owner")
+MAX_NAME = column_limit(Repository, "name")
+MAX_NUMBER = column_limit(Issue, "number")
 
 HOSTS = {"github.com": "github", "gitee.com": "gitee", "gitlab.com": "gitlab"}
 

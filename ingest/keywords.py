@@ -152,12 +152,12 @@ def _compile(keywords: tuple[str, ...]) -> Matcher:
     # The trie's optional tails are greedy: `gpt-j` wins over `gpt` at the same place, and
     # backtracking falls back to `gpt` when `gpt-j` is not followed by a boundary.
     pattern = re.compile(rf"(?<!\w)(?:{_trie_pattern(words)})(?!\w)", re.IGNORECASE)
-    index: dict[bytes, list[frozenset[bytes]]] | None = {}
+    index: dict[bytes, list[frozenset[bytes]]] = {}
     for w in words:
         parts = re.findall(r"\w+", normalize(w))
         if not parts or not w.isascii() or not re.match(r"\w", w):
-            index = None  # a keyword the token test cannot vouch for: search every text
-            break
+            # A keyword the token test cannot vouch for: search every text.
+            return Matcher(pattern, {normalize(w): w for w in words}, None)
         encoded = [p.encode("ascii") for p in parts]
         index.setdefault(encoded[0], []).append(frozenset(encoded))
     return Matcher(pattern, {normalize(w): w for w in words}, index)

@@ -36,12 +36,16 @@ class Repository(models.Model):
         GITEE = "gitee", "Gitee"
         GITLAB = "gitlab", "GitLab"
 
-    DEFAULT_API_URLS = {
+    DEFAULT_API_URLS: dict[str, str] = {
         Forge.GITHUB: "https://api.github.com",
         Forge.GITEE: "https://gitee.com/api/v5",
         Forge.GITLAB: "https://gitlab.com/api/v4",
     }
-    WEB_HOSTS = {Forge.GITHUB: "github.com", Forge.GITEE: "gitee.com", Forge.GITLAB: "gitlab.com"}
+    WEB_HOSTS: dict[str, str] = {
+        Forge.GITHUB: "github.com",
+        Forge.GITEE: "gitee.com",
+        Forge.GITLAB: "gitlab.com",
+    }
 
     forge = models.CharField(max_length=10, choices=Forge.choices)
     # Per repository, so GitHub Enterprise, a self-hosted GitLab or the test fake can be used.

@@ -180,7 +180,7 @@ def slices(first: datetime, newest: datetime, parts: int) -> list[datetime]:
     """Whole-second boundaries cutting (first, newest] into `parts` equal slices."""
     span = (newest - first).total_seconds()
     base = first.replace(microsecond=0)
-    bounds = []
+    bounds: list[datetime] = []
     for i in range(1, parts):
         bound = base + timedelta(seconds=math.floor(span * i / parts) + 1)
         if bound <= newest and (not bounds or bound > bounds[-1]):
@@ -240,8 +240,9 @@ def split_points(
 ) -> tuple[datetime, datetime] | None:
     """(last update on the first page, newest update of the listing) to cut a listing into
     slices, or None when it is not worth it. Costs one request."""
-    on_page = [client.updated_at(part.listing, raw) for raw in page.items]
-    on_page = [t for t in on_page if t is not None]
+    on_page = [
+        t for t in (client.updated_at(part.listing, raw) for raw in page.items) if t is not None
+    ]
     if not on_page:
         return None
     try:
@@ -251,7 +252,7 @@ def split_points(
     except ForgeError as exc:
         log.warning("could not split part %s: %s", part.pk, exc)
         return None
-    newest = [client.updated_at(part.listing, raw) for raw in probe.items[:1]]
-    if not newest or newest[0] is None or newest[0] <= max(on_page):
+    newest = client.updated_at(part.listing, probe.items[0]) if probe.items else None
+    if newest is None or newest <= max(on_page):
         return None
-    return max(on_page), newest[0]
+    return max(on_page), newest

@@ -126,7 +126,11 @@ def _load(part_id: int) -> tuple[SyncPart, SyncRun, PageETag | None] | None:
         if len(_contexts) > 64:
             _contexts.clear()
         repository = Repository.objects.get(pk=run.repository_id)
-        keyword_set = KeywordSet.objects.filter(pk=run.keyword_set_id).first()
+        keyword_set = (
+            KeywordSet.objects.filter(pk=run.keyword_set_id).first()
+            if run.keyword_set_id is not None
+            else None
+        )
         context = _contexts[run.pk] = (repository, keyword_set)
     run.repository, run.keyword_set = context
     part.run = run

@@ -122,8 +122,7 @@ def _upsert_issues(
     table = qn(Issue._meta.db_table)
     targets = sql.column_names(Issue, ["repository", "fetched_at", *ISSUE_COLUMNS])
     sets = ", ".join(
-        f"{qn(c)} = EXCLUDED.{qn(c)}"
-        for c in (Issue._meta.get_field(n).column for n in ISSUE_UPDATE_FIELDS)
+        f"{qn(c)} = EXCLUDED.{qn(c)}" for c in (sql.column(Issue, n) for n in ISSUE_UPDATE_FIELDS)
     )
     key = sql.column_names(Issue, ["repository", "number"])
     with connection.cursor() as cursor:

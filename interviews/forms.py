@@ -31,6 +31,8 @@ class RankingForm(forms.Form):
 
     def __init__(self, version, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["issue_type"].choices = [
+        field = self.fields["issue_type"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [
             (t.code, f"{t.code} {t.name}") for t in version.types().order_by("position")
         ]

@@ -19,6 +19,7 @@ import io
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from django.db import transaction
 
@@ -101,9 +102,13 @@ def _competition_ranks(values: dict[int, float], *, descending: bool) -> dict[in
     return {key: ordered.index(v) + 1 for key, v in values.items()}
 
 
-def aggregate_rankings(
-    rankings: list[list[int]], theme_ids: list[int]
-) -> dict[int, dict[str, float | int]]:
+class ThemeTotals(TypedDict):
+    mean_rank: float | None
+    borda: int
+    listed: int
+
+
+def aggregate_rankings(rankings: list[list[int]], theme_ids: list[int]) -> dict[int, ThemeTotals]:
     """Mean rank and Borda points per theme from orders of theme ids (pure; see module doc)."""
     n = len(theme_ids)
     totals = {t: {"rank_sum": 0.0, "borda": 0, "listed": 0} for t in theme_ids}
@@ -122,8 +127,8 @@ def aggregate_rankings(
     return {
         t: {
             "mean_rank": (v["rank_sum"] / count) if count else None,
-            "borda": v["borda"],
-            "listed": v["listed"],
+            "borda": int(v["borda"]),
+            "listed": int(v["listed"]),
         }
         for t, v in totals.items()
     }

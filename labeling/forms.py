@@ -51,8 +51,9 @@ class ScopeForm(forms.Form):
 
     def __init__(self, *args, repositories=None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        if repositories is not None:
-            self.fields["repositories"].queryset = repositories
+        field = self.fields["repositories"]
+        if repositories is not None and isinstance(field, forms.ModelMultipleChoiceField):
+            field.queryset = repositories
         # Both are stored on the project: each must fit its column.
         for name, column in (("pilot_size", "pilot_size"), ("seed", "queue_seed")):
             low, high = integer_range(Project, column)
@@ -65,7 +66,8 @@ class ScopeForm(forms.Form):
             )
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         start, end = data.get("created_from"), data.get("created_to")
         if start and end and start > end:
             self.add_error("created_to", "ends before it starts")

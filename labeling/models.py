@@ -19,6 +19,14 @@ from annotator.models import Project
 from taxonomy.codes import label_code
 from taxonomy.models import TaxonomyNode
 
+# The first level at which an issue's labels differ, in the words the lead's pages use.
+DISAGREEMENT_LEVEL_NAMES = {
+    "false_positive": "not LLM-related",
+    "type": "type",
+    "theme": "theme",
+    "sub_theme": "sub-theme",
+}
+
 
 class ProjectIssue(models.Model):
     """An issue in a project's scope, with its place in the labeling queue."""
@@ -55,6 +63,11 @@ class ProjectIssue(models.Model):
 
     def __str__(self) -> str:
         return f"{self.issue} in {self.project}"
+
+    @property
+    def level_name(self) -> str:
+        """Where the labels first differ; a disputed issue with none was reopened by a lead."""
+        return DISAGREEMENT_LEVEL_NAMES.get(self.disagreement_level, "reopened")
 
 
 class FalsePositiveReason(models.TextChoices):

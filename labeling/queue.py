@@ -150,7 +150,7 @@ def slot_state(project_issue: ProjectIssue, user) -> Slots:
         "user": user.pk,
         "now": timezone.now(),
     }
-    own, reservation, annotations, reserved = sql.first(_SLOTS_SQL, params)
+    own, reservation, annotations, reserved = sql.first_row(_SLOTS_SQL, params)
     return Slots(own, None if reservation is None else bool(reservation), annotations, reserved)
 
 
@@ -299,7 +299,9 @@ def _reserve_round(
     if function is not None:
         params = {**_params(user, project, with_skipped), "expires": expires}
         try:
-            item, locked = pg_functions.first(function, params)
+            row = pg_functions.first(function, params)
+            assert row is not None  # the function returns exactly one row
+            item, locked = row
             return item, locked
         except pg_functions.Missing:
             pass

@@ -17,16 +17,17 @@ from django.utils import timezone
 
 from annotator.models import Project
 from labeling.labels import Label, LabelKey, label_key
-from labeling.models import Annotation, DiscussionMessage, ProjectIssue, Resolution
+from labeling.models import (
+    DISAGREEMENT_LEVEL_NAMES,
+    Annotation,
+    DiscussionMessage,
+    ProjectIssue,
+    Resolution,
+)
 from lib import sql
 
 LEVELS = ("false_positive", "type", "theme", "sub_theme")
-LEVEL_NAMES = {
-    "false_positive": "not LLM-related",
-    "type": "type",
-    "theme": "theme",
-    "sub_theme": "sub-theme",
-}
+LEVEL_NAMES = DISAGREEMENT_LEVEL_NAMES
 LEAD_METHODS = (Resolution.Method.CONSENSUS, Resolution.Method.LEAD_DECISION)
 
 

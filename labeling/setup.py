@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Max
@@ -85,7 +87,7 @@ def configure(
     return project
 
 
-def stratified_sample(items_by_stratum: dict[object, list[int]], n: int, seed: int) -> list[int]:
+def stratified_sample(items_by_stratum: Mapping[Any, list[int]], n: int, seed: int) -> list[int]:
     """A seeded sample of n ids, spread over strata in proportion to their size.
 
     Largest-remainder allocation, so the shares add up to n exactly.

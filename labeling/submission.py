@@ -236,8 +236,9 @@ def _submit_first(user, project: Project, item_id: int, label: Label) -> Annotat
     function = pg_functions.usable(_submit_first_function)
     if function is None:
         return None
-    annotation = _new_annotation(
-        ProjectIssue(project_id=project.pk, issue_id=None, is_pilot=False), user, label, None
+    # The issue and pilot flag come from the locked row inside the function (_FROM_ISSUE_ROW).
+    annotation = Annotation(
+        project_id=project.pk, annotator=user, revision=1, **label.fields(), **label.notes()
     )
     passed = _passed_fields()
     params = {
@@ -271,8 +272,8 @@ def submit(user, project: Project, project_issue: ProjectIssue | int, label: Lab
     lib.sql): a lock, one look at the slots, and the writes; on PostgreSQL the common
     case is one call of `_submit_first_function`.
     """
-    item_id = getattr(project_issue, "pk", project_issue)
-    if not sql.is_row_id(item_id):
+    item_id = project_issue.pk if isinstance(project_issue, ProjectIssue) else project_issue
+    if item_id is None or not sql.is_row_id(item_id):
         raise NotYours
     annotation = _submit_first(user, project, item_id, label)
     if annotation is not None:
@@ -408,7 +409,7 @@ def progress_of(user, project: Project, with_agreement: bool = False) -> Progres
     counts = project_counts(project)
     # On every labeling page: one statement, driven from the user's annotations (few), not
     # from the project's issues (many).
-    labeled, mine_needing = sql.first(
+    labeled, mine_needing = sql.first_row(
         _MY_COUNTS_SQL,
         {"project": project.pk, "user": user.pk, "k": project.annotations_per_issue},
     )

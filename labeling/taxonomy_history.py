@@ -93,7 +93,7 @@ def author_names(project: Project, versions: Iterable[TaxonomyVersion], viewer_r
     is_lead = viewer_role in LEAD_ROLES
     names = {}
     for v in versions:
-        member = members.get(v.created_by_id)
+        member = members.get(v.created_by_id) if v.created_by_id is not None else None
         if v.created_by_id is None:
             names[v.pk] = NO_AUTHOR
         elif member is None:

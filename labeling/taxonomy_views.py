@@ -128,7 +128,7 @@ def proposal_vote(request, project_id: int, proposal_id: int):
     except proposals.ProposalError as exc:
         messages.error(request, str(exc))
     else:
-        if proposal.status == Proposal.Status.ACCEPTED:
+        if proposal.status == Proposal.Status.ACCEPTED and proposal.created_node is not None:
             messages.success(
                 request,
                 f"Unanimous: “{proposal.name}” is now {proposal.created_node.code} in "

@@ -7,6 +7,9 @@ an annotator has no business seeing is a 404, the same as an issue that does not
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
 from csp.decorators import csp_update
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -41,8 +44,11 @@ from lib import sql
 from lib.inputlimits import row_id
 from taxonomy.models import TaxonomyNode
 
+_View = TypeVar("_View", bound=Callable[..., Any])
+
 # Issue images load only on a click, from anywhere: allow them on issue pages alone.
-_issue_images = csp_update({"img-src": ["https:", "http:"]})
+# (django-csp types its decorators for views that take only the request.)
+_issue_images: Callable[[_View], _View] = cast(Any, csp_update({"img-src": ["https:", "http:"]}))
 
 
 # The labeling page's issue with its repository, the raw forge payload left out: a prepared
@@ -221,9 +227,9 @@ def project_setup(request, project_id: int):
             else:
                 messages.error(request, f"Not saved: {first_error(form)}")
         else:
-            form = SettingsForm(request.POST)
-            if form.is_valid():
-                data = form.cleaned_data
+            settings_form = SettingsForm(request.POST)
+            if settings_form.is_valid():
+                data = settings_form.cleaned_data
                 try:
                     setup.configure(
                         project,
@@ -236,7 +242,7 @@ def project_setup(request, project_id: int):
                 else:
                     messages.success(request, "Settings saved.")
             else:
-                messages.error(request, f"Not saved: {first_error(form)}")
+                messages.error(request, f"Not saved: {first_error(settings_form)}")
         return redirect("project_setup", project_id=project_id)
     scope = project.scope or {}
     return render(
@@ -272,8 +278,6 @@ def disagreement_queue(request, project_id: int):
         sort=filters["sort"],
     )
     page = Paginator(items, 50).get_page(request.GET.get("page"))
-    for item in page.object_list:
-        item.level_name = resolution.LEVEL_NAMES.get(item.disagreement_level, "reopened")
     context = {
         "project": project,
         "page": page,
@@ -314,9 +318,14 @@ def _lead_action(request, project: Project, item: ProjectIssue) -> None:
         data = _valid(ResolveForm(request.POST))
         source = data["source"]
         if source != "new":
-            chosen = Annotation.objects.filter(
-                pk=row_id(source), project=project, issue_id=item.issue_id, is_current=True
-            ).first()
+            source_id = row_id(source)
+            chosen = (
+                Annotation.objects.filter(
+                    pk=source_id, project=project, issue_id=item.issue_id, is_current=True
+                ).first()
+                if source_id is not None
+                else None
+            )
             if chosen is None:
                 raise submission.LabelError("source", "not an annotation of this issue")
             label = Label.from_annotation(chosen, with_notes=False)

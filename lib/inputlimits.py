@@ -84,7 +84,16 @@ def find_nul(value: Any, path: str = "") -> str | None:
 
 
 def max_length(model: type[models.Model], field: str) -> int | None:
-    return model._meta.get_field(field).max_length
+    found = model._meta.get_field(field)
+    return found.max_length if isinstance(found, models.Field) else None
+
+
+def column_limit(model: type[models.Model], field: str) -> int:
+    """The max_length of a field that must have one (a CharField, URLField …)."""
+    limit = max_length(model, field)
+    if limit is None:
+        raise TypeError(f"{model.__name__}.{field} has no max_length")
+    return limit
 
 
 def length_error(model: type[models.Model], field: str, value: str) -> str | None:

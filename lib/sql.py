@@ -24,7 +24,7 @@ read or written by plain SQL (`from_json`, `db_time`, `aware_time`); and COPY (`
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import cache
@@ -32,7 +32,8 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.models import Model
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import Field, Model
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from psycopg import Cursor
@@ -42,7 +43,7 @@ from psycopg.pq import ExecStatus
 M = TypeVar("M", bound=Model)
 
 
-def _run(sql: str, params: dict[str, Any], fetch: str):
+def _run(sql: str, params: dict[str, Any], fetch: str) -> Any:
     """Run a statement on this thread's default connection; `fetch`: "one", "all" or
     "rowcount"."""
     # The wrapper itself, not the `django.db.connection` proxy: every attribute read through
@@ -60,14 +61,15 @@ def _run(sql: str, params: dict[str, Any], fetch: str):
                 cursor.execute(sql, params, prepare=settings.DB_PREPARED_STATEMENTS)
                 # Not `cursor.description`: psycopg builds a Column object per column to
                 # answer it, which cost more than the fetch for the membership's 35 columns.
-                has_rows = cursor.pgresult.status == ExecStatus.TUPLES_OK
+                pgresult = cursor.pgresult
+                has_rows = pgresult is not None and pgresult.status == ExecStatus.TUPLES_OK
                 return _fetch(cursor, fetch, has_rows)
         with db.cursor() as cursor:
             cursor.execute(sql, params)
             return _fetch(cursor, fetch, cursor.description is not None)
 
 
-def _fetch(cursor, fetch: str, has_rows: bool):
+def _fetch(cursor: Any, fetch: str, has_rows: bool) -> Any:
     if fetch == "rowcount":
         return cursor.rowcount
     if fetch == "one":
@@ -83,6 +85,14 @@ def rows(sql: str, params: dict[str, Any]) -> list[tuple]:
 def first(sql: str, params: dict[str, Any]) -> tuple | None:
     """The first row of a statement, or None."""
     return _run(sql, params, "one")
+
+
+def first_row(sql: str, params: dict[str, Any]) -> tuple:
+    """The row of a statement that always returns one (an aggregate, an EXISTS)."""
+    row = _run(sql, params, "one")
+    if row is None:
+        raise RuntimeError("the statement returned no row")
+    return row
 
 
 def is_row_id(value: int) -> bool:
@@ -105,6 +115,7 @@ def insert(instance: Model) -> None:
     model = type(instance)
     values = db_values(instance, insert_fields(model))
     row = first(_insert_sql(model), {f"v{n}": value for n, value in enumerate(values)})
+    assert row is not None  # INSERT … RETURNING always returns the row
     mark_stored(instance, row[0])
 
 
@@ -115,7 +126,7 @@ def db_values(instance: Model, fields: Sequence) -> list:
     return [f.get_db_prep_save(f.pre_save(instance, True), db) for f in fields]
 
 
-def mark_stored(instance: Model, pk) -> None:
+def mark_stored(instance: Model, pk: Any) -> None:
     """Give an instance inserted by hand its key, and the state of a saved instance."""
     setattr(instance, type(instance)._meta.pk.attname, pk)
     instance._state.adding = False
@@ -178,7 +189,7 @@ def model_from_row(
 _CONVERTERS: dict[tuple, list] = {}
 
 
-def _converters(model: type[Model], defer: tuple[str, ...], db) -> list:
+def _converters(model: type[Model], defer: tuple[str, ...], db: BaseDatabaseWrapper) -> list:
     """Per column, what the ORM applies between the database value and the attribute (JSON
     text to objects, SQLite's integers to booleans, ...), or None."""
     key = (model, defer, db.vendor)
@@ -192,8 +203,8 @@ def _converters(model: type[Model], defer: tuple[str, ...], db) -> list:
     return _CONVERTERS[key]
 
 
-def _chain(steps: list, col):
-    def convert(value, db):
+def _chain(steps: list, col: Any) -> Callable[[Any, BaseDatabaseWrapper], Any]:
+    def convert(value: Any, db: BaseDatabaseWrapper) -> Any:
         for step in steps:
             value = step(value, col, db)
         return value
@@ -226,10 +237,25 @@ def batch(*statements: tuple[str, Sequence[Any]]) -> list[tuple]:
     return found
 
 
+def concrete_field(model: type[Model], name: str) -> Field:
+    """A model's concrete field by name (a reverse relation has no column and is an error)."""
+    field = model._meta.get_field(name)
+    if not isinstance(field, Field):
+        raise TypeError(f"{model.__name__}.{name} is a reverse relation, not a column")
+    return field
+
+
+def column(model: type[Model], name: str) -> str:
+    """The database column of a model's field, by field name."""
+    column = concrete_field(model, name).column
+    assert column is not None  # only a field not yet attached to a model has none
+    return column
+
+
 def column_names(model: type[Model], names: Sequence[str]) -> str:
     """The quoted columns of a model's fields, by field name, for an INSERT's target list."""
     qn = connections[DEFAULT_DB_ALIAS].ops.quote_name
-    return ", ".join(qn(model._meta.get_field(n).column) for n in names)
+    return ", ".join(qn(column(model, n)) for n in names)
 
 
 # -- converters for values read or written by plain SQL -------------------------------------
@@ -292,9 +318,10 @@ def copy_rows(model: type[Model], names: Sequence[str], values: Iterable[Sequenc
         )
         for f in missing
     ]
-    targets = [model._meta.get_field(n).column for n in given] + [f.column for f in missing]
+    targets = [column(model, n) for n in given] + [column(model, f.name) for f in missing]
     statement = psql.SQL("COPY {} ({}) FROM STDIN").format(
-        psql.Identifier(model._meta.db_table), psql.SQL(", ").join(map(psql.Identifier, targets))
+        psql.Identifier(model._meta.db_table),
+        psql.SQL(", ").join([psql.Identifier(t) for t in targets]),
     )
     with db.cursor() as cursor, cursor.cursor.copy(statement) as copy:
         for row in values:

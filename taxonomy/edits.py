@@ -90,6 +90,7 @@ def derive_version(version: TaxonomyVersion, user, note: str) -> Draft:
     """Copy every node of `version` into a new version with an unchanged-lineage edge each."""
     taxonomy = version.taxonomy
     last = taxonomy.versions.select_for_update().order_by("-number").first()
+    assert last is not None  # `version` itself is one of them
     new = TaxonomyVersion.objects.create(
         taxonomy=taxonomy,
         number=last.number + 1,
@@ -252,8 +253,10 @@ def op_split(
     for child in children:
         if child.parent_id != node.pk:
             raise EditError(f"children: {child.code} is not a child of {node.code}")
+    parent = node.parent
+    assert parent is not None  # a type was refused above; themes and sub-themes have parents
     copy = draft.copy(node)
-    new = op_add(draft, node.parent, new_name, description, details)
+    new = op_add(draft, parent, new_name, description, details)
     copy.details = [d for d in copy.details if d not in details]
     copy.save(update_fields=["details"])
     for child in children:

@@ -9,8 +9,15 @@ from taxonomy.models import TaxonomyNode, TaxonomyVersion
 Level = TaxonomyNode.Level
 
 
+class NodeChoiceField(forms.ModelChoiceField):
+    """A choice of taxonomy node, shown as its code and name ("A.1 Model")."""
+
+    def label_from_instance(self, obj) -> str:
+        return f"{obj.code} {obj.name}"
+
+
 def _node_field(version: TaxonomyVersion, levels: tuple[int, ...], label: str, required=True):
-    return forms.ModelChoiceField(
+    return NodeChoiceField(
         queryset=version.nodes.filter(level__in=levels).order_by("level", "code"),
         label=label,
         required=required,
@@ -18,14 +25,7 @@ def _node_field(version: TaxonomyVersion, levels: tuple[int, ...], label: str, r
     )
 
 
-class NodeLabelMixin:
-    def label_nodes(self) -> None:
-        for f in self.fields.values():
-            if isinstance(f, forms.ModelChoiceField):
-                f.label_from_instance = lambda n: f"{n.code} {n.name}"
-
-
-class ProposalForm(NodeLabelMixin, forms.Form):
+class ProposalForm(forms.Form):
     parent = forms.ModelChoiceField(queryset=TaxonomyNode.objects.none(), to_field_name="code")
     name = forms.CharField(max_length=300)
     description = forms.CharField(widget=forms.Textarea, required=False)
@@ -43,14 +43,13 @@ class ProposalForm(NodeLabelMixin, forms.Form):
             (Level.TYPE, Level.THEME),
             "Parent (a type for a theme, a theme for a sub-theme)",
         )
-        self.label_nodes()
 
 
 class RejectForm(forms.Form):
     reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}))
 
 
-class EditForm(NodeLabelMixin, forms.Form):
+class EditForm(forms.Form):
     OPERATIONS = [
         ("rename", "Rename or redescribe a node"),
         ("move", "Move a node under another parent"),
@@ -82,10 +81,9 @@ class EditForm(NodeLabelMixin, forms.Form):
             version, (1, 2, 3), "Target or new parent (merge, move)", required=False
         )
         self.fields["based_on"].initial = version.pk
-        self.label_nodes()
 
     def clean(self):
-        data = super().clean()
+        data = super().clean() or {}
         op = data.get("operation")
         if op in ("move", "merge") and not data.get("other"):
             self.add_error("other", f"{op} needs a target")
@@ -101,11 +99,10 @@ class ImportForm(forms.Form):
     )
 
 
-class MoveDetailForm(NodeLabelMixin, forms.Form):
+class MoveDetailForm(forms.Form):
     entry = forms.IntegerField(widget=forms.HiddenInput)
     node = forms.ModelChoiceField(queryset=TaxonomyNode.objects.none(), to_field_name="code")
 
     def __init__(self, version: TaxonomyVersion, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fields["node"] = _node_field(version, (Level.SUB_THEME,), "Move to")
-        self.label_nodes()

@@ -190,9 +190,9 @@ class Translator:
         sub = self.node(sub_theme)
         mapped_theme = self.node(theme)
         mapped_type = self.node(issue_type)
-        if sub is not None:
+        if sub is not None and sub.parent_id is not None:
             mapped_theme = self._nodes.get(sub.parent_id, mapped_theme)
-        if mapped_theme is not None:
+        if mapped_theme is not None and mapped_theme.parent_id is not None:
             mapped_type = self._nodes.get(mapped_theme.parent_id, mapped_type)
         original = sub_theme or theme or issue_type
         return LabelInVersion(mapped_type, mapped_theme, sub, is_false_positive, original)

@@ -111,7 +111,7 @@ class TaxonomyNode(models.Model):
     def issue_type(self) -> TaxonomyNode:
         """The type (level 1) this node belongs to."""
         node = self
-        while node.parent_id is not None:
+        while node.parent is not None:
             node = node.parent
         return node
 

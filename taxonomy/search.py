@@ -49,7 +49,8 @@ def search_nodes(version: TaxonomyVersion, query: str, limit_details: int = 5) -
         name_matched = all(w in own for w in words)
         if not name_matched and not details:
             continue
-        path, parent_id = [], node.parent_id
+        path: list[TaxonomyNode] = []
+        parent_id = node.parent_id
         while parent_id:
             parent = nodes[parent_id]
             path.insert(0, parent)

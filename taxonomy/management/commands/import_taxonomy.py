@@ -4,7 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from lib.inputlimits import length_error, max_length
+from lib.inputlimits import column_limit, length_error
 from taxonomy.files import TaxonomyJSONError, import_json
 from taxonomy.models import Taxonomy, TaxonomyVersion
 
@@ -26,7 +26,7 @@ class Command(BaseCommand):
             if problem:
                 raise CommandError(f"--name: {problem}")
         # The source column is of limited length; a very long path keeps its end (the file name).
-        source = str(path)[-max_length(TaxonomyVersion, "source") :]
+        source = str(path)[-column_limit(TaxonomyVersion, "source") :]
         try:
             version = import_json(path.read_bytes(), taxonomy_name=name, source=source)
         except OSError as exc:
