@@ -45,3 +45,111 @@ class ExportJob(models.Model):
     @property
     def filename(self) -> str:
         return f"export-{self.project_id}-{self.pk}.zip"
+
+
+class FrozenReleaseError(Exception):
+    """A change to a release that is done: its files and figures never change."""
+
+
+class Release(models.Model):
+    """A frozen, versioned copy of a project's final dataset (see `dataset.releases`).
+
+    Once `done`, the row's frozen fields refuse to change and its ZIP is never rewritten; a
+    later dataset is a new release with a greater version.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "queued"
+        RUNNING = "running", "building"
+        DONE = "done", "released"
+        FAILED = "failed", "failed"
+
+    FROZEN_FIELDS = (
+        "project_id",
+        "version",
+        "note",
+        "created_by_id",
+        "created_at",
+        "taxonomy_version_id",
+        "counts",
+        "agreement",
+        "file_path",
+        "size",
+        "sha256",
+        "manifest",
+        "built_at",
+    )
+
+    project = models.ForeignKey(
+        "annotator.Project", on_delete=models.PROTECT, related_name="releases"
+    )
+    # Semantic version X.Y.Z; each release of a project is greater than the one before.
+    version = models.CharField(max_length=40)
+    note = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    # The taxonomy version its labels are written in (set when it is built).
+    taxonomy_version = models.ForeignKey(
+        "taxonomy.TaxonomyVersion",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+    )
+    counts = models.JSONField(default=dict, blank=True)
+    # The agreement table (type x level: Fleiss' kappa, Krippendorff's alpha) it was made with.
+    agreement = models.JSONField(default=list, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    progress = models.PositiveSmallIntegerField(default=0, help_text="percent")
+    step = models.CharField(max_length=200, blank=True)
+    error = models.TextField(blank=True)
+    # Relative to settings.EXPORT_ROOT; never a user-supplied path.
+    file_path = models.CharField(max_length=300, blank=True)
+    size = models.BigIntegerField(default=0)
+    sha256 = models.CharField(max_length=64, blank=True)
+    # Every file of the ZIP with its SHA-256 and size (as manifest.json inside it).
+    manifest = models.JSONField(default=dict, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    built_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            # A failed build leaves no file: its version may be released again.
+            models.UniqueConstraint(
+                fields=["project", "version"],
+                condition=~models.Q(status="failed"),
+                name="unique_release_version",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project} {self.version}"
+
+    def save(self, *args, **kwargs) -> None:
+        if self.pk is not None:
+            stored = (
+                Release.objects.filter(pk=self.pk, status=Release.Status.DONE)
+                .values(*self.FROZEN_FIELDS, "status")
+                .first()
+            )
+            if stored is not None:
+                changed = [
+                    f for f in (*self.FROZEN_FIELDS, "status") if getattr(self, f) != stored[f]
+                ]
+                if changed:
+                    raise FrozenReleaseError(
+                        f"release {self.version} is frozen: {', '.join(changed)} cannot change"
+                    )
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        if self.status == Release.Status.DONE:
+            raise FrozenReleaseError(f"release {self.version} is frozen: it cannot be deleted")
+        return super().delete(*args, **kwargs)
+
+    @property
+    def filename(self) -> str:
+        return f"release-{self.project_id}-{self.version}.zip"

@@ -28,3 +28,13 @@ def visible_exports(membership):
     if not can_export_everything(membership):
         jobs = jobs.filter(everything=False)
     return jobs
+
+
+# Releases hold the final issues only (the researcher's view): readable by whoever may export;
+# only leads and admins freeze one.
+RELEASE_ROLES = EXPORT_ROLES
+RELEASE_CREATE_ROLES = LEAD_ROLES
+
+
+def can_create_release(membership) -> bool:
+    return membership.role in RELEASE_CREATE_ROLES or membership.user.is_superuser

@@ -12,7 +12,8 @@ from django.db import transaction
 
 from annotator.models import Project
 from dataset.exports import run_export_job
-from dataset.models import ExportJob
+from dataset.models import ExportJob, Release
+from dataset.releases import build_release, create_release
 
 
 @shared_task(acks_late=True)
@@ -29,3 +30,18 @@ def start_export(
     )
     transaction.on_commit(lambda: run_export.delay(job.pk))
     return job
+
+
+@shared_task(acks_late=True)
+def run_release(release_id: int) -> None:
+    # A release whose request was rolled back or whose row is gone has nothing to build.
+    if Release.objects.filter(pk=release_id).exists():
+        build_release(release_id)
+
+
+def start_release(project: Project, user, version: str, note: str = "") -> Release:
+    """Validate and record a release (ReleaseError naming the field), and queue its build once
+    the transaction commits."""
+    release = create_release(project, user, version, note)
+    transaction.on_commit(lambda: run_release.delay(release.pk))
+    return release

@@ -2,7 +2,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.authtoken.views import obtain_auth_token
 
-from dataset import api, docs, views
+from dataset import api, docs, release_api, release_views, views
 
 urlpatterns = [
     path("projects/<int:project_id>/exports/", views.exports, name="exports"),
@@ -44,5 +44,40 @@ urlpatterns = [
         "api/projects/<int:project_id>/exports/<int:pk>/download/",
         api.ExportDownload.as_view(),
         name="api_export_download",
+    ),
+]
+
+# Releases (issue #16): frozen, versioned datasets.
+urlpatterns += [
+    path("projects/<int:project_id>/releases/", release_views.releases, name="releases"),
+    path(
+        "projects/<int:project_id>/releases/<int:release_id>/",
+        release_views.release_row,
+        name="release_row",
+    ),
+    path(
+        "projects/<int:project_id>/releases/<int:release_id>/download/",
+        release_views.release_download,
+        name="release_download",
+    ),
+    path(
+        "projects/<int:project_id>/releases/<str:a>...<str:b>/",
+        release_views.release_compare,
+        name="release_compare",
+    ),
+    path(
+        "api/projects/<int:project_id>/releases/",
+        release_api.ReleaseList.as_view(),
+        name="api_releases",
+    ),
+    path(
+        "api/projects/<int:project_id>/releases/<int:pk>/",
+        release_api.ReleaseDetail.as_view(),
+        name="api_release",
+    ),
+    path(
+        "api/projects/<int:project_id>/releases/<int:pk>/download/",
+        release_api.ReleaseDownload.as_view(),
+        name="api_release_download",
     ),
 ]

@@ -145,6 +145,11 @@ def test_another_annotator_cannot_tell_what_ada_chose(
         "version_id": project.taxonomy_version_id,
         "type_code": "A",
         "proposal_id": proposal.pk if proposal else 0,
+        # Releases (dataset.release_views / release_api): an id and two versions to compare.
+        "release_id": 1,
+        "pk": 1,
+        "a": "1.0.0",
+        "b": "1.0.1",
     }
     urls, skipped = _urls(values)
     # The sweep reaches the labeling, proposal and API routes (a guard against an empty sweep).

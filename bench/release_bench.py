@@ -1,0 +1,133 @@
+"""Benchmark building a release of a study of the full study's shape (38,742 final issues,
+7 raters: bench/dataset_generate.py), with every file and its metadata.
+
+Uses its own database (default annotator_bench_release, created if missing) and a temporary
+EXPORT_ROOT, so it never touches a development or test database or real releases. Each run is a
+fresh process building a new version (earlier bench releases are emptied first), so peak memory
+(ru_maxrss) is the build's own.
+
+    .venv/bin/python bench/release_bench.py [--runs 3] [--db NAME]
+
+No target in issue 16; the export's (every format <= 30 s, < 300 MB) is the yardstick, since a
+release writes the export's formats plus final_labels.csv, changes.csv and the metadata files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path("/tmp/bench-dataset")
+PROJECT = "Synthetic study"
+
+
+def _django(db: str) -> None:
+    os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{db}"
+    os.environ.setdefault("SECRET_KEY", "bench")
+    os.environ.setdefault("DEBUG", "0")
+    os.environ.pop("REDIS_URL", None)  # no broker: nothing is queued, the cache is local
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+
+
+def prepare() -> dict:
+    """Import the synthetic study once (kept between runs)."""
+    from annotator.models import Project
+    from dataset.importer import import_labels
+
+    if not Project.objects.filter(name=PROJECT).exists():
+        report = import_labels(PROJECT, sorted(DATA.glob("*.csv")))
+        return {"imported_issues": report.created_issues}
+    return {"imported_issues": 0}
+
+
+def build(run: int) -> dict:
+    from django.conf import settings
+    from django.db import connection
+
+    import config.wsgi  # noqa: F401  (a worker has the statistics libraries loaded)
+    from annotator.models import Project
+    from dataset.releases import build_release, create_release
+
+    with connection.cursor() as cursor:
+        cursor.execute("TRUNCATE dataset_release")
+    project = Project.objects.get(name=PROJECT)
+    with tempfile.TemporaryDirectory() as root:
+        settings.EXPORT_ROOT = Path(root)
+        start = time.perf_counter()
+        release = build_release(create_release(project, None, f"1.0.{run}").pk)
+        seconds = time.perf_counter() - start
+        size = release.size
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {
+        "stage": "release",
+        "seconds": round(seconds, 3),
+        "peak_mb": round(peak, 1),
+        "zip_bytes": size,
+        "issues": release.counts["issues"],
+        "files": len(release.manifest["files"]) + 1,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--db", default="annotator_bench_release")
+    parser.add_argument("--stage", help=argparse.SUPPRESS)
+    parser.add_argument("--run", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.stage:
+        _django(args.db)
+        result = prepare() if args.stage == "prepare" else build(args.run)
+        print(json.dumps(result))
+        return
+
+    subprocess.run(
+        ["createdb", "-h", "127.0.0.1", "-U", "postgres", args.db], capture_output=True, check=False
+    )
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{args.db}",
+        "SECRET_KEY": "bench",
+        "DEBUG": "0",
+    }
+    env.pop("REDIS_URL", None)
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    if not any(DATA.glob("*.csv")):
+        subprocess.run(
+            [sys.executable, "bench/dataset_generate.py", str(DATA)], cwd=ROOT, env=env, check=True
+        )
+    stages = [("prepare", 0)] + [("build", n) for n in range(1, args.runs + 1)]
+    runs = []
+    for name, n in stages:
+        out = subprocess.run(
+            [sys.executable, __file__, "--db", args.db, "--stage", name, "--run", str(n)],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        result = json.loads(out.stdout.strip().splitlines()[-1])
+        print(json.dumps(result), flush=True)
+        if name == "build":
+            runs.append(result)
+    seconds = statistics.median(r["seconds"] for r in runs)
+    peak = statistics.median(r["peak_mb"] for r in runs)
+    print(f"\nmedian of {len(runs)} runs: release {seconds:.2f} s, peak {peak:.1f} MB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,345 @@
+"""`DATASHEET.md` of a release, generated from the project (after Gebru et al., "Datasheets for
+Datasets"): what it holds, where the issues come from and over which time windows, the keyword
+filter and its measured recall, how the labels were made (K or the adaptive stopping rule, the
+pilot, the resolution policy), agreement per type and level, known limitations and what changed
+since the previous release.
+
+The text is Markdown written for people; values that come from users (project description,
+release note, keyword lists) are quoted as they are — the file is never rendered by this site.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import TYPE_CHECKING, Any, TextIO
+
+from django.db.models import Count, Max, Min
+
+from annotator.models import Project
+from dataset.exports import unmapped_labels
+from ingest.models import Issue, Repository
+
+if TYPE_CHECKING:
+    from dataset.metadata import ReleaseFacts
+
+
+def _fmt(value: Any, decimals: int = 3) -> str:
+    if value is None or value == "":
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{decimals}f}"
+    return str(value)
+
+
+def _cell(text: Any) -> str:
+    """A Markdown table cell: pipes and line breaks would end the cell."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def recall(project: Project) -> dict[str, Any] | None:
+    """The keyword filter's measured recall (`dataset.recall`), or None when not measured."""
+    try:
+        from dataset.recall import recall_summary  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        return None
+    return recall_summary(project)
+
+
+def _interval(value: Any) -> str:
+    if not value:
+        return "-"
+    estimate, low, high = value
+    return f"{estimate:.3f} (95 % CI {low:.3f}-{high:.3f})"
+
+
+def sources(facts: ReleaseFacts) -> list[str]:
+    ctx = facts.context
+    scope = ctx.scope()
+    lines = ["## Sources and time windows", ""]
+    windows = {
+        row["issue__repository"]: row
+        for row in scope.values("issue__repository")
+        .annotate(
+            n=Count("pk"),
+            first=Min("issue__created_at"),
+            last=Max("issue__created_at"),
+            first_year=Min("issue__study_year"),
+            last_year=Max("issue__study_year"),
+        )
+        .order_by()
+    }
+    lines += [
+        "| repository | forge | issues | created from | created to | study years |",
+        "| --- | --- | ---: | --- | --- | --- |",
+    ]
+    for repo in Repository.objects.filter(pk__in=windows).order_by("owner", "name"):
+        w = windows[repo.pk]
+        years = (
+            f"{w['first_year']}-{w['last_year']}"
+            if w["first_year"] and w["first_year"] != w["last_year"]
+            else _fmt(w["first_year"])
+        )
+        lines.append(
+            f"| {_cell(repo.full_name)} | {repo.get_forge_display()} | {w['n']} | "
+            f"{w['first'].date() if w['first'] else '-'} | "
+            f"{w['last'].date() if w['last'] else '-'} | {years} |"
+        )
+    project_scope = facts.project.scope or {}
+    if project_scope.get("created_from") or project_scope.get("created_to"):
+        lines += [
+            "",
+            "The project's scope takes issues created from "
+            f"{project_scope.get('created_from') or 'the beginning'} to "
+            f"{project_scope.get('created_to') or 'today'}.",
+        ]
+    lines += [
+        "",
+        "Creation dates are the forges' (empty for issues known only from a published URL list, "
+        "whose year is the list's).",
+        "",
+    ]
+    return lines
+
+
+def keyword_filter(facts: ReleaseFacts) -> list[str]:
+    ctx = facts.context
+    repo_ids = list(
+        ctx.scope().order_by().values_list("issue__repository_id", flat=True).distinct()
+    )
+    repos = list(
+        Repository.objects.filter(pk__in=repo_ids)
+        .select_related("keyword_set")
+        .order_by("owner", "name")
+    )
+    status_counts: dict[int, Counter[str]] = defaultdict(Counter)
+    for repo_id, status, n in (
+        Issue.objects.filter(repository_id__in=repo_ids)
+        .values_list("repository_id", "filter_status")
+        .annotate(n=Count("pk"))
+        .order_by()
+    ):
+        status_counts[repo_id][status] = n
+    lines = ["## The keyword filter", ""]
+    sets = {repo.keyword_set for repo in repos if repo.keyword_set is not None}
+    if sets:
+        for keyword_set in sorted(sets, key=lambda s: s.name):
+            words = ", ".join(f"`{w}`" for w in keyword_set.keywords[:200])
+            lines.append(
+                f"- Keyword set **{keyword_set.name}** ({len(keyword_set.keywords)} keywords): "
+                f"{words}"
+            )
+        lines.append("")
+    else:
+        lines += ["No keyword set is attached to the released repositories.", ""]
+    lines += [
+        "| repository | keyword set | kept | dropped | not filtered |",
+        "| --- | --- | ---: | ---: | ---: |",
+    ]
+    for repo in repos:
+        c = status_counts[repo.pk]
+        lines.append(
+            f"| {_cell(repo.full_name)} | "
+            f"{_cell(repo.keyword_set.name) if repo.keyword_set else '-'} | "
+            f"{c[Issue.FilterStatus.KEPT]} | {c[Issue.FilterStatus.FILTERED_OUT]} | "
+            f"{c[Issue.FilterStatus.NOT_FILTERED]} |"
+        )
+    lines += ["", "### Estimated recall of the filter", ""]
+    summary = recall(facts.project)
+    if summary is None:
+        lines += [
+            "Not measured: no sample of the issues the filter dropped has been labeled, so the "
+            "number of relevant issues the filter lost is unknown.",
+            "",
+        ]
+        return lines
+    lines += [
+        f"A seeded random sample of {summary.get('sample_size')} of the "
+        f"{summary.get('dropped_total')} dropped issues was labeled blind like every other "
+        f"issue; {summary.get('labeled')} are labeled so far, {summary.get('llm_related')} of "
+        "them relevant.",
+        "",
+        f"- Share of relevant issues among the dropped ones: {_interval(summary.get('share'))}",
+        f"- Recall of the filter: {_interval(summary.get('recall'))}",
+        "",
+    ]
+    by_repo = summary.get("by_repository") or []
+    if by_repo:
+        lines += [
+            "| repository | sampled | labeled | relevant | share | recall |",
+            "| --- | ---: | ---: | ---: | --- | --- |",
+        ]
+        for row in by_repo:
+            lines.append(
+                f"| {_cell(row.get('repository'))} | {_fmt(row.get('sample_size'))} | "
+                f"{_fmt(row.get('labeled'))} | {_fmt(row.get('llm_related'))} | "
+                f"{_interval(row.get('share'))} | {_interval(row.get('recall'))} |"
+            )
+        lines.append("")
+    suggested = summary.get("suggested_keywords") or []
+    if suggested:
+        lines += [
+            "Words frequent in the titles of missed issues (candidate keywords): "
+            + ", ".join(f"`{w}`" for w in suggested),
+            "",
+        ]
+    return lines
+
+
+def annotation_process(facts: ReleaseFacts) -> list[str]:
+    project = facts.project
+    counts = facts.counts
+    lines = ["## Annotation process", ""]
+    if project.stopping_rule == Project.StoppingRule.ADAPTIVE:
+        lines.append(
+            f"- Stopping rule: adaptive. Every issue gets at least {project.min_labels} labels "
+            f"and is decided once the leading choice is {project.lead_margin} votes ahead of the "
+            f"runner-up, at most K = {project.annotations_per_issue} labels."
+        )
+    else:
+        lines.append(
+            f"- Stopping rule: fixed. Every issue gets K = {project.annotations_per_issue} "
+            "independent labels."
+        )
+    lines.append(
+        f"- Annotators: {counts.get('annotators', 0)} (pseudonymous in every file), "
+        f"{counts.get('annotations', 0)} current labels of the released issues; annotators "
+        "do not see each other's labels until an issue is final."
+    )
+    lines.append(
+        f"- Pilot: {project.pilot_size} issues drawn for the pilot "
+        f"({counts.get('pilot_issues', 0)} of them in this release)."
+        if project.pilot_size
+        else "- Pilot: none recorded in the tool."
+    )
+    policy = project.get_resolution_policy_display()
+    if project.resolution_policy == Project.Policy.MAJORITY:
+        policy += f" (threshold {project.majority_threshold:.0%} of the votes)"
+    lines.append(f"- Resolution policy: {policy}; a false-positive exclusion needs every vote.")
+    methods = counts.get("resolution_methods") or {}
+    if methods:
+        lines.append(
+            "- Final labels by how they were decided: "
+            + ", ".join(f"{m.replace('_', ' ')} {n}" for m, n in methods.items())
+            + "."
+        )
+    lines += [
+        f"- Taxonomy: {facts.context.version}; labels made under earlier versions are read "
+        "through the lineage of its edits.",
+        "",
+    ]
+    return lines
+
+
+def agreement(facts: ReleaseFacts) -> list[str]:
+    lines = ["## Agreement", ""]
+    if not facts.agreement:
+        return [*lines, "No agreement figures: no issue has labels from two annotators.", ""]
+    lines += [
+        "Fleiss' kappa and Krippendorff's alpha per type of the final label and level "
+        "(computed when the release was made):",
+        "",
+        "| type | level | issues | raters | Fleiss' kappa | Krippendorff's alpha | reading |",
+        "| --- | --- | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for row in facts.agreement:
+        lines.append(
+            f"| {_cell(row['type'])} | {row['level']} | {row['issues_used']} | {row['raters']} | "
+            f"{_fmt(row['fleiss_kappa'])} | {_fmt(row['krippendorff_alpha'])} | "
+            f"{_cell(row.get('reading') or '')} |"
+        )
+    return [*lines, ""]
+
+
+def limitations(facts: ReleaseFacts, recall_measured: bool) -> list[str]:
+    counts = facts.counts
+    lines = ["## Known limitations", ""]
+    if not recall_measured:
+        lines.append(
+            "- The keyword filter's recall was not measured: relevant issues it dropped are "
+            "missing from the dataset in unknown number."
+        )
+    few = [
+        f"{row['type']} ({row['level']})"
+        for row in facts.agreement
+        if row.get("note") or (row.get("issues_used") or 0) < 30
+    ]
+    if few:
+        lines.append(
+            "- Agreement rests on few issues or is flagged for: " + ", ".join(sorted(set(few)))
+        )
+    imported = (counts.get("resolution_methods") or {}).get("imported", 0)
+    if imported:
+        lines.append(
+            f"- {imported} final labels were imported from a published dataset; how they were "
+            "decided is not recorded here."
+        )
+    unmapped = len(unmapped_labels(facts.context))
+    if unmapped:
+        lines.append(f"- {unmapped} labels have no counterpart in the taxonomy version.")
+    lines += [
+        "- Only final issues are released; issues still being labeled or in disagreement are not.",
+        "- Issue text and comments belong to their authors on the forges and may change or "
+        "disappear there; the text is the one fetched before the release.",
+        "",
+    ]
+    return lines
+
+
+def changes(facts: ReleaseFacts) -> list[str]:
+    diff = facts.diff
+    lines = ["## Changes from the previous release", ""]
+    if facts.previous is None:
+        return [*lines, "This is the first release.", ""]
+    lines.append(
+        f"Since {facts.previous.version}: {len(diff.added)} issues added, {len(diff.removed)} "
+        f"removed, {len(diff.changed)} final labels changed"
+        + (
+            f", {len(diff.taxonomy.changes)} taxonomy changes"
+            if diff.taxonomy is not None
+            else ", taxonomy unchanged"
+        )
+        + ". Every change is listed in `changes.csv`."
+    )
+    if diff.taxonomy is not None:
+        lines.append("")
+        lines += [f"- {_cell(c.text)}" for c in diff.taxonomy.changes[:50]]
+    return [*lines, ""]
+
+
+def write_datasheet(facts: ReleaseFacts, out: TextIO) -> None:
+    project, release, counts = facts.project, facts.release, facts.counts
+    summary = recall(project)
+    lines = [
+        f"# Datasheet: {project.name} {release.version}",
+        "",
+        f"Released {facts.released_at.date().isoformat()} under {project.licence}. "
+        f"Taxonomy: {facts.context.version}.",
+        "",
+    ]
+    if release.note:
+        lines += ["> " + line for line in release.note.splitlines()] + [""]
+    lines += ["## Motivation and composition", ""]
+    if project.description:
+        lines += [project.description, ""]
+    lines += [
+        f"{counts['issues']} issue reports with their final labels "
+        f"({counts.get('false_positives', 0)} marked as false positives, i.e. not relevant), "
+        "each with every annotator's label under a pseudonym.",
+        "",
+        "| type | issues |",
+        "| --- | ---: |",
+        *(f"| {_cell(code)} | {n} |" for code, n in counts.get("types", {}).items()),
+        "",
+        "Files: the study's CSV per repository (`labels/`), `final_labels.csv`, `issues.jsonl` "
+        "(text, comments, every label revision), the taxonomy detail CSVs (`taxonomy/`), "
+        "`table_one.csv`, `agreement.csv`, `changes.csv`; `datapackage.json` and `croissant.json` "
+        "describe them, `manifest.json` lists each file's SHA-256.",
+        "",
+    ]
+    lines += sources(facts)
+    lines += keyword_filter(facts)
+    lines += annotation_process(facts)
+    lines += agreement(facts)
+    lines += limitations(facts, summary is not None)
+    lines += changes(facts)
+    out.write("\n".join(lines))

@@ -1,0 +1,433 @@
+"""The standard metadata of a release: `datapackage.json`, `croissant.json`, `CITATION.cff`.
+
+- Frictionless Data Package (https://specs.frictionlessdata.io/): one resource per data file
+  with its SHA-256 and size; every CSV gets a Table Schema — label columns are strings whose
+  allowed values are the taxonomy version's codes (plus "FP", plus any original code kept for a
+  label with no counterpart in the version, which the manifest lists), counts are integers,
+  figures numbers — inferred from the written file for the tables whose columns vary (Table I's
+  years, the agreement table), and declared for the rest.
+- ML Croissant 1.0 (https://docs.mlcommons.org/croissant/docs/croissant-spec.html): the data
+  files as FileObjects with SHA-256, a RecordSet per table whose fields map to its columns.
+- CITATION.cff 1.2.0: title, version, date, authors from `Project.citation_authors` (one per
+  line, "Family, Given"; a line without a comma is an entity), licence from `Project.licence`.
+
+Every file is derived from the data files already written in the release's directory, so the
+schemas describe what is there, not what was meant to be.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+import yaml
+
+from dataset.exports import BOM, ExportContext
+from labeling.models import Resolution
+from taxonomy.models import TaxonomyNode
+
+if TYPE_CHECKING:
+    from dataset.models import Release
+    from dataset.release_diff import ReleaseDiff
+
+CROISSANT_CONTEXT: dict[str, Any] = {
+    "@language": "en",
+    "@vocab": "https://schema.org/",
+    "citeAs": "cr:citeAs",
+    "column": "cr:column",
+    "conformsTo": "dct:conformsTo",
+    "cr": "http://mlcommons.org/croissant/",
+    "rai": "http://mlcommons.org/croissant/RAI/",
+    "data": {"@id": "cr:data", "@type": "@json"},
+    "dataType": {"@id": "cr:dataType", "@type": "@vocab"},
+    "dct": "http://purl.org/dc/terms/",
+    "equivalentProperty": "cr:equivalentProperty",
+    "examples": {"@id": "cr:examples", "@type": "@json"},
+    "extract": "cr:extract",
+    "field": "cr:field",
+    "fileProperty": "cr:fileProperty",
+    "fileObject": "cr:fileObject",
+    "fileSet": "cr:fileSet",
+    "format": "cr:format",
+    "includes": "cr:includes",
+    "isLiveDataset": "cr:isLiveDataset",
+    "jsonPath": "cr:jsonPath",
+    "key": "cr:key",
+    "md5": "cr:md5",
+    "parentField": "cr:parentField",
+    "path": "cr:path",
+    "recordSet": "cr:recordSet",
+    "references": "cr:references",
+    "regex": "cr:regex",
+    "repeated": "cr:repeated",
+    "replace": "cr:replace",
+    "samplingRate": "cr:samplingRate",
+    "sc": "https://schema.org/",
+    "separator": "cr:separator",
+    "source": "cr:source",
+    "subField": "cr:subField",
+    "transform": "cr:transform",
+}
+
+MEDIA_TYPES = {".csv": "text/csv", ".jsonl": "application/jsonlines"}
+CROISSANT_TYPES = {
+    "string": "sc:Text",
+    "integer": "sc:Integer",
+    "number": "sc:Float",
+    "boolean": "sc:Boolean",
+    "datetime": "sc:Text",
+}
+# Columns whose cells are label codes, by file kind.
+LABEL_COLUMN = re.compile(r"Label\d+|Final_Label|final_label|issue_type|theme|sub_theme")
+INTEGER = re.compile(r"-?[0-9]+")
+NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+
+
+@dataclass
+class ReleaseFacts:
+    """Everything the metadata writers need to know about a release being built."""
+
+    release: Release
+    context: ExportContext
+    counts: dict[str, Any]
+    agreement: list[dict[str, Any]]
+    files: list[dict[str, Any]]  # data files: name, sha256, bytes
+    label_files: list[str]
+    detail_files: list[str]
+    previous: Release | None
+    diff: ReleaseDiff
+    released_at: datetime
+
+    @property
+    def project(self):
+        return self.release.project
+
+    def file(self, name: str) -> dict[str, Any]:
+        return next(f for f in self.files if f["name"] == name)
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "dataset"
+
+
+def resource_name(path: str) -> str:
+    """A Data Package resource name (lower-case letters, digits, `-._`) for a file path."""
+    return slug(path.rsplit(".", 1)[0].replace("/", "-"))
+
+
+def authors(project) -> list[dict[str, str]]:
+    """`Project.citation_authors`, one per line: "Family, Given" is a person, else an entity."""
+    out = []
+    for line in (project.citation_authors or "").splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        family, comma, given = line.partition(",")
+        if comma and family.strip() and given.strip():
+            out.append({"family-names": family.strip(), "given-names": given.strip()})
+        else:
+            out.append({"name": line})
+    return out
+
+
+def author_display(author: dict[str, str]) -> str:
+    if "name" in author:
+        return author["name"]
+    return f"{author['given-names']} {author['family-names']}"
+
+
+def licence_url(licence: str) -> str:
+    return f"https://spdx.org/licenses/{licence}.html"
+
+
+def read_csv(path: Path) -> tuple[list[str], list[list[str]], bool]:
+    """(header, rows, has_bom) of a written CSV."""
+    raw = path.read_bytes()
+    bom = raw.startswith(BOM.encode())
+    text = raw.decode("utf-8-sig")
+    rows = list(csv.reader(text.splitlines()))
+    return (rows[0] if rows else []), rows[1:], bom
+
+
+def allowed_codes(ctx: ExportContext) -> list[str]:
+    """The codes of the release's taxonomy version, types first, then "FP"."""
+    codes = list(
+        TaxonomyNode.objects.filter(version=ctx.version)
+        .order_by("level", "position", "pk")
+        .values_list("code", flat=True)
+    )
+    return [*codes, "FP"]
+
+
+def infer_type(values: list[str]) -> str:
+    present = [v for v in values if v != ""]
+    if present and all(INTEGER.fullmatch(v) for v in present):
+        return "integer"
+    if present and all(NUMBER.fullmatch(v) for v in present):
+        return "number"
+    return "string"
+
+
+def table_schema(name: str, header: list[str], rows: list[list[str]], codes: list[str]) -> dict:
+    """The Table Schema of one written CSV."""
+    fields: list[dict[str, Any]] = []
+    columns = list(zip(*rows, strict=False)) if rows else [() for _ in header]
+    for i, column in enumerate(header):
+        values = [str(v) for v in columns[i]] if i < len(columns) else []
+        spec: dict[str, Any] = {"name": column}
+        if column in ("Issue_URL", "issue_url"):
+            spec.update(
+                type="string",
+                format="uri",
+                constraints={"required": True, "unique": True},
+                description="the issue's URL on its forge",
+            )
+        elif LABEL_COLUMN.fullmatch(column) and not name.startswith("changes"):
+            # The version's codes, plus any original code kept for a label without counterpart.
+            extra = sorted({v for v in values if v and v not in codes})
+            spec.update(
+                type="string",
+                constraints={"enum": [*codes, *extra]},
+                description="a label code of the taxonomy version, or FP (false positive)",
+            )
+        elif column in ("is_false_positive", "is_pilot"):
+            spec.update(type="boolean", trueValues=["true"], falseValues=["false"])
+        elif column == "resolution_method":
+            spec.update(type="string", constraints={"enum": list(Resolution.Method.values)})
+        elif column == "decided_at":
+            spec.update(type="datetime", format="any")
+        elif name.startswith(("changes", "final-labels")) or name.startswith("taxonomy"):
+            spec.update(type="string")
+        else:
+            spec.update(type=infer_type(values))
+        fields.append(spec)
+    schema: dict[str, Any] = {"fields": fields, "missingValues": [""]}
+    if header and header[0] in ("Issue_URL", "issue_url"):
+        schema["primaryKey"] = [header[0]]
+    return schema
+
+
+JSONL_SCHEMA: dict[str, Any] = {
+    "fields": [
+        {"name": "url", "type": "string", "format": "uri"},
+        {"name": "forge", "type": "string"},
+        {"name": "repository", "type": "string"},
+        {"name": "number", "type": "string"},
+        {"name": "title", "type": "string"},
+        {"name": "body", "type": "string"},
+        {"name": "author", "type": "string"},
+        {"name": "state", "type": "string"},
+        {"name": "labels", "type": "array"},
+        {"name": "created_at", "type": "string"},
+        {"name": "updated_at", "type": "string"},
+        {"name": "closed_at", "type": "string"},
+        {"name": "status", "type": "string"},
+        {"name": "is_pilot", "type": "boolean"},
+        {"name": "comments", "type": "array"},
+        {"name": "annotations", "type": "array"},
+        {"name": "resolution", "type": "object"},
+        {"name": "resolution_history", "type": "array"},
+    ],
+    "missingValues": [""],
+}
+
+
+def _description(name: str) -> str:
+    if name.startswith("labels/"):
+        return "the study's format: each rater's label (pseudonymous columns) and the final label"
+    if name.startswith("taxonomy/"):
+        return "taxonomy details: one row per sub-theme with its details and annotators' summaries"
+    return {
+        "final_labels.csv": "one row per issue: its final label and the resolution behind it",
+        "issues.jsonl": "one issue per line: text, comments, every annotation and resolution",
+        "table_one.csv": "Table I: issues per repository, year and type, false-positive rates",
+        "agreement.csv": "Fleiss' kappa and Krippendorff's alpha per type and level",
+        "changes.csv": "what changed since the previous release",
+    }.get(name, "")
+
+
+def data_package(facts: ReleaseFacts, directory: Path) -> dict[str, Any]:
+    project, release = facts.project, facts.release
+    codes = allowed_codes(facts.context)
+    resources = []
+    for entry in facts.files:
+        name = entry["name"]
+        suffix = Path(name).suffix
+        resource: dict[str, Any] = {
+            "name": resource_name(name),
+            "path": name,
+            "title": name,
+            "description": _description(name),
+            "format": suffix.lstrip("."),
+            "mediatype": MEDIA_TYPES.get(suffix, "application/octet-stream"),
+            "bytes": entry["bytes"],
+            "hash": f"sha256:{entry['sha256']}",
+        }
+        if suffix == ".csv":
+            header, rows, bom = read_csv(directory / name)
+            if not header:
+                continue  # an empty table (no agreement figures yet) has nothing to describe
+            resource.update(
+                profile="tabular-data-resource",
+                encoding="utf-8-sig" if bom else "utf-8",
+                schema=table_schema(resource_name(name), header, rows, codes),
+            )
+        elif suffix == ".jsonl":
+            resource.update(profile="tabular-data-resource", encoding="utf-8", schema=JSONL_SCHEMA)
+        resources.append(resource)
+    people = authors(project)
+    return {
+        "profile": "data-package",
+        "name": slug(project.name),
+        "title": project.name,
+        "description": project.description or f"The labeled issues of {project.name}.",
+        "version": release.version,
+        "created": facts.released_at.isoformat(),
+        "licenses": [
+            {
+                "name": project.licence,
+                "path": licence_url(project.licence),
+                "title": project.licence,
+            }
+        ],
+        "contributors": [{"title": author_display(a), "role": "author"} for a in people],
+        "keywords": ["issue reports", "labeled dataset", "taxonomy"],
+        "taxonomy_version": str(facts.context.version),
+        "resources": resources,
+    }
+
+
+def write_datapackage(facts: ReleaseFacts, directory: Path, out: TextIO) -> None:
+    json.dump(data_package(facts, directory), out, indent=2, ensure_ascii=False)
+    out.write("\n")
+
+
+def bibtex(facts: ReleaseFacts) -> str:
+    people = authors(facts.project)
+    names = " and ".join(
+        a["name"] if "name" in a else f"{a['family-names']}, {a['given-names']}" for a in people
+    )
+    key = f"{slug(facts.project.name).replace('-', '_')}_{facts.release.version.replace('.', '_')}"
+    parts = [
+        f"title = {{{facts.project.name}}}",
+        f"author = {{{names or facts.project.name}}}",
+        f"year = {{{facts.released_at.year}}}",
+        f"version = {{{facts.release.version}}}",
+        f"note = {{Dataset release {facts.release.version}, licence {facts.project.licence}}}",
+    ]
+    return f"@misc{{{key},\n  " + ",\n  ".join(parts) + "\n}"
+
+
+def croissant(facts: ReleaseFacts, directory: Path | None = None) -> dict[str, Any]:
+    """ML Croissant 1.0 JSON-LD of the release's data files."""
+    project, release = facts.project, facts.release
+    package = data_package(facts, directory) if directory is not None else None
+    distribution = []
+    record_sets = []
+    for entry in facts.files:
+        name = entry["name"]
+        suffix = Path(name).suffix
+        distribution.append(
+            {
+                "@type": "cr:FileObject",
+                "@id": name,
+                "name": name,
+                "description": _description(name),
+                "contentUrl": name,
+                "contentSize": f"{entry['bytes']} B",
+                "encodingFormat": MEDIA_TYPES.get(suffix, "application/octet-stream"),
+                "sha256": entry["sha256"],
+            }
+        )
+    resources = package["resources"] if package else []
+    for resource in resources:
+        if "schema" not in resource:
+            continue
+        set_id = resource["name"]
+        fields = []
+        for spec in resource["schema"]["fields"]:
+            if resource["path"].endswith(".jsonl") and spec["type"] in ("array", "object"):
+                continue  # nested: read them from the JSON Lines themselves
+            extract = (
+                {"jsonPath": f"$.{spec['name']}"}
+                if resource["path"].endswith(".jsonl")
+                else {"column": spec["name"]}
+            )
+            field_name = re.sub(r"[^A-Za-z0-9_]", "_", spec["name"])
+            fields.append(
+                {
+                    "@type": "cr:Field",
+                    "@id": f"{set_id}/{field_name}",
+                    "name": field_name,
+                    "description": spec.get("description", spec["name"]),
+                    "dataType": CROISSANT_TYPES.get(spec["type"], "sc:Text"),
+                    "source": {"fileObject": {"@id": resource["path"]}, "extract": extract},
+                }
+            )
+        record_sets.append(
+            {
+                "@type": "cr:RecordSet",
+                "@id": set_id,
+                "name": set_id,
+                "description": resource["description"],
+                "field": fields,
+            }
+        )
+    people = authors(project)
+    return {
+        "@context": CROISSANT_CONTEXT,
+        "@type": "sc:Dataset",
+        "name": slug(project.name),
+        "description": project.description or f"The labeled issues of {project.name}.",
+        "conformsTo": "http://mlcommons.org/croissant/1.0",
+        "citeAs": bibtex(facts),
+        "creator": [
+            {
+                "@type": "sc:Person" if "family-names" in a else "sc:Organization",
+                "name": author_display(a),
+            }
+            for a in people
+        ],
+        "datePublished": facts.released_at.date().isoformat(),
+        "license": licence_url(project.licence),
+        "version": release.version,
+        "keywords": ["issue reports", "labeled dataset", "taxonomy"],
+        "distribution": distribution,
+        "recordSet": record_sets,
+    }
+
+
+def write_croissant(facts: ReleaseFacts, out: TextIO, directory: Path | None = None) -> None:
+    json.dump(croissant(facts, directory), out, indent=2, ensure_ascii=False)
+    out.write("\n")
+
+
+def citation(facts: ReleaseFacts) -> dict[str, Any]:
+    project = facts.project
+    people = authors(project) or [{"name": f"{project.name} contributors"}]
+    data: dict[str, Any] = {
+        "cff-version": "1.2.0",
+        "message": "If you use this dataset, please cite it as below.",
+        "type": "dataset",
+        "title": project.name,
+        "version": facts.release.version,
+        "date-released": facts.released_at.date().isoformat(),
+        "authors": people,
+        "license": project.licence,
+    }
+    if project.description:
+        data["abstract"] = project.description
+    data["keywords"] = ["issue reports", "labeled dataset", "taxonomy"]
+    return data
+
+
+def write_citation(facts: ReleaseFacts, out: TextIO) -> None:
+    out.write(
+        "# This CITATION.cff file was generated with the release; see https://citation-file-format.github.io/\n"
+    )
+    yaml.safe_dump(citation(facts), out, sort_keys=False, allow_unicode=True, width=100)

@@ -1,0 +1,97 @@
+"""The releases API: list (and, for leads and admins, create), detail and download.
+
+Scoped by membership like the rest of the API: a non-member, an annotator, or a researcher
+asking to create gets 404.
+"""
+
+from __future__ import annotations
+
+from django.http import FileResponse, Http404
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, status
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+
+from dataset.api import ProjectScoped
+from dataset.models import Release
+from dataset.permissions import RELEASE_ROLES, can_create_release
+from dataset.releases import ReleaseError, version_key
+from dataset.serializers import ReleaseCreateSerializer, ReleaseSerializer
+from dataset.tasks import start_release
+
+
+class ReleaseList(ProjectScoped, generics.ListAPIView):
+    """The project's releases, newest version first; POST (leads and admins) freezes one."""
+
+    serializer_class = ReleaseSerializer
+    roles = RELEASE_ROLES
+    filter_backends: list = []
+    pagination_class = None
+
+    def get_queryset(self):
+        if self.fake():
+            return Release.objects.none()
+        return Release.objects.filter(project=self.membership().project).select_related(
+            "taxonomy_version"
+        )
+
+    def list(self, request, *args, **kwargs):
+        releases = sorted(
+            self.get_queryset(),
+            key=lambda r: (r.status != Release.Status.FAILED, version_key(r)),
+            reverse=True,
+        )
+        return Response(self.get_serializer(releases, many=True).data)
+
+    @extend_schema(request=ReleaseCreateSerializer, responses=ReleaseSerializer)
+    def post(self, request, project_id: int):
+        membership = self.membership()
+        if not can_create_release(membership):
+            raise Http404
+        data = ReleaseCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            release = start_release(
+                membership.project,
+                request.user,
+                data.validated_data["version"],
+                data.validated_data.get("note", ""),
+            )
+        except ReleaseError as exc:
+            raise ValidationError({exc.field: [exc.message]}) from exc
+        body = ReleaseSerializer(release, context={"request": request}).data
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+class ReleaseDetail(ProjectScoped, generics.RetrieveAPIView):
+    """One release: status, counts, agreement figures, files with SHA-256, download link."""
+
+    serializer_class = ReleaseSerializer
+    roles = RELEASE_ROLES
+
+    def get_object(self):
+        return get_object_or_404(
+            Release.objects.select_related("taxonomy_version"),
+            project=self.membership().project,
+            pk=self.kwargs["pk"],
+        )
+
+
+class ReleaseDownload(ProjectScoped):
+    """The release's ZIP file."""
+
+    roles = RELEASE_ROLES
+
+    @extend_schema(responses={(200, "application/zip"): OpenApiTypes.BINARY})
+    def get(self, request, project_id: int, pk: int):
+        from dataset.releases import release_path
+
+        release = get_object_or_404(
+            Release, project=self.membership().project, pk=pk, status=Release.Status.DONE
+        )
+        path = release_path(release)
+        if not path.exists():
+            raise Http404
+        return FileResponse(open(path, "rb"), as_attachment=True, filename=release.filename)
