@@ -162,10 +162,12 @@ def _records(reader, name: str, problems: list[Problem]):
         except StopIteration:
             return
         except csv.Error as exc:
-            message = str(exc)
-            if "field limit" in message:
-                message = f"a cell is over {csv.field_size_limit():,} characters"
+            message = inputlimits.csv_cell_problem(exc)
             problems.append(Problem(name, reader.line_num, f"not readable as CSV: {message}"))
+            continue
+        too_long = inputlimits.csv_cell_problem(cells=row)
+        if too_long:
+            problems.append(Problem(name, reader.line_num, f"not readable as CSV: {too_long}"))
             continue
         yield reader.line_num, row
 

@@ -113,9 +113,12 @@ def read_records(text: str, error: FileError) -> Iterator[tuple[int, list[str]]]
         except StopIteration:
             return
         except csv.Error as exc:
-            limit = csv.field_size_limit()
-            message = f"a cell is over {limit:,} characters" if "field limit" in str(exc) else exc
-            raise error(line, None, f"not readable as CSV: {message}") from None
+            raise error(
+                line, None, f"not readable as CSV: {inputlimits.csv_cell_problem(exc)}"
+            ) from None
+        too_long = inputlimits.csv_cell_problem(cells=cells)
+        if too_long:
+            raise error(line, None, f"not readable as CSV: {too_long}")
         header = header or [c.strip() for c in cells]
         for i, cell in enumerate(cells):
             if inputlimits.NUL in cell:

@@ -120,6 +120,22 @@ def upload_too_large(size: int) -> str | None:
     return None
 
 
+# The longest CSV cell an importer reads: the csv module's default field limit. The check is ours
+# because that limit is process-wide and a library may raise it (frictionless does on import).
+CSV_CELL_LIMIT = 131_072
+CSV_CELL_MESSAGE = f"a cell is over {CSV_CELL_LIMIT:,} characters"
+
+
+def csv_cell_problem(error: Exception | None = None, cells: list[str] | None = None) -> str | None:
+    """Why a CSV record cannot be imported for its size: the csv module's field-limit error, or
+    a cell read under a raised limit that is still over ours; None for any other record."""
+    if error is not None:
+        return CSV_CELL_MESSAGE if "field limit" in str(error) else str(error)
+    if cells and any(len(cell) > CSV_CELL_LIMIT for cell in cells):
+        return CSV_CELL_MESSAGE
+    return None
+
+
 def row_id(raw: object) -> int | None:
     """A row id typed into a form or a query string, or None if it cannot be one.
 
