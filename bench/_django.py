@@ -9,6 +9,7 @@ engineers run tests and benchmarks side by side.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -29,3 +30,22 @@ def setup() -> None:
 
     connection.settings_dict["TEST"]["NAME"] = f"bench_{connection.settings_dict['NAME']}"
     connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=True)
+
+
+def migrated_database(db: str, *, debug: bool = False, broker: bool = False) -> dict[str, str]:
+    """Create (if missing) and migrate the PostgreSQL database `db` for a benchmark's stages;
+    return the environment its child processes run with (without `broker`, no REDIS_URL:
+    nothing is queued and the cache is local)."""
+    subprocess.run(
+        ["createdb", "-h", "127.0.0.1", "-U", "postgres", db], capture_output=True, check=False
+    )
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{db}",
+        "SECRET_KEY": "bench",
+        "DEBUG": "1" if debug else "0",
+    }
+    if not broker:
+        env.pop("REDIS_URL", None)
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    return env

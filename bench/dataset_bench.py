@@ -22,6 +22,8 @@ import sys
 import time
 from pathlib import Path
 
+from _django import migrated_database
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path("/tmp/bench-dataset")
 PROJECT = "Synthetic study"
@@ -104,16 +106,7 @@ def main() -> None:
         print(json.dumps(stage(args.stage)))
         return
 
-    subprocess.run(
-        ["createdb", "-h", "127.0.0.1", "-U", "postgres", args.db], capture_output=True, check=False
-    )
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{args.db}",
-        "SECRET_KEY": "bench",
-        "DEBUG": "1",
-    }
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    env = migrated_database(args.db, debug=True, broker=True)
     subprocess.run(
         [sys.executable, "bench/dataset_generate.py", str(DATA)], cwd=ROOT, env=env, check=True
     )

@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _django import migrated_database
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path("/tmp/bench-dataset")
 PROJECT = "Synthetic study"
@@ -94,17 +96,7 @@ def main() -> None:
         print(json.dumps(result))
         return
 
-    subprocess.run(
-        ["createdb", "-h", "127.0.0.1", "-U", "postgres", args.db], capture_output=True, check=False
-    )
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{args.db}",
-        "SECRET_KEY": "bench",
-        "DEBUG": "0",
-    }
-    env.pop("REDIS_URL", None)
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    env = migrated_database(args.db)
     if not any(DATA.glob("*.csv")):
         subprocess.run(
             [sys.executable, "bench/dataset_generate.py", str(DATA)], cwd=ROOT, env=env, check=True

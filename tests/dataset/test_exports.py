@@ -27,12 +27,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def export_root(settings, tmp_path):
-    settings.EXPORT_ROOT = tmp_path / "exports"
-    return settings.EXPORT_ROOT
-
-
-@pytest.fixture
 def study(taxonomy_version, lead, annotator, researcher, outsider):
     import_labels("Study", SAMPLES)
     project = Project.objects.get(name="Study")

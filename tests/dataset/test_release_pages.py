@@ -23,12 +23,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def export_root(settings, tmp_path):
-    settings.EXPORT_ROOT = tmp_path / "exports"
-    return settings.EXPORT_ROOT
-
-
-@pytest.fixture
 def study(taxonomy_version, lead, annotator, researcher, outsider, export_root):
     import_labels("Study", [MINDSPEED])
     project = Project.objects.get(name="Study")

@@ -40,12 +40,6 @@ pytestmark = pytest.mark.django_db
 CFF_SCHEMA = Path(__file__).resolve().parent.parent / "data" / "cff" / "schema-1.2.0.json"
 
 
-@pytest.fixture
-def export_root(settings, tmp_path):
-    settings.EXPORT_ROOT = tmp_path / "exports"
-    return settings.EXPORT_ROOT
-
-
 def _members(project: Project, lead, annotator, researcher) -> Project:
     for user, role in [
         (lead, Role.LEAD),
