@@ -4,3 +4,12 @@ from django.apps import AppConfig
 class AgreementConfig(AppConfig):
     name = "agreement"
     verbose_name = "Agreement"
+
+    def ready(self) -> None:
+        from agreement.permissions import AGREEMENT_ROLES, TABLE_ONE_ROLES
+        from annotator.links import ProjectLink, register
+
+        register(
+            ProjectLink("Agreement", "agreement_report", AGREEMENT_ROLES, 50),
+            ProjectLink("Table I", "table_one", TABLE_ONE_ROLES, 80),
+        )

@@ -1,4 +1,4 @@
-"""The agreement report page: leads and admins only (it shows who agrees with whom)."""
+"""The agreement report page (leads, admins and researchers, as the API) and Table I."""
 
 from __future__ import annotations
 
@@ -8,13 +8,11 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, render
 
 from agreement.measures import LANDIS_KOCH, LEVEL_NAMES, agreement_report, report_rows
+from agreement.permissions import AGREEMENT_ROLES, TABLE_ONE_ROLES
 from agreement.table_one import TYPE_COLUMNS, YEARS, table_one
-from annotator.models import LEAD_ROLES, Role
 from annotator.permissions import membership_or_404
 from labeling import taxonomy_history as history
 from lib.inputlimits import row_id
-
-TABLE_ONE_ROLES = (Role.LEAD, Role.RESEARCHER, Role.ANNOTATOR, Role.ADMIN)
 
 
 def _heat_class(value: int, top: int) -> str:
@@ -24,7 +22,7 @@ def _heat_class(value: int, top: int) -> str:
 
 @login_required
 def agreement_report_page(request, project_id: int):
-    membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
+    membership = membership_or_404(request.user, project_id, roles=AGREEMENT_ROLES)
     project = membership.project
     # Any version of the project's own history (not another project's edits): labels are read
     # under it through the lineage.

@@ -24,6 +24,7 @@ from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
 from agreement.measures import agreement_report
+from agreement.permissions import AGREEMENT_ROLES
 from annotator.models import LEAD_ROLES, Membership, Project, Role
 from annotator.permissions import membership_or_404
 from dataset.exports import LABEL_IDS, export_path, pseudonyms
@@ -45,8 +46,6 @@ from dataset.tasks import start_export
 from labeling.models import Annotation, ProjectIssue, Resolution
 from lib.inputlimits import row_id
 from taxonomy.lineage import Translator
-
-AGREEMENT_ROLES = (Role.LEAD, Role.ADMIN, Role.RESEARCHER)
 
 
 class ApiRoot(APIView):

@@ -6,6 +6,11 @@ from dataset import api, docs, release_api, release_views, views
 
 urlpatterns = [
     path("projects/<int:project_id>/exports/", views.exports, name="exports"),
+    path(
+        "projects/<int:project_id>/exports/details/<str:type_code>.csv",
+        views.export_details_csv,
+        name="export_details_csv",
+    ),
     path("projects/<int:project_id>/exports/<int:job_id>/", views.export_job, name="export_job"),
     path(
         "projects/<int:project_id>/exports/<int:job_id>/download/",

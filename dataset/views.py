@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
+
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, Http404
+from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from annotator.permissions import membership_or_404
-from dataset.exports import export_path
+from dataset.exports import ExportContext, export_path, write_taxonomy_details
 from dataset.models import ExportJob
 from dataset.permissions import (
     EXPORT_ROLES,
@@ -16,6 +18,7 @@ from dataset.permissions import (
     visible_exports,
 )
 from dataset.tasks import start_export
+from taxonomy.detail_files import study_file_name
 
 
 @login_required
@@ -40,8 +43,27 @@ def exports(request, project_id: int):
             "jobs": jobs,
             "may_use_real_names": can_use_real_names(membership),
             "may_export_everything": can_export_everything(membership),
+            "types": project.taxonomy_version.types().order_by("position"),
         },
     )
+
+
+@login_required
+def export_details_csv(request, project_id: int, type_code: str):
+    """One taxonomy detail file as the export writes it, for whoever may export: the version's
+    details and the annotators' summaries of the issues this member's export would hold (final
+    issues for a researcher, every issue for a lead)."""
+    membership = membership_or_404(request.user, project_id, roles=EXPORT_ROLES)
+    project = membership.project
+    if not project.taxonomy_version.types().filter(code=type_code).exists():
+        raise Http404
+    out = io.StringIO()
+    context = ExportContext(project, everything=can_export_everything(membership))
+    write_taxonomy_details(context, type_code, out)
+    response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
+    filename = study_file_name(type_code)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
 
 
 @login_required

@@ -13,3 +13,17 @@ class LabelingConfig(AppConfig):
         from labeling import pg_functions, queue, submission  # noqa: F401
 
         post_migrate.connect(pg_functions.install, sender=self)
+
+        from annotator.links import ProjectLink, register
+        from annotator.models import LEAD_ROLES
+        from labeling.permissions import LABELER_ROLES, VOTING_ROLES
+
+        register(
+            ProjectLink(
+                "Label next issue", "label_next", LABELER_ROLES, 10, True, "start-labeling"
+            ),
+            ProjectLink("My progress", "my_progress", LABELER_ROLES, 20),
+            ProjectLink("Setup", "project_setup", LEAD_ROLES, 30),
+            ProjectLink("Disagreements", "disagreement_queue", LEAD_ROLES, 40),
+            ProjectLink("Taxonomy proposals", "taxonomy_proposals", VOTING_ROLES, 90),
+        )

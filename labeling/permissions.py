@@ -11,6 +11,8 @@ from ingest.permissions import manageable_repositories
 
 # Who may label: leads label the pilot and can take part like any volunteer.
 LABELER_ROLES = (Role.ANNOTATOR, Role.LEAD, Role.ADMIN)
+# Who proposes and votes on taxonomy changes: the people who label (researchers only read).
+VOTING_ROLES = (Role.ANNOTATOR, Role.LEAD, Role.ADMIN)
 
 
 def scope_repositories(user, project: Project) -> QuerySet[Repository]:

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 
 from annotator.accounts import create_volunteer
 from annotator.forms import InviteForm, VolunteerForm, grantable_roles
+from annotator.links import visible_links
 from annotator.models import LEAD_ROLES, Invite, Project
 from annotator.permissions import membership_or_404
 from labeling.models import ProjectIssue
@@ -78,6 +79,7 @@ def _project_page(
         "is_lead": is_lead,
         "counts": counts,
         "percent": round(100 * counts["final"] / counts["total"]) if counts["total"] else 0,
+        "project_links": visible_links(membership),
     }
     if is_lead:
         context["members"] = project.memberships.select_related("user")

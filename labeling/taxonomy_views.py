@@ -16,13 +16,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from annotator.models import LEAD_ROLES, Role
+from annotator.models import LEAD_ROLES
 from annotator.permissions import membership_or_404
 from ingest.models import Issue
 from labeling import details as detail_service
 from labeling import proposals
 from labeling import taxonomy_history as history
 from labeling.models import DetailEntry, ProjectIssue, Proposal
+from labeling.permissions import VOTING_ROLES
 from lib.inputlimits import row_id
 from taxonomy import detail_files, edits, files
 from taxonomy.diff import diff_versions
@@ -30,8 +31,6 @@ from taxonomy.forms import EditForm, ImportForm, MoveDetailForm, ProposalForm, R
 from taxonomy.lineage import ancestors
 from taxonomy.models import TaxonomyNode, TaxonomyVersion
 from taxonomy.search import build_tree, search_nodes
-
-VOTING_ROLES = (Role.ANNOTATOR, *LEAD_ROLES)
 
 
 def _proposal_rows(project, user, is_lead: bool, queryset) -> list[dict]:

@@ -184,7 +184,7 @@ def skip_issue(request, project_id: int, item_id: int):
 
 @login_required
 def my_progress(request, project_id: int):
-    membership = membership_or_404(request.user, project_id)
+    membership = membership_or_404(request.user, project_id, roles=LABELER_ROLES)
     project = membership.project
     progress = submission.progress_of(request.user, project, with_agreement=True)
     rows = Paginator(submission.my_annotations(request.user, project), 100).get_page(

@@ -46,10 +46,19 @@ def test_lead_sees_table_chart_data_heat_map_and_table_one(client, study, lead):
     assert "style=" not in html  # the CSP forbids inline styles
 
 
-@pytest.mark.parametrize("persona", ["annotator", "researcher", "outsider"])
+@pytest.mark.parametrize("persona", ["annotator", "outsider"])
 def test_others_get_404(client, study, persona, request):
     client.force_login(request.getfixturevalue(persona))
     assert client.get(reverse("agreement_report", args=[study.pk])).status_code == 404
+
+
+def test_a_researcher_reads_the_figures_the_api_gives_them(client, study, researcher):
+    client.force_login(researcher)
+    html = client.get(reverse("agreement_report", args=[study.pk])).content.decode()
+    api = client.get(reverse("api_agreement", args=[study.pk])).json()
+    question = next(g for g in api["groups"] if g["name"] == "Question")
+    kappa = next(v["kappa"] for v in question["levels"].values() if v["kappa"] is not None)
+    assert f"{kappa:.3f}" in html
 
 
 def test_anonymous_is_sent_to_login(client, study):

@@ -1,0 +1,118 @@
+"""Scenario: every member opens the project page and follows its links.
+
+Each role sees exactly the pages it can use: every link shown answers 200 for that member, and
+every registered project page that is hidden from them is a 404 when they type its address.
+The expected roles per page are written here from the issue (not read from the registry), so a
+link registered with the wrong roles fails.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from annotator.links import links_for, registered
+from annotator.models import Membership, Role
+from tests.conftest import make_user
+
+pytestmark = pytest.mark.django_db
+
+# Which project pages each role must be offered.
+EXPECTED = {
+    Role.ANNOTATOR: {
+        "label_next",
+        "my_progress",
+        "taxonomy_proposals",
+        "table_one",
+        "interviews",
+    },
+    Role.RESEARCHER: {"agreement_report", "exports", "releases", "table_one", "interviews"},
+    Role.LEAD: {
+        "label_next",
+        "my_progress",
+        "project_setup",
+        "disagreement_queue",
+        "agreement_report",
+        "exports",
+        "releases",
+        "table_one",
+        "taxonomy_proposals",
+        "interviews",
+    },
+}
+EXPECTED[Role.ADMIN] = EXPECTED[Role.LEAD]
+
+LINK = re.compile(r'<a href="([^"]+)"')
+
+
+@pytest.fixture
+def members(project, lead, annotator, researcher):
+    admin = make_user("adam-admin")
+    Membership.objects.create(project=project, user=admin, role=Role.ADMIN, pseudonym="rater-9")
+    return {
+        Role.LEAD: lead,
+        Role.ANNOTATOR: annotator,
+        Role.RESEARCHER: researcher,
+        Role.ADMIN: admin,
+    }
+
+
+def _shown(client, project) -> list[str]:
+    page = client.get(reverse("project_detail", args=[project.pk])).content.decode()
+    actions = page.split('id="project-actions"', 1)[1].split("</nav>", 1)[0]
+    return LINK.findall(actions)
+
+
+@pytest.mark.parametrize("role", [Role.ANNOTATOR, Role.RESEARCHER, Role.LEAD, Role.ADMIN])
+def test_each_role_is_offered_exactly_the_pages_it_can_open(
+    client, project, issues_in_project, members, role
+):
+    client.force_login(members[role])
+    shown = _shown(client, project)
+    expected = {reverse(name, kwargs={"project_id": project.pk}) for name in EXPECTED[role]}
+    assert set(shown) == expected
+    for url in shown:
+        response = client.get(url, follow=True)
+        assert response.status_code == 200, url
+    hidden = [link for link in registered() if link.url_name not in EXPECTED[role]]
+    for link in hidden:
+        url = reverse(link.url_name, kwargs={"project_id": project.pk})
+        assert client.get(url).status_code == 404, url
+
+
+def test_the_registry_knows_every_page_the_issue_names():
+    # A page missing from the registry would be missing from every role's project page.
+    names = {link.url_name for link in registered()}
+    assert names == set().union(*EXPECTED.values())
+    assert [link.url_name for link in links_for(Role.RESEARCHER)] == [
+        "agreement_report",
+        "exports",
+        "releases",
+        "table_one",
+        "interviews",
+    ]
+
+
+def test_a_researcher_reads_what_the_api_gives_them(client, project, researcher):
+    """The agreement page and the agreement API answer the same member alike, and the
+    taxonomy detail files of an export are theirs to download; an annotator gets neither."""
+    client.force_login(researcher)
+    assert client.get(reverse("agreement_report", args=[project.pk])).status_code == 200
+    assert client.get(reverse("api_agreement", args=[project.pk])).status_code == 200
+    details = client.get(reverse("export_details_csv", args=[project.pk, "A"]))
+    assert details.status_code == 200
+    assert details.content.decode("utf-8-sig").startswith("rootcause,subcategory,symptoms")
+    assert client.get(reverse("export_details_csv", args=[project.pk, "Z"])).status_code == 404
+    exports = client.get(reverse("exports", args=[project.pk])).content.decode()
+    assert reverse("export_details_csv", args=[project.pk, "A"]) in exports
+
+
+def test_an_annotator_is_refused_the_agreement_page_and_the_detail_files(
+    client, project, annotator
+):
+    client.force_login(annotator)
+    assert client.get(reverse("agreement_report", args=[project.pk])).status_code == 404
+    assert client.get(reverse("api_agreement", args=[project.pk])).status_code == 404
+    assert client.get(reverse("export_details_csv", args=[project.pk, "A"])).status_code == 404
