@@ -452,6 +452,34 @@ def agreement_shares(progress: Progress) -> dict[str, int | None]:
     }
 
 
+def previous_item_id(user, project: Project, item_id: int | None) -> int | None:
+    """The project issue this user labeled just before `item_id`, by when they first labeled
+    each (their latest one if they have not labeled `item_id`): "previous issue" on the
+    labeling page steps back through one's own labels, never anyone else's."""
+    firsts = Annotation.objects.filter(project=project, annotator=user, revision=1)
+    issue_id = (
+        ProjectIssue.objects.filter(project=project, pk=item_id)
+        .values_list("issue_id", flat=True)
+        .first()
+        if item_id
+        else None
+    )
+    if issue_id is not None:
+        here = firsts.filter(issue_id=issue_id).values_list("created_at", "pk").first()
+        if here is not None:
+            at, pk = here
+            firsts = firsts.filter(Q(created_at__lt=at) | Q(created_at=at, pk__lt=pk))
+        firsts = firsts.exclude(issue_id=issue_id)
+    previous = firsts.order_by("-created_at", "-pk").values_list("issue_id", flat=True).first()
+    if previous is None:
+        return None
+    return (
+        ProjectIssue.objects.filter(project=project, issue_id=previous)
+        .values_list("pk", flat=True)
+        .first()
+    )
+
+
 def my_annotations(user, project: Project):
     """The user's current annotations with, for final issues, the final label."""
     annotations = list(

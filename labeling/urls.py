@@ -15,6 +15,7 @@ urlpatterns = [
     ),
     path("projects/<int:project_id>/label/", views.label_next, name="label_next"),
     path("projects/<int:project_id>/label/<int:item_id>/", views.label_issue, name="label_issue"),
+    path("projects/<int:project_id>/label/previous/", views.label_previous, name="label_previous"),
     path(
         "projects/<int:project_id>/label/<int:item_id>/skip/",
         views.skip_issue,

@@ -142,6 +142,21 @@ def label_issue(request, project_id: int, item_id: int):
 
 
 @login_required
+def label_previous(request, project_id: int):
+    """One step back: the issue this annotator labeled before the one they come from
+    (`?from=<item id>`), to read or revise it while it is not locked."""
+    membership = membership_or_404(request.user, project_id, roles=LABELER_ROLES)
+    came_from = row_id(request.GET.get("from"))
+    previous = submission.previous_item_id(request.user, membership.project, came_from)
+    if previous is None:
+        messages.info(request, "You have not labeled an issue before this one.")
+        if came_from is not None:
+            return redirect("label_issue", project_id=project_id, item_id=came_from)
+        return redirect("label_next", project_id=project_id)
+    return redirect("label_issue", project_id=project_id, item_id=previous)
+
+
+@login_required
 @require_POST
 def request_change(request, project_id: int, item_id: int):
     """An annotator asks the lead to change their locked label (nothing else changes)."""

@@ -84,6 +84,16 @@
     }
   };
 
+  // A hit's place: the chosen theme's sub-themes first, then the chosen type's, then the rest;
+  // within each, matches by code or name before matches by an example detail.
+  const searchRank = (node, byName) => {
+    const theme = byId.get(String(node.parent));
+    let place = 2;
+    if (themeSelect.value && String(node.parent) === themeSelect.value) place = 0;
+    else if (typeSelect.value && theme && String(theme.parent) === typeSelect.value) place = 1;
+    return place * 2 + (byName ? 0 : 1);
+  };
+
   // Sub-theme search: every word must appear in the code, name or one example detail.
   const runSearch = () => {
     loadDetails();
@@ -93,16 +103,19 @@
       hits.classList.add("hidden");
       return;
     }
-    const found = [];
+    const matches = [];
     for (const node of nodes) {
       if (node.level !== 3) continue;
       const own = `${node.code} ${node.name}`.toLowerCase();
-      const detail = (node.details || []).find((d) =>
-        words.every((w) => `${own} ${d.toLowerCase()}`.includes(w)),
-      );
-      if (words.every((w) => own.includes(w)) || detail) found.push([node, detail]);
-      if (found.length >= 12) break;
+      const byName = words.every((w) => own.includes(w));
+      const detail = byName
+        ? undefined
+        : (node.details || []).find((d) => words.every((w) => `${own} ${d.toLowerCase()}`.includes(w)));
+      if (byName || detail) matches.push({ node, detail, rank: searchRank(node, byName) });
     }
+    // Stable sort: within a rank, the taxonomy's order.
+    matches.sort((a, b) => a.rank - b.rank);
+    const found = matches.slice(0, 12).map((m) => [m.node, m.detail]);
     for (const [node, detail] of found) {
       const item = document.createElement("li");
       const button = document.createElement("button");
@@ -155,6 +168,33 @@
   const typing = (el) => el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
   const submit = () => labelForm.requestSubmit(document.getElementById("submit-label"));
 
+  // Themes by number: a digit picks the n-th theme at once; a second digit within DIGIT_DELAY
+  // makes a two-digit number (1 then 0 is the 10th theme) when the type has that many.
+  const DIGIT_DELAY = 700;
+  let firstDigit = null;
+  let firstDigitAt = 0;
+  const pickTheme = (n) => {
+    const theme = visibleThemes()[n - 1];
+    if (!theme) return false;
+    typeSelect.value = theme.dataset.parent;
+    syncLevels();
+    themeSelect.value = theme.value;
+    filterOptions(subSelect, theme.value);
+    return true;
+  };
+  const chooseThemeByDigit = (key) => {
+    const now = Date.now();
+    if (firstDigit !== null && now - firstDigitAt <= DIGIT_DELAY) {
+      const two = firstDigit * 10 + Number(key);
+      firstDigit = null;
+      if (pickTheme(two)) return;
+    }
+    if (key === "0") return;
+    firstDigit = Number(key);
+    firstDigitAt = now;
+    pickTheme(firstDigit);
+  };
+
   // Tests (and impatient people) can tell when the keys start to work.
   document.body.dataset.labelingReady = "1";
   document.addEventListener("keydown", (event) => {
@@ -195,20 +235,19 @@
     } else if (key === "/") {
       event.preventDefault();
       search?.focus();
-    } else if (/^[1-9]$/.test(key)) {
+    } else if (/^[0-9]$/.test(key)) {
       event.preventDefault();
-      const n = Number(key);
       if (fpBox?.checked) {
         const reasons = document.querySelectorAll("input[name=false_positive_reason]");
-        if (reasons[n - 1]) reasons[n - 1].checked = true;
+        if (reasons[Number(key) - 1]) reasons[Number(key) - 1].checked = true;
         return;
       }
-      const theme = visibleThemes()[n - 1];
-      if (theme) {
-        typeSelect.value = theme.dataset.parent;
-        syncLevels();
-        themeSelect.value = theme.value;
-        filterOptions(subSelect, theme.value);
+      chooseThemeByDigit(key);
+    } else if (key === "p") {
+      const previous = document.getElementById("previous-issue");
+      if (previous) {
+        event.preventDefault();
+        previous.click();
       }
     } else {
       const option = [...typeSelect.options].find((o) => o.dataset.key === key.toLowerCase());
