@@ -6,6 +6,8 @@ again what only they can know (e.g. that K is not below the annotations an issue
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django import forms
 
 from annotator.models import Project
@@ -13,7 +15,7 @@ from ingest.models import Issue, Repository
 from labeling import resolution
 from labeling.resolution import MAX_MESSAGE
 from labeling.setup import MAX_ANNOTATIONS_PER_ISSUE, Scope
-from lib.inputlimits import integer_range
+from lib.inputlimits import integer_range, row_id
 
 
 def first_error(form: forms.BaseForm) -> str:
@@ -104,3 +106,46 @@ class ResolveForm(forms.Form):
         error_messages={"invalid_choice": "must be one of " + ", ".join(resolution.LEAD_METHODS)},
     )
     note = forms.CharField(max_length=MAX_MESSAGE, required=False)
+
+
+class QueueFilterForm(forms.Form):
+    """The disagreement queue's filters, read from the query string by the queue and by the
+    resolve page (whose "Record and next" goes on in the same order and filters). A value that
+    is not one of the choices is ignored, as a filter left empty."""
+
+    repository = forms.CharField(required=False)
+    type = forms.CharField(required=False)
+    level = forms.CharField(required=False)
+    sort = forms.CharField(required=False)
+
+    SORTS = ("split", "position")
+
+    def values(self) -> dict[str, str]:
+        """The filters as the queue's form shows them (strings; "" for none)."""
+        data = self.cleaned_data if self.is_valid() else {}
+        level = data.get("level") or ""
+        sort = data.get("sort") or ""
+        return {
+            "repository": str(row_id(data.get("repository")) or ""),
+            "type": str(row_id(data.get("type")) or ""),
+            "level": level if level in resolution.LEVELS else "",
+            "sort": sort if sort in self.SORTS else "split",
+        }
+
+    def queue(self, project: Project):
+        """The disagreement queue under these filters (`resolution.disagreement_queue`)."""
+        values = self.values()
+        return resolution.disagreement_queue(
+            project,
+            repository_id=row_id(values["repository"]),
+            type_id=row_id(values["type"]),
+            level=values["level"],
+            sort=values["sort"],
+        )
+
+    def query_string(self) -> str:
+        """The filters as a query string (without "?"), for links that keep them."""
+        values = self.values()
+        if values["sort"] == self.SORTS[0]:
+            del values["sort"]  # the default order needs no mention
+        return urlencode({k: v for k, v in values.items() if v})

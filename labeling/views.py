@@ -16,6 +16,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_POST
 
@@ -25,6 +26,7 @@ from ingest.models import Issue, Repository
 from labeling import queue, resolution, setup, submission
 from labeling.forms import (
     MessageForm,
+    QueueFilterForm,
     ReopenForm,
     ResolveForm,
     ScopeForm,
@@ -279,24 +281,13 @@ def project_setup(request, project_id: int):
 def disagreement_queue(request, project_id: int):
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     project = membership.project
-    filters = {
-        "repository": request.GET.get("repository", ""),
-        "type": request.GET.get("type", ""),
-        "level": request.GET.get("level", ""),
-        "sort": request.GET.get("sort", "split"),
-    }
-    items = resolution.disagreement_queue(
-        project,
-        repository_id=row_id(filters["repository"]),
-        type_id=row_id(filters["type"]),
-        level=filters["level"] if filters["level"] in resolution.LEVELS else "",
-        sort=filters["sort"],
-    )
-    page = Paginator(items, 50).get_page(request.GET.get("page"))
+    filter_form = QueueFilterForm(request.GET)
+    page = Paginator(filter_form.queue(project), 50).get_page(request.GET.get("page"))
     context = {
         "project": project,
         "page": page,
-        "filters": filters,
+        "filters": filter_form.values(),
+        "filter_query": filter_form.query_string(),
         "levels": resolution.LEVEL_NAMES,
         "types": TaxonomyNode.objects.filter(
             version_id=project.taxonomy_version_id, level=TaxonomyNode.Level.TYPE
@@ -358,12 +349,28 @@ def resolve_issue(request, project_id: int, item_id: int):
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     project = membership.project
     item = _project_issue_or_404(project, item_id)
+    # The queue's filters ride along in the query string, so "Record and next" goes on in the
+    # order and the selection the lead was working through.
+    filter_form = QueueFilterForm(request.GET)
+    query = filter_form.query_string()
+    here = reverse("resolve_issue", args=[project_id, item_id]) + (f"?{query}" if query else "")
     if request.method == "POST":
         try:
             _lead_action(request, project, item)
         except (submission.LabelError, resolution.ResolutionError) as exc:
             messages.error(request, f"Not saved: {exc}")
-        return redirect("resolve_issue", project_id=project_id, item_id=item_id)
+            return redirect(here)
+        if request.POST.get("then") == "next":
+            following = filter_form.queue(project).exclude(pk=item.pk).first()
+            if following is not None:
+                return redirect(
+                    reverse("resolve_issue", args=[project_id, following.pk])
+                    + (f"?{query}" if query else "")
+                )
+            messages.info(request, "No disagreement left with these filters.")
+            queue_url = reverse("disagreement_queue", args=[project_id])
+            return redirect(queue_url + (f"?{query}" if query else ""))
+        return redirect(here)
     annotations = resolution.current_annotations(item)
     comparison = resolution.compare(annotations, project.annotations_per_issue)
     nodes = {
@@ -392,6 +399,9 @@ def resolve_issue(request, project_id: int, item_id: int):
         "discussion": item.discussion.select_related("author"),
         "methods": [(m, Resolution.Method(m).label) for m in resolution.LEAD_METHODS],
         "fp_reasons": FalsePositiveReason.choices,
+        "filter_query": query,
+        # What is left in the queue with these filters, this issue included while it waits.
+        "left": filter_form.queue(project).count(),
         "taxonomy": taxonomy_nodes(project.taxonomy_version_id),
         **label_choices(project.taxonomy_version_id, None),
         **issue_context(item.issue),

@@ -64,6 +64,9 @@
     filterOptions(subSelect, themeSelect.value);
     subSelect.value = String(node.id);
     setFalsePositive(false);
+    // On the resolve page a chosen sub-theme is a new final label, not an annotator's.
+    const sourceNew = document.getElementById("source-new");
+    if (sourceNew) sourceNew.checked = true;
   };
 
   // Example details are fetched once, on the first search (the browser caches them).
@@ -154,19 +157,32 @@
     }
   });
 
-  if (!labelForm) return;
-
-  // Keyboard, on the labeling page only.
+  // Keyboard: on the labeling page, and on the lead's resolve page, where the same keys build
+  // the final label and Enter records it and opens the next disagreement.
+  const resolveForm = document.getElementById("resolve-form");
+  const keyForm = labelForm || resolveForm;
+  if (!keyForm) return;
   const help = document.getElementById("help");
-  const toggleHelp = () => (help.open ? help.close() : help.showModal());
+  const toggleHelp = () => help && (help.open ? help.close() : help.showModal());
   document.getElementById("show-help")?.addEventListener("click", toggleHelp);
   // Closing the help (Escape or its button) may leave the focus on its Close button, where
   // Enter would press that button instead of submitting the label.
-  help.addEventListener("close", () => {
+  help?.addEventListener("close", () => {
     if (help.contains(document.activeElement)) document.activeElement.blur();
   });
   const typing = (el) => el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
-  const submit = () => labelForm.requestSubmit(document.getElementById("submit-label"));
+  const submitButton = document.getElementById(labelForm ? "submit-label" : "resolve-next");
+  const submit = () => keyForm.requestSubmit(submitButton);
+  // On the resolve page a key builds a new label: choose "a new label" over an annotator's.
+  const newLabel = () => {
+    const source = document.getElementById("source-new");
+    if (source && resolveForm) source.checked = true;
+  };
+  if (resolveForm) {
+    for (const control of [typeSelect, themeSelect, subSelect, fpBox]) {
+      control?.addEventListener("change", newLabel);
+    }
+  }
 
   // Themes by number: a digit picks the n-th theme at once; a second digit within DIGIT_DELAY
   // makes a two-digit number (1 then 0 is the 10th theme) when the type has that many.
@@ -180,6 +196,7 @@
     syncLevels();
     themeSelect.value = theme.value;
     filterOptions(subSelect, theme.value);
+    newLabel();
     return true;
   };
   const chooseThemeByDigit = (key) => {
@@ -229,9 +246,13 @@
     } else if (key === "n") {
       event.preventDefault();
       setFalsePositive(!fpBox.checked);
+      newLabel();
     } else if (key === "w") {
-      event.preventDefault();
-      document.getElementById("id_summary").focus();
+      const summary = document.getElementById("id_summary");
+      if (summary) {
+        event.preventDefault();
+        summary.focus();
+      }
     } else if (key === "/") {
       event.preventDefault();
       search?.focus();
@@ -256,6 +277,7 @@
         typeSelect.value = option.value;
         setFalsePositive(false);
         syncLevels();
+        newLabel();
       }
     }
   });

@@ -1,0 +1,62 @@
+"""In Chromium: a lead works through three disagreements by keyboard alone with "Record and
+next", in the queue's order and filters, watching the count of what is left."""
+
+import pytest
+from django.urls import reverse
+
+from labeling.models import ProjectIssue, Resolution
+from tests.conftest import log_in
+from tests.labeling.conftest import label_item
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_lead_resolves_three_disagreements_by_keyboard(
+    page, live_server, project, items, lead, annotator, other_annotator, third_annotator
+):
+    disputed = items[:3]
+    for item in disputed:
+        for user, code in [(annotator, "C.1"), (other_annotator, "C.2"), (third_annotator, "B.1")]:
+            label_item(user, project, item, code)
+    assert ProjectIssue.objects.filter(project=project, status="disagreement").count() == 3
+    problems: list[str] = []
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    log_in(page, live_server, lead.username)
+    queue = live_server.url + reverse("disagreement_queue", args=[project.pk])
+    page.goto(queue + "?sort=position")
+    page.locator("#queue-table").get_by_text("Resolve").first.click()
+
+    seen = []
+    for left, code_keys, theme in [(3, "b2", "C.2"), (2, "b10", "C.10"), (1, "q1", "A.1")]:
+        page.locator("body[data-labeling-ready]").wait_for(state="attached")
+        # The issue comes first, then the annotations; the count says what is left.
+        order = page.evaluate(
+            "() => [...document.querySelectorAll('#issue, #annotations')].map(e => e.id)"
+        )
+        assert order == ["issue", "annotations"]
+        assert page.locator("#left-count").inner_text().startswith(f"{left} disagreement")
+        assert "sort=position" in page.url  # the queue's filters ride along
+        seen.append(page.url.split("?")[0])
+        for key in code_keys:
+            page.keyboard.press(key)
+        assert page.locator("#id_theme option:checked").inner_text().startswith(f"{theme} ")
+        assert page.locator("#source-new").is_checked()
+        page.keyboard.press("Enter")
+        if left > 1:
+            page.wait_for_url(lambda url, before=seen[-1]: url.split("?")[0] != before)
+
+    # Nothing left: back on the queue, with the filters, and a word about it.
+    page.wait_for_url("**/disagreements/**")
+    assert "No disagreement left" in page.content()
+    finals = {
+        r.issue_id: r.label_code
+        for r in Resolution.objects.filter(project=project, is_current=True)
+    }
+    assert finals == {
+        disputed[0].issue_id: "C.2",
+        disputed[1].issue_id: "C.10",
+        disputed[2].issue_id: "A.1",
+    }
+    # In the queue's order (sort=position): the three pages were the three issues in turn.
+    assert [u.rstrip("/").rsplit("/", 1)[-1] for u in seen] == [str(i.pk) for i in disputed]
+    assert problems == []
