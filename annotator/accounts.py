@@ -20,13 +20,14 @@ Two account rules live here, enforced wherever a ``User`` is saved (signals conn
 from __future__ import annotations
 
 import hashlib
+import re
 import unicodedata
 from typing import Any
 
 from django.contrib.auth.models import User
 from django.contrib.auth.validators import ASCIIUsernameValidator
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models.signals import post_save, pre_save
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
@@ -131,6 +132,43 @@ def check_new_username(username: str, *, exclude_pk: int | None = None) -> str:
             )
     _ascii_username(username)
     return username
+
+
+PSEUDONYM_SHAPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._@+-]*")
+
+
+def check_pseudonym(membership: Membership, pseudonym: str) -> str:
+    """The pseudonym a lead typed for a member, stripped; ValidationError says what is wrong
+    (empty, too long, other characters, or another member's in the project, in any case)."""
+    name = pseudonym.strip()
+    limit = column_limit(Membership, "pseudonym")
+    if not name:
+        raise ValidationError("give the member a pseudonym", code="required")
+    if len(name) > limit:
+        raise ValidationError(f"at most {limit} characters", code="max_length")
+    if not PSEUDONYM_SHAPE.fullmatch(name):
+        raise ValidationError(
+            "letters a-z, digits, spaces and . _ @ + - only, starting with a letter or digit",
+            code="invalid",
+        )
+    others = Membership.objects.filter(project_id=membership.project_id).exclude(pk=membership.pk)
+    if others.filter(pseudonym__iexact=name).exists():
+        raise ValidationError(f"{name} is another member's pseudonym in this project", code="taken")
+    return name
+
+
+def rename_pseudonym(membership: Membership, pseudonym: str) -> Membership:
+    """Give the member a new pseudonym (checked by `check_pseudonym`); a member's pseudonym is
+    how exports, releases and the agreement figures name them from now on."""
+    membership.pseudonym = check_pseudonym(membership, pseudonym)
+    try:
+        with transaction.atomic():
+            membership.save(update_fields=["pseudonym"])
+    except IntegrityError:  # taken by another lead's edit since the check
+        raise ValidationError(
+            f"{membership.pseudonym} is another member's pseudonym in this project", code="taken"
+        ) from None
+    return membership
 
 
 def add_member(project: Project, user: User, role: str) -> Membership:

@@ -2,9 +2,10 @@ from django import forms
 from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
 from django.contrib.auth.models import User
 from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
 
-from annotator.accounts import USERNAME_MAX_LENGTH, check_new_username
-from annotator.models import Role
+from annotator.accounts import USERNAME_MAX_LENGTH, check_new_username, check_pseudonym
+from annotator.models import Membership, Role
 
 USERNAME_HELP = "Letters a-z and A-Z, digits and @ . + - _ only."
 
@@ -21,7 +22,11 @@ class _NewAccountForm(forms.Form):
         cleaned = self.cleaned_data
         password = cleaned.get("password")
         if password:
-            validate_password(password, User(username=cleaned.get("username", "")))
+            # The validators' messages belong beside the password, not above the form.
+            try:
+                validate_password(password, User(username=cleaned.get("username", "")))
+            except ValidationError as exc:
+                self.add_error("password", exc)
         return cleaned
 
 
@@ -71,3 +76,16 @@ class AdminChangeUserForm(UserChangeForm):
         if self.instance.pk and username == self.instance.username:
             return username
         return check_new_username(username, exclude_pk=self.instance.pk)
+
+
+class PseudonymForm(forms.Form):
+    """A lead renames a member's pseudonym (`annotator.accounts.check_pseudonym`)."""
+
+    pseudonym = forms.CharField(max_length=50, strip=True)
+
+    def __init__(self, *args, membership: Membership, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.membership = membership
+
+    def clean_pseudonym(self) -> str:
+        return check_pseudonym(self.membership, self.cleaned_data["pseudonym"])

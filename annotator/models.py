@@ -7,6 +7,7 @@ The labeling workflow's data (issues in a project's queue, annotations, final la
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 from datetime import timedelta
 
@@ -109,18 +110,43 @@ class Membership(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
     )
     role = models.CharField(max_length=20, choices=Role.choices, default=Role.ANNOTATOR)
-    # Stable pseudonym used in exports and imported data (e.g. "rater-3").
+    # Stable pseudonym used in exports and imported data (e.g. "rater-3"): every member gets
+    # the project's next rater-N when added (see `save`); a lead may change it.
     pseudonym = models.CharField(max_length=50, blank=True)
     joined_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["project", "user__username"]
         constraints = [
-            models.UniqueConstraint(fields=["project", "user"], name="unique_membership")
+            models.UniqueConstraint(fields=["project", "user"], name="unique_membership"),
+            models.UniqueConstraint(
+                fields=["project", "pseudonym"],
+                condition=~models.Q(pseudonym=""),
+                name="unique_pseudonym_in_project",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"{self.user} ({self.role}) in {self.project}"
+
+    def save(self, *args, **kwargs) -> None:
+        if self._state.adding and not self.pseudonym:
+            self.pseudonym = next_pseudonym(self.project_id)
+        super().save(*args, **kwargs)
+
+
+PSEUDONYM_PATTERN = re.compile(r"rater-(\d+)")
+
+
+def next_pseudonym(project_id: int) -> str:
+    """The project's next free rater-N (one more than the highest N in use)."""
+    taken = Membership.objects.filter(project_id=project_id, pseudonym__startswith="rater-")
+    numbers = [
+        int(m.group(1))
+        for name in taken.values_list("pseudonym", flat=True)
+        if (m := PSEUDONYM_PATTERN.fullmatch(name))
+    ]
+    return f"rater-{max(numbers, default=0) + 1}"
 
 
 def _hash_token(token: str) -> str:

@@ -313,27 +313,27 @@ def get_or_create_project(name: str) -> Project:
 
 
 def rater_memberships(project: Project, count: int) -> list[Membership]:
-    """Membership of pseudonymous rater `rater-i` for each Label column i, created if missing."""
-    found = {
-        m.pseudonym: m
-        for m in Membership.objects.filter(
-            project=project, pseudonym__in=[f"rater-{i}" for i in range(1, count + 1)]
-        )
-    }
+    """The membership of the imported rater of each Label column i, created if missing.
+
+    An imported rater is its own account (`imported-<project>-rater-<i>`, which never logs in),
+    found by that account, not by pseudonym: every member has a pseudonym, and a person who
+    joined the project first may already be rater-i. The new rater is `rater-i` when that is
+    free, else the project's next rater-N."""
     out = []
     for i in range(1, count + 1):
-        pseudonym = f"rater-{i}"
-        if pseudonym not in found:
-            user, _ = User.objects.get_or_create(username=f"imported-{project.pk}-rater-{i}")
-            if user.has_usable_password():
-                user.set_unusable_password()  # an imported rater never logs in
-                user.save(update_fields=["password"])
-            found[pseudonym], _ = Membership.objects.get_or_create(
-                project=project,
-                user=user,
-                defaults={"role": Role.ANNOTATOR, "pseudonym": pseudonym},
+        user, _ = User.objects.get_or_create(username=f"imported-{project.pk}-rater-{i}")
+        if user.has_usable_password():
+            user.set_unusable_password()  # an imported rater never logs in
+            user.save(update_fields=["password"])
+        membership = Membership.objects.filter(project=project, user=user).first()
+        if membership is None:
+            pseudonym = f"rater-{i}"
+            if Membership.objects.filter(project=project, pseudonym=pseudonym).exists():
+                pseudonym = ""  # Membership.save gives the next free rater-N
+            membership = Membership.objects.create(
+                project=project, user=user, role=Role.ANNOTATOR, pseudonym=pseudonym
             )
-        out.append(found[pseudonym])
+        out.append(membership)
     return out
 
 

@@ -7,14 +7,14 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Q
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from annotator.accounts import create_volunteer
-from annotator.forms import InviteForm, VolunteerForm, grantable_roles
+from annotator.accounts import create_volunteer, rename_pseudonym
+from annotator.forms import InviteForm, PseudonymForm, VolunteerForm, grantable_roles
 from annotator.links import visible_links
-from annotator.models import LEAD_ROLES, Invite, Project
+from annotator.models import LEAD_ROLES, Invite, Membership, Project
 from annotator.permissions import membership_or_404
 from labeling.models import ProjectIssue
 
@@ -65,6 +65,7 @@ def _project_page(
     *,
     invite_form: InviteForm | None = None,
     volunteer_form: VolunteerForm | None = None,
+    pseudonym_form: tuple[int, PseudonymForm] | None = None,
     status: int = 200,
 ):
     """The project page; a lead's refused invite or account form comes back with its errors."""
@@ -82,7 +83,12 @@ def _project_page(
         "project_links": visible_links(membership),
     }
     if is_lead:
-        context["members"] = project.memberships.select_related("user")
+        # A refused rename comes back beside its member, with what the lead typed.
+        refused = dict([pseudonym_form]) if pseudonym_form else {}
+        context["members"] = [
+            (member, refused.get(member.pk))
+            for member in project.memberships.select_related("user")
+        ]
         context["invites"] = project.invites.filter(used_at__isnull=True)[:20]
         roles = grantable_roles(membership.role, request.user.is_superuser)
         context["invite_form"] = invite_form or InviteForm(roles=roles, auto_id="invite_%s")
@@ -138,3 +144,21 @@ def add_volunteer(request, project_id: int):
             return redirect("project_detail", project_id=project_id)
     # Errors are shown beside their fields, in the form as the lead filled it.
     return _project_page(request, membership, volunteer_form=form, status=400)
+
+
+@login_required
+@require_POST
+def rename_member(request, project_id: int, member_id: int):
+    """A lead changes a member's pseudonym (how exports and agreement figures name them)."""
+    membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
+    member = get_object_or_404(Membership, pk=member_id, project=membership.project)
+    form = PseudonymForm(request.POST, membership=member, prefix=f"member-{member.pk}")
+    if form.is_valid():
+        try:
+            rename_pseudonym(member, form.cleaned_data["pseudonym"])
+        except ValidationError as exc:
+            form.add_error("pseudonym", exc)
+        else:
+            messages.success(request, f"{member.user.username} is now {member.pseudonym}.")
+            return redirect("project_detail", project_id=project_id)
+    return _project_page(request, membership, pseudonym_form=(member.pk, form), status=400)

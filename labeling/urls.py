@@ -9,6 +9,11 @@ urlpatterns = [
     path("projects/<int:project_id>/", project_views.project_detail, name="project_detail"),
     path("projects/<int:project_id>/invites/", project_views.create_invite, name="create_invite"),
     path(
+        "projects/<int:project_id>/members/<int:member_id>/pseudonym/",
+        project_views.rename_member,
+        name="rename_member",
+    ),
+    path(
         "projects/<int:project_id>/volunteers/",
         project_views.add_volunteer,
         name="add_volunteer",

@@ -145,6 +145,7 @@ def test_another_annotator_cannot_tell_what_ada_chose(
         "version_id": project.taxonomy_version_id,
         "type_code": "A",
         "proposal_id": proposal.pk if proposal else 0,
+        "member_id": Membership.objects.get(project=project, user=ada).pk,
         # Releases (dataset.release_views / release_api): an id and two versions to compare.
         "release_id": 1,
         "pk": 1,

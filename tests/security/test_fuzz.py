@@ -30,7 +30,7 @@ from django.test import Client
 from django.urls import path
 from django.utils import timezone
 
-from annotator.models import Invite, Role
+from annotator.models import Invite, Membership, Role
 from dataset.models import ExportJob
 from ingest.models import SyncRun
 from interviews import codebook
@@ -103,6 +103,7 @@ def study(project, issues_in_project, lead, annotator, other_annotator, research
         "pk": [job.pk],
         "run_id": [run.pk],
         "repository_id": [repository.pk],
+        "member_id": [Membership.objects.filter(project=project).first().pk],
         "token": [token],
     }
     users = {
