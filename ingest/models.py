@@ -278,6 +278,40 @@ class SyncRun(models.Model):
         return data
 
 
+# What each of a run's figures means, for the run's page (the API keeps the names).
+FIGURE_LABELS = {
+    "kind": "Kind",
+    "pages": "Pages fetched",
+    "requests": "Requests",
+    "not_modified": "Pages unchanged since the last sync (304)",
+    "retries": "Retries after an error",
+    "rate_limit_waits": "Waits for the rate limit",
+    "issues_seen": "Issues seen",
+    "issues_new": "New issues",
+    "issues_updated": "Issues updated",
+    "filtered_in": "Kept by the keyword filter",
+    "filtered_out": "Dropped by the keyword filter",
+    "pull_requests_skipped": "Pull requests skipped",
+    "comments_seen": "Comments seen",
+    "comments_skipped": "Comments skipped",
+    "quota_remaining": "API requests left in this hour",
+    "parts": "Parts (time slices)",
+    "workers": "Pages per worker",
+    "errors": "Errors",
+    "seconds": "Seconds",
+}
+
+
+def labeled_figures(run: SyncRun) -> list[tuple[str, object]]:
+    """The run's figures under their labels, without the status and phase (shown above them)
+    and with "unknown" for a figure the forge has not told yet (e.g. the quota)."""
+    return [
+        (FIGURE_LABELS.get(name, name), "unknown" if value is None or value == "" else value)
+        for name, value in run.figures().items()
+        if name not in ("status", "phase")
+    ]
+
+
 class SyncPart(models.Model):
     """One chain of page tasks of a run: a listing, or a time slice of it, with its own cursor.
 

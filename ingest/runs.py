@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import uuid
 from datetime import datetime, timedelta
 
 from celery import current_app
 from django.conf import settings
-from django.db import transaction
+from django.db import connections, transaction
 from django.utils import timezone
 
 from ingest.filtering import keyword_set_for
@@ -83,11 +84,34 @@ SYNC_PART_TASK = "ingest.tasks.sync_part"
 def enqueue_part(
     part_id: int, chain: str, eta: datetime | None = None, queue: str | None = None
 ) -> None:
-    """Queue a part's next task once the transaction commits (on `queue`, else the default)."""
+    """Queue a part's next task once the transaction commits (on `queue`, else the default).
+
+    Without a broker (the embedded first look, tasks "eager"), `send_task` would put the task
+    in a memory queue nobody reads; the task runs in a thread of this process instead, so the
+    request that started the sync answers at once and its page follows the run."""
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        transaction.on_commit(lambda: _run_in_thread(part_id, chain, eta))
+        return
     options = {"queue": queue} if queue else {}
     transaction.on_commit(
         lambda: current_app.send_task(SYNC_PART_TASK, (part_id, chain), eta=eta, **options)
     )
+
+
+def _run_in_thread(part_id: int, chain: str, eta: datetime | None) -> None:
+    delay = max(0.0, (eta - timezone.now()).total_seconds()) if eta else 0.0
+
+    def run() -> None:
+        try:
+            # A web process has not imported the apps' task modules (a worker does at start).
+            current_app.loader.import_default_modules()
+            current_app.tasks[SYNC_PART_TASK].apply(args=(part_id, chain))
+        finally:
+            connections.close_all()  # the thread's own database connection
+
+    timer = threading.Timer(delay, run)
+    timer.daemon = True
+    timer.start()
 
 
 def resume_run(run: SyncRun) -> SyncRun:

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_POST
 
 from ingest.forges import redact
 from ingest.forms import NewRepositoryForm, RepositoryForm
-from ingest.models import SyncRun
+from ingest.models import SyncRun, labeled_figures
 from ingest.permissions import (
     attach,
     manageable_repositories,
@@ -45,7 +45,8 @@ def repositories(request):
         manageable_repositories(request.user)
         .annotate(
             n_issues=Count("issues"),
-            n_kept=Count("issues", filter=Q(issues__filter_status="kept")),
+            # A toolkit repository has no keyword filter: all its issues are kept.
+            n_kept=Count("issues", filter=Q(issues__filter_status__in=("kept", "not_filtered"))),
             n_out=Count("issues", filter=Q(issues__filter_status="filtered_out")),
             n_hydrating=Count("issues", filter=Q(issues__fetched_at__isnull=True)),
             # A subquery, not a second join: a join would multiply the issue counts by the runs.
@@ -89,12 +90,18 @@ def repository_sync(request, repository_id: int):
 def sync_run(request, run_id: int):
     run = run_or_404(request.user, run_id)
     # Redacted again as shown: a run stored before redaction existed may hold a token.
-    figures = {k: redact(v) if isinstance(v, str) else v for k, v in run.figures().items()}
+    figures = [(k, redact(v) if isinstance(v, str) else v) for k, v in labeled_figures(run)]
     errors = [
         {"at": e.get("at", ""), "message": redact(str(e.get("message", "")))}
         for e in run.errors
         if isinstance(e, dict)
     ]
-    context = {"run": run, "figures": figures, "errors": errors}
+    context = {
+        "run": run,
+        "figures": figures,
+        "errors": errors,
+        # Why a failed run stopped: its last error.
+        "reason": errors[-1]["message"] if errors else "",
+    }
     template = "ingest/_run_progress.html" if request.htmx else "ingest/sync_run.html"
     return render(request, template, context)
