@@ -1,0 +1,65 @@
+"""In Chromium at 360 px wide (a small phone): the project page, the labeling page and the
+disagreement queue fit the screen, with no horizontal scroll, and "Log out" is reachable."""
+
+import pytest
+from django.urls import reverse
+
+from tests.conftest import log_in
+from tests.labeling.conftest import label_item
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+OVERFLOW = """() => {
+  const wide = [...document.querySelectorAll('body *')].filter(e => {
+    const r = e.getBoundingClientRect();
+    return r.width > 0 && r.right > document.documentElement.clientWidth + 1;
+  }).slice(0, 3).map(e => e.tagName + (e.id ? '#' + e.id : '') + '.' + e.className);
+  return {scroll: document.documentElement.scrollWidth,
+          client: document.documentElement.clientWidth, wide};
+}"""
+
+
+def _fits(page) -> dict:
+    found = page.evaluate(OVERFLOW)
+    found["fits"] = found["scroll"] <= found["client"]
+    return found
+
+
+def test_pages_fit_a_360_pixel_screen(
+    browser, live_server, project, items, lead, annotator, other_annotator, third_annotator
+):
+    for user, code in [(annotator, "C.1"), (other_annotator, "C.2"), (third_annotator, "B.1")]:
+        label_item(user, project, items[0], code)
+    context = browser.new_context(viewport={"width": 360, "height": 740})
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    try:
+        log_in(page, live_server, lead.username)
+        # The probe fires: a page made wider than the screen is seen to scroll sideways.
+        page.goto(live_server.url + reverse("project_detail", args=[project.pk]))
+        page.evaluate(
+            """() => {
+              const probe = document.createElement('div');
+              probe.id = 'probe';
+              probe.style.width = '900px';
+              probe.style.height = '10px';
+              document.body.append(probe);
+            }"""
+        )
+        probe = _fits(page)
+        assert not probe["fits"], probe
+
+        for url in (
+            reverse("project_detail", args=[project.pk]),
+            reverse("label_next", args=[project.pk]),
+            reverse("disagreement_queue", args=[project.pk]),
+            reverse("resolve_issue", args=[project.pk, items[0].pk]),
+        ):
+            page.goto(live_server.url + url)
+            found = _fits(page)
+            assert found["fits"], (url, found)
+            logout = page.get_by_role("button", name="Log out")
+            box = logout.bounding_box()
+            assert box is not None and box["x"] + box["width"] <= 360, (url, box)
+    finally:
+        context.close()
