@@ -8,9 +8,17 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
+from django.utils.safestring import SafeString, mark_safe
 from drf_spectacular.generators import SchemaGenerator
 
+from labeling.rendering import render_markdown
+
 METHODS = ("get", "post", "put", "patch", "delete")
+
+
+def _markdown(text: str) -> SafeString:
+    """A schema text (Markdown, from our docstrings and drf-spectacular) as sanitised HTML."""
+    return mark_safe(render_markdown(text))  # noqa: S308 - sanitised by labeling.rendering
 
 
 def schema_operations(schema: dict) -> list[dict]:
@@ -25,12 +33,13 @@ def schema_operations(schema: dict) -> list[dict]:
                 {
                     "method": method.upper(),
                     "path": path,
-                    "summary": op.get("summary") or op.get("description", ""),
+                    "summary": _markdown(op.get("summary") or op.get("description", "")),
                     "parameters": [
                         {
                             "name": p.get("name"),
                             "in": p.get("in"),
-                            "description": p.get("description", ""),
+                            # drf-spectacular writes an enum's values as a Markdown list.
+                            "description": _markdown(p.get("description", "")),
                             "required": p.get("required", False),
                         }
                         for p in op.get("parameters", [])
@@ -48,5 +57,9 @@ def api_docs(request):
     return render(
         request,
         "dataset/api_docs.html",
-        {"info": schema.get("info", {}), "operations": schema_operations(schema)},
+        {
+            "info": schema.get("info", {}),
+            "description": _markdown(schema.get("info", {}).get("description", "")),
+            "operations": schema_operations(schema),
+        },
     )

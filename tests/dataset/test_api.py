@@ -234,6 +234,15 @@ def test_schema_and_docs(client, world, lead):
     assert "<script" not in docs.content.decode().split("</header>")[1]
 
 
+def test_docs_render_enum_help_as_a_list(client, world, lead):
+    """drf-spectacular writes an enum's values as Markdown ("* `final` - Final"):
+    the docs page shows them as a list, not as raw asterisks on one line."""
+    client.force_login(lead)
+    page = client.get(reverse("api_docs")).content.decode()
+    assert "<li><code>" in page
+    assert "* `" not in page
+
+
 def test_an_export_with_real_names_is_for_admins_only(world, lead, researcher, client):
     from annotator.models import Membership, Role
 
