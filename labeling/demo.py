@@ -11,18 +11,22 @@ import json
 import random
 import secrets
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from annotator.models import Membership, Project, Role
 from ingest.models import Comment, Issue, Repository
-from labeling.models import ProjectIssue
+from labeling import queue, submission
+from labeling.labels import Label
+from labeling.models import Annotation, ProjectIssue, Resolution
 from taxonomy.loader import load_study_taxonomy
+from taxonomy.models import TaxonomyNode
 
 DATA_FILE = Path(__file__).resolve().parent / "demo_data" / "issues.json"
 DEMO_PROJECT = "Demo: LLM issues in DL frameworks"
@@ -67,8 +71,9 @@ def _parse_time(value: str) -> datetime:
 
 
 @transaction.atomic
-def load_demo(seed: int = 7) -> DemoResult:
-    """Create the demo project with its repositories, issues, comments and accounts (idempotent)."""
+def load_demo(seed: int = 7, history: bool = False) -> DemoResult:
+    """Create the demo project with its repositories, issues, comments and accounts (idempotent);
+    with `history`, some labels already given (see `add_history`)."""
     password_file, password = _secret_file("demo-password.txt")
     existing = Project.objects.filter(name=DEMO_PROJECT).first()
     if existing:
@@ -139,4 +144,85 @@ def load_demo(seed: int = 7) -> DemoResult:
         Membership.objects.get_or_create(
             project=project, user=user, defaults={"role": role, "pseudonym": f"rater-{n}"}
         )
+    if history:
+        add_history(project, seed)
     return DemoResult(project, True, password_file)
+
+
+# The demo's history: the other two volunteers have labeled the first issues of the queue over
+# the last days, and demo-annotator-1 some of them, so the dashboard, the issue list, the
+# disagreement queue and the agreement report have something to show on first look, and
+# demo-annotator-1's first labels complete issues.
+HISTORY_ISSUES = 12
+HISTORY_COMPLETE = 8
+HISTORY_DAYS = 10
+# Of the complete issues, these (by queue position) get a dissenting label.
+HISTORY_DISAGREEMENTS = (1, 4, 6)
+# Type codes of the study's taxonomy by the words of an issue's forge labels.
+_TYPE_WORDS = (("B", ("feature", "requirement", "rfc")), ("A", ("question", "usage", "docs")))
+
+
+def _type_code(forge_labels: list[str]) -> str:
+    text = " ".join(forge_labels).lower()
+    for code, words in _TYPE_WORDS:
+        if any(word in text for word in words):
+            return code
+    return "C"  # a bug
+
+
+def _label(nodes: list[TaxonomyNode], type_code: str, rng: random.Random) -> Label:
+    sub_theme = rng.choice([n for n in nodes if n.code.startswith(type_code + ".")])
+    theme = sub_theme.parent
+    assert theme is not None and theme.parent_id is not None
+    return Label(issue_type_id=theme.parent_id, theme_id=theme.pk, sub_theme_id=sub_theme.pk)
+
+
+def add_history(project: Project, seed: int = 7) -> int:
+    """Label the first issues of a fresh demo project through the queue, as volunteers would,
+    and spread the labels over the last days. Returns the number of labels given."""
+    annotators = {
+        m.user.username: m.user
+        for m in Membership.objects.filter(project=project, role=Role.ANNOTATOR).select_related(
+            "user"
+        )
+    }
+    others = [annotators[name] for name in ("demo-annotator-2", "demo-annotator-3")]
+    first = annotators["demo-annotator-1"]
+    sub_themes = list(
+        TaxonomyNode.objects.filter(
+            version=project.taxonomy_version, level=TaxonomyNode.Level.SUB_THEME
+        ).select_related("parent")
+    )
+    rng = random.Random(seed)
+    items = list(
+        ProjectIssue.objects.filter(project=project)
+        .select_related("issue")
+        .order_by("position")[:HISTORY_ISSUES]
+    )
+    chosen = {item.pk: _label(sub_themes, _type_code(item.issue.labels), rng) for item in items}
+    given = 0
+    for position, item in enumerate(items):
+        labelers = others + ([first] if position < HISTORY_COMPLETE else [])
+        for n, user in enumerate(labelers):
+            served = queue.next_issue_id_for(user, project)
+            if served != item.pk:
+                raise RuntimeError(f"demo history: {user.username} was served {served}")
+            label = chosen[item.pk]
+            if n == len(labelers) - 1 and position in HISTORY_DISAGREEMENTS:
+                label = _label(sub_themes, _type_code(item.issue.labels), rng)
+            submission.submit(user, project, item.pk, label)
+            given += 1
+    # Spread the labels over the last days (oldest issue first) for the pace and the charts.
+    now = timezone.now()
+    for position, item in enumerate(items):
+        day = now - timedelta(days=HISTORY_DAYS * (len(items) - position) / len(items))
+        for n, annotation in enumerate(
+            Annotation.objects.filter(project=project, issue=item.issue).order_by("id")
+        ):
+            annotation.created_at = day + timedelta(minutes=7 * n)
+            annotation.save(update_fields=["created_at"])
+        last = Annotation.objects.filter(project=project, issue=item.issue).aggregate(
+            t=Max("created_at")
+        )["t"]
+        Resolution.objects.filter(project=project, issue=item.issue).update(decided_at=last)
+    return given

@@ -9,6 +9,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--no-admin", action="store_true", help="skip the admin account")
+        parser.add_argument(
+            "--no-history",
+            action="store_true",
+            help="no labels given yet (by default two volunteers have labeled the first issues)",
+        )
 
     def handle(self, *args, **options):
         try:
@@ -25,7 +30,7 @@ class Command(BaseCommand):
                 )
             else:
                 self.stdout.write(f"Superuser '{admin.username}' exists already.")
-        result = load_demo()
+        result = load_demo(history=not options["no_history"])
         verb = "Created" if result.created else "Found"
         self.stdout.write(
             self.style.SUCCESS(
