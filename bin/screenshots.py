@@ -1,0 +1,76 @@
+"""Saves screenshots of the lead's and the annotator's main pages on the demo project.
+
+Usage (from bin/screenshots): python bin/screenshots.py BASE_URL DEMO_PASSWORD OUT_DIR
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from playwright.sync_api import Page, sync_playwright
+
+WIDTH, HEIGHT = 1280, 900
+
+
+def log_in(page: Page, base: str, username: str, password: str) -> str:
+    """Log in and return the demo project's URL path (/projects/<id>/)."""
+    page.goto(f"{base}/accounts/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("button[type=submit], input[type=submit]")
+    page.goto(f"{base}/")
+    link = page.locator("a[href^='/projects/']").first
+    href = link.get_attribute("href") or ""
+    match = re.match(r"/projects/\d+/", href)
+    if not match:
+        raise SystemExit(f"no project link on the home page for {username}")
+    return match.group(0)
+
+
+def visit(page: Page, url: str) -> None:
+    response = page.goto(url)
+    if response is None or response.status >= 400:
+        raise SystemExit(f"{url}: {response.status if response else 'no response'}")
+
+
+def shot(page: Page, out: Path, name: str) -> None:
+    page.wait_for_load_state("networkidle")
+    page.screenshot(path=str(out / f"{name}.png"), full_page=True)
+    print(f"saved {out / name}.png")
+
+
+def main(base: str, password: str, out_dir: str) -> None:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium")
+        lead = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+        project = log_in(lead, base, "demo-lead", password)
+        visit(lead, f"{base}{project}")
+        shot(lead, out, "project")
+        visit(lead, f"{base}{project}dashboard/")
+        shot(lead, out, "dashboard")
+        visit(lead, f"{base}{project}issues/?q=memory")
+        shot(lead, out, "issue-list")
+        visit(lead, f"{base}{project}disagreements/")
+        shot(lead, out, "disagreements")
+        lead.locator("a[href*='/resolve/']").first.click()
+        shot(lead, out, "resolve")
+        visit(lead, f"{base}{project}agreement/")
+        shot(lead, out, "agreement")
+
+        annotator = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+        log_in(annotator, base, "demo-annotator-1", password)
+        visit(annotator, f"{base}{project}label/")
+        shot(annotator, out, "labeling")
+        small = browser.new_page(viewport={"width": 360, "height": 780})
+        log_in(small, base, "demo-annotator-1", password)
+        visit(small, f"{base}{project}label/")
+        shot(small, out, "labeling-360px")
+        browser.close()
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])
