@@ -78,6 +78,66 @@ class AdminChangeUserForm(UserChangeForm):
         return check_new_username(username, exclude_pk=self.instance.pk)
 
 
+# More lines than any study has members is a paste gone wrong, not a team.
+MAX_MEMBER_LINES = 500
+
+
+class MembersField(forms.CharField):
+    """Members of a new project, one "username role" a line ("username" alone: annotator).
+
+    Cleans to a list of (user, role). Every refused line is named with its number: an unknown
+    username, a role that is unknown or not the granter's to give, a user listed twice, the
+    creator (who joins as lead anyway).
+    """
+
+    widget = forms.Textarea
+
+    def __init__(self, *, roles: list[tuple[str, str]], creator=None, **kwargs) -> None:
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("max_length", 50_000)
+        super().__init__(**kwargs)
+        self.roles = [value for value, _ in roles]
+        self.creator = creator
+
+    def clean(self, value):
+        text = super().clean(value)
+        lines = [
+            (number, line.replace(",", " ").split())
+            for number, line in enumerate(text.splitlines(), start=1)
+            if line.strip()
+        ]
+        if len(lines) > MAX_MEMBER_LINES:
+            raise ValidationError(f"at most {MAX_MEMBER_LINES} members at once")
+        wanted = {parts[0] for _, parts in lines}
+        users = {u.username: u for u in User.objects.filter(username__in=wanted, is_active=True)}
+        errors: list[str] = []
+        members: list[tuple[User, str]] = []
+        first_line: dict[int, int] = {}
+        for number, parts in lines:
+            username, role = parts[0], (parts[1] if len(parts) > 1 else Role.ANNOTATOR)
+            user = users.get(username)
+            if len(parts) > 2:
+                errors.append(f'line {number}: write "username role", found {len(parts)} words')
+            elif user is None:
+                errors.append(f'line {number}: no user named "{username}"')
+            elif role in Role.values and role not in self.roles:
+                errors.append(f'line {number}: the role "{role}" is not yours to give')
+            elif role not in self.roles:
+                errors.append(
+                    f'line {number}: unknown role "{role}" (one of {", ".join(self.roles)})'
+                )
+            elif self.creator is not None and user.pk == self.creator.pk:
+                errors.append(f"line {number}: {username} is you; you join as lead")
+            elif user.pk in first_line:
+                errors.append(f"line {number}: {username} is already on line {first_line[user.pk]}")
+            else:
+                first_line[user.pk] = number
+                members.append((user, role))
+        if errors:
+            raise ValidationError(errors)
+        return members
+
+
 class PseudonymForm(forms.Form):
     """A lead renames a member's pseudonym (`annotator.accounts.check_pseudonym`)."""
 

@@ -61,5 +61,13 @@ def membership_or_404(user, project_id: int, roles: Iterable[str] | None = None)
     return membership
 
 
+def may_create_project(user) -> bool:
+    """Who may open the "New project" page: admins (staff or superusers) and users an admin
+    gave the Django permission `annotator.add_project`. Everyone else gets 404 there."""
+    if not (user.is_authenticated and user.is_active):
+        return False
+    return bool(user.is_staff or user.is_superuser or user.has_perm("annotator.add_project"))
+
+
 def project_for_lead_or_404(user, project_id: int) -> Project:
     return membership_or_404(user, project_id, roles=LEAD_ROLES).project

@@ -1,4 +1,5 @@
-"""Forms of the lead's pages: project settings, the scope, and the actions on a disputed issue.
+"""Forms of the lead's pages: project settings, the scope, a new project, and the actions on a
+disputed issue.
 
 Views validate with these and call `labeling.setup` / `labeling.resolution`; the services check
 again what only they can know (e.g. that K is not below the annotations an issue already has).
@@ -10,11 +11,13 @@ from urllib.parse import urlencode
 
 from django import forms
 
-from annotator.models import Project
+from annotator.forms import MembersField, grantable_roles
+from annotator.models import Project, Role
 from ingest.models import Issue, Repository
 from labeling import resolution
 from labeling.resolution import MAX_MESSAGE
 from labeling.setup import MAX_ANNOTATIONS_PER_ISSUE, Scope
+from labeling.taxonomy_history import global_version, visible_to
 from lib.inputlimits import integer_range, row_id
 
 
@@ -86,6 +89,128 @@ class ScopeForm(forms.Form):
             created_from=data["created_from"],
             created_to=data["created_to"],
         )
+
+
+class _RepositoryChoice(forms.ModelMultipleChoiceField):
+    def label_from_instance(self, obj) -> str:
+        group = f", {obj.group}" if obj.group else ""
+        return f"{obj.full_name} ({obj.get_forge_display()}{group})"
+
+
+class NewProjectScopeForm(ScopeForm):
+    """The scope of a new project: the setup page's form, with one difference for creators who
+    are not admins. On the setup page no repository ticked means every repository; a creator
+    who may manage only some gets those instead (else a new project would be a way to take
+    every repository over), and one who may manage none starts with an empty queue."""
+
+    repositories = _RepositoryChoice(
+        queryset=Repository.objects.none(), required=False, widget=forms.CheckboxSelectMultiple
+    )
+    filter_statuses = forms.MultipleChoiceField(
+        choices=Issue.FilterStatus.choices,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label="Keyword filter state",
+    )
+    created_from = forms.DateField(
+        required=False, widget=forms.DateInput(attrs={"type": "date"}), label="Opened from"
+    )
+    created_to = forms.DateField(
+        required=False, widget=forms.DateInput(attrs={"type": "date"}), label="Opened until"
+    )
+
+    def __init__(self, *args, repositories, every_repository: bool, **kwargs) -> None:
+        super().__init__(*args, repositories=repositories, **kwargs)
+        self.every_repository = every_repository
+        self.offered = repositories
+        for name in ("pilot_size", "seed"):
+            self.fields[name].initial = 0
+        self.fields["pilot_size"].label = "Pilot sample size"
+        self.fields["pilot_size"].help_text = "Stratified by repository, labeled first."
+        self.fields["seed"].help_text = "For the pilot sample and the queue shuffle."
+
+    def new_scope(self) -> Scope | None:
+        """The scope to apply; None for an empty queue (nothing the creator may choose)."""
+        scope = self.scope()
+        if scope.repository_ids or self.every_repository:
+            return scope
+        offered = sorted(self.offered.values_list("pk", flat=True))
+        if not offered:
+            return None
+        scope.repository_ids = offered
+        return scope
+
+
+class _VersionChoice(forms.ModelChoiceField):
+    def label_from_instance(self, obj) -> str:
+        origin = {
+            "study": "the study's",
+            "imported": "imported",
+            "edited": "edited",
+        }.get(obj.origin, obj.origin)
+        published = ", published" if obj.is_published else ""
+        return f"{obj.taxonomy.name} v{obj.number} ({origin}{published}, {obj.created_at:%Y-%m-%d})"
+
+
+class NewProjectForm(SettingsForm):
+    """A new project's name, taxonomy, K and policy, and members (`setup.create_project`).
+    The scope is a `NewProjectScopeForm` on the same page."""
+
+    name = forms.CharField(max_length=Project._meta.get_field("name").max_length)
+    description = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=20_000
+    )
+    taxonomy_version = _VersionChoice(queryset=None, empty_label=None)
+
+    field_order = [
+        "name",
+        "description",
+        "taxonomy_version",
+        "annotations_per_issue",
+        "resolution_policy",
+        "majority_threshold",
+        "members",
+    ]
+
+    def __init__(self, *args, user, **kwargs) -> None:
+        kwargs.setdefault(
+            "initial",
+            {
+                "annotations_per_issue": Project._meta.get_field("annotations_per_issue").default,
+                "resolution_policy": Project.Policy.LEAD_DECIDES,
+                "majority_threshold": Project._meta.get_field("majority_threshold").default,
+            },
+        )
+        newest = global_version()
+        if newest is not None:
+            kwargs["initial"].setdefault("taxonomy_version", newest.pk)
+        super().__init__(*args, **kwargs)
+        version = self.fields["taxonomy_version"]
+        assert isinstance(version, forms.ModelChoiceField)
+        version.queryset = (
+            visible_to(user).select_related("taxonomy").order_by("taxonomy__name", "-number")
+        )
+        policy = self.fields["resolution_policy"]
+        policy.widget = forms.RadioSelect(choices=Project.Policy.choices)
+        # The creator joins as lead, so gives what a lead may give (an admin: any role).
+        roles = grantable_roles(Role.LEAD, user.is_superuser)
+        self.fields["members"] = MembersField(
+            roles=roles,
+            creator=user,
+            widget=forms.Textarea(attrs={"rows": 5, "placeholder": "ada annotator\notto lead"}),
+            help_text=(
+                'One member a line: "username role", the role one of '
+                f"{', '.join(value for value, _ in roles)} (annotator if left out). "
+                "You join as lead."
+            ),
+        )
+        self.order_fields(self.field_order)
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"].strip()
+        if Project.objects.filter(name__iexact=name).exists():
+            raise forms.ValidationError(f"A project named “{name}” already exists.")
+        return name
 
 
 class MessageForm(forms.Form):

@@ -1,5 +1,6 @@
-"""The project pages: your projects with their progress, one project's overview, and the lead's
-invites and accounts made from it (a refused form comes back on the page with its errors)."""
+"""The project pages: your projects with their progress, a new project, one project's overview,
+and the lead's invites and accounts made from it (a refused form comes back on the page with its
+errors)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Q
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -15,7 +17,10 @@ from annotator.accounts import create_volunteer, rename_pseudonym
 from annotator.forms import InviteForm, PseudonymForm, VolunteerForm, grantable_roles
 from annotator.links import visible_links
 from annotator.models import LEAD_ROLES, Invite, Membership, Project
-from annotator.permissions import membership_or_404
+from annotator.permissions import may_create_project, membership_or_404
+from ingest.permissions import is_ingest_admin, manageable_repositories
+from labeling import setup
+from labeling.forms import NewProjectForm, NewProjectScopeForm
 from labeling.models import ProjectIssue
 
 
@@ -50,7 +55,123 @@ def home(request):
         # Blindness: how many issues are disputed is for leads only.
         row["is_lead"] = m.role in LEAD_ROLES
         rows.append(row)
-    return render(request, "annotator/home.html", {"rows": rows})
+    return render(
+        request,
+        "annotator/home.html",
+        {"rows": rows, "may_create_project": may_create_project(request.user)},
+    )
+
+
+def _creation_forms(request, data=None) -> tuple[NewProjectForm, NewProjectScopeForm]:
+    user = request.user
+    return (
+        NewProjectForm(data, user=user),
+        NewProjectScopeForm(
+            data,
+            repositories=manageable_repositories(user).order_by("owner", "name"),
+            every_repository=is_ingest_admin(user),
+        ),
+    )
+
+
+def _scope_preview(scope_form: NewProjectScopeForm) -> dict:
+    """What the scope selects, per repository; or the scope's errors."""
+    if not scope_form.is_valid():
+        errors = []
+        for name, messages_ in scope_form.errors.items():
+            label = scope_form[name].label if name in scope_form.fields else ""
+            text = " ".join(str(m) for m in messages_)
+            errors.append(f"{label}: {text}" if label else text)
+        return {"errors": errors}
+    scope = scope_form.new_scope()
+    if scope is None:
+        return {"empty_queue": True, "rows": [], "total": 0}
+    rows = setup.scope_counts(scope)
+    return {
+        "rows": rows,
+        "total": sum(n for _, n in rows),
+        "all_repositories": not scope.repository_ids,
+    }
+
+
+@login_required
+def project_create(request):
+    """A new project: name, taxonomy, K and policy, scope (with a preview), and members.
+
+    Admins and users with the permission `annotator.add_project`; others get 404, as on every
+    page they may not open. Everything is made by `labeling.setup.create_project`, at once.
+    """
+    if not may_create_project(request.user):
+        raise Http404
+    if request.method != "POST":
+        form, scope_form = _creation_forms(request)
+        return _creation_page(request, form, scope_form)
+    form, scope_form = _creation_forms(request, request.POST)
+    if "preview" in request.POST:
+        preview = _scope_preview(scope_form)
+        if request.htmx:
+            # 200 even for a refused scope: htmx swaps no error response, and the fragment
+            # says what is wrong.
+            return render(request, "labeling/_scope_preview.html", {"preview": preview})
+        status = 400 if "errors" in preview else 200
+        return _creation_page(
+            request, form, scope_form, preview=preview, show_errors=False, status=status
+        )
+    # Both forms are checked, so every error shows at once.
+    valid = form.is_valid()
+    if scope_form.is_valid() and valid:
+        data, scope_data = form.cleaned_data, scope_form.cleaned_data
+        try:
+            project = setup.create_project(
+                request.user,
+                name=data["name"],
+                description=data["description"],
+                taxonomy_version_id=data["taxonomy_version"].pk,
+                k=data["annotations_per_issue"],
+                policy=data["resolution_policy"],
+                threshold=data["majority_threshold"],
+                scope=scope_form.new_scope(),
+                pilot_size=scope_data["pilot_size"],
+                seed=scope_data["seed"],
+                members=data["members"],
+            )
+        except setup.SetupError as exc:
+            # The message starts with the field at fault: put it beside that field.
+            field, _, message = str(exc).partition(": ")
+            target = scope_form if field in scope_form.fields else form
+            target.add_error(field if field in target.fields else None, message or str(exc))
+        else:
+            count = ProjectIssue.objects.filter(project=project).count()
+            messages.success(
+                request,
+                f"Project {project.name} created with {count} issues in scope and "
+                f"{project.memberships.count()} members.",
+            )
+            return redirect("project_detail", project_id=project.pk)
+    return _creation_page(request, form, scope_form, status=400)
+
+
+def _creation_page(
+    request,
+    form: NewProjectForm,
+    scope_form: NewProjectScopeForm,
+    *,
+    preview: dict | None = None,
+    show_errors: bool = True,
+    status: int = 200,
+):
+    return render(
+        request,
+        "labeling/project_create.html",
+        {
+            "form": form,
+            "scope_form": scope_form,
+            "preview": preview,
+            "show_errors": show_errors,
+            "every_repository": scope_form.every_repository,
+        },
+        status=status,
+    )
 
 
 @login_required

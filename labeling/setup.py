@@ -1,4 +1,5 @@
-"""Project setup for leads: which issues are in scope, K, the resolution policy, the pilot.
+"""Project setup for leads: which issues are in scope, K, the resolution policy, the pilot;
+and a new project made in one step with its members and scope (`create_project`).
 
 The pilot is a seeded random sample stratified by repository; it comes first in the queue and
 its annotations carry `is_pilot`, so agreement figures can leave them out. The rest of the
@@ -14,12 +15,12 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from typing import Any
 
-from django.db import transaction
-from django.db.models import Max
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Max
 from django.utils import timezone
 
-from annotator.models import Project
-from ingest.models import Issue
+from annotator.models import Membership, Project, Role
+from ingest.models import Issue, Repository
 from labeling.models import Annotation, ProjectIssue, QueueFrontier
 from lib.inputlimits import integer_range
 
@@ -59,6 +60,20 @@ def issues_in_scope(scope: Scope):
     if scope.created_to:
         qs = qs.filter(created_at__lte=datetime.combine(scope.created_to, time.max, tz))
     return qs
+
+
+def scope_counts(scope: Scope) -> list[tuple[Repository, int]]:
+    """How many issues the scope selects, per repository (by owner and name); the chosen
+    repositories are listed even when they hold none."""
+    counts = dict(
+        issues_in_scope(scope)
+        .order_by()
+        .values("repository_id")
+        .annotate(n=Count("id"))
+        .values_list("repository_id", "n")
+    )
+    repositories = Repository.objects.filter(pk__in={*counts, *scope.repository_ids})
+    return [(r, counts.get(r.pk, 0)) for r in repositories.order_by("owner", "name")]
 
 
 def configure(
@@ -167,3 +182,49 @@ def order_queue(project: Project, pilot_size: int, seed: int) -> None:
     project.pilot_size = len(pilot)
     project.queue_seed = seed
     project.save(update_fields=["pilot_size", "queue_seed"])
+
+
+@transaction.atomic
+def create_project(
+    creator,
+    *,
+    name: str,
+    taxonomy_version_id: int,
+    k: int,
+    policy: str,
+    threshold: float,
+    scope: Scope | None,
+    description: str = "",
+    pilot_size: int = 0,
+    seed: int = 0,
+    members: list[tuple[Any, str]] | None = None,
+) -> Project:
+    """A new project with its creator as lead, its members, K and policy, and its scope.
+
+    All or nothing: a refused member, setting or scope leaves no project behind. `scope` None
+    starts the project with an empty queue (a creator who may choose no repository yet).
+    Members get their pseudonyms from `Membership.save`.
+    """
+    try:
+        with transaction.atomic():
+            project = Project.objects.create(
+                name=name,
+                description=description,
+                taxonomy_version_id=taxonomy_version_id,
+                created_by=creator,
+            )
+    except IntegrityError:
+        raise SetupError(f"name: a project named {name!r} already exists") from None
+    Membership.objects.create(project=project, user=creator, role=Role.LEAD)
+    seen = {creator.pk}
+    for user, role in members or []:
+        if role not in Role.values:
+            raise SetupError(f"members: unknown role {role!r}")
+        if user.pk in seen:
+            raise SetupError(f"members: {user.username} is listed twice")
+        seen.add(user.pk)
+        Membership.objects.create(project=project, user=user, role=role)
+    configure(project, k, policy, threshold)
+    if scope is not None:
+        apply_scope(project, scope, pilot_size, seed)
+    return project

@@ -6,6 +6,7 @@ from labeling import project_views, views
 
 urlpatterns = [
     path("", project_views.home, name="home"),
+    path("projects/new/", project_views.project_create, name="project_create"),
     path("projects/<int:project_id>/", project_views.project_detail, name="project_detail"),
     path("projects/<int:project_id>/invites/", project_views.create_invite, name="create_invite"),
     path(
