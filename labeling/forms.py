@@ -45,7 +45,9 @@ class SettingsForm(forms.Form):
 class ScopeForm(forms.Form):
     """Which issues the project holds. Only repositories the lead may manage (or that the
     project already holds) can be chosen: a scope is what gives a lead the right to sync a
-    repository, so it must not be a way to take over any repository."""
+    repository, so it must not be a way to take over any repository. For the same reason no
+    repository ticked means every repository only for an ingest admin (`every_repository`);
+    for anyone else it means the repositories offered (`chosen_scope`)."""
 
     repositories = forms.ModelMultipleChoiceField(
         queryset=Repository.objects.none(), required=False
@@ -54,8 +56,10 @@ class ScopeForm(forms.Form):
     created_from = forms.DateField(required=False)
     created_to = forms.DateField(required=False)
 
-    def __init__(self, *args, repositories=None, **kwargs) -> None:
+    def __init__(self, *args, repositories=None, every_repository: bool = False, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        self.every_repository = every_repository
+        self.offered = repositories if repositories is not None else Repository.objects.none()
         field = self.fields["repositories"]
         if repositories is not None and isinstance(field, forms.ModelMultipleChoiceField):
             field.queryset = repositories
@@ -90,6 +94,17 @@ class ScopeForm(forms.Form):
             created_to=data["created_to"],
         )
 
+    def chosen_scope(self) -> Scope | None:
+        """The scope to apply; None when nothing may be chosen (no repository offered)."""
+        scope = self.scope()
+        if scope.repository_ids or self.every_repository:
+            return scope
+        offered = sorted(self.offered.values_list("pk", flat=True))
+        if not offered:
+            return None
+        scope.repository_ids = offered
+        return scope
+
 
 class _RepositoryChoice(forms.ModelMultipleChoiceField):
     def label_from_instance(self, obj) -> str:
@@ -98,10 +113,7 @@ class _RepositoryChoice(forms.ModelMultipleChoiceField):
 
 
 class NewProjectScopeForm(ScopeForm):
-    """The scope of a new project: the setup page's form, with one difference for creators who
-    are not admins. On the setup page no repository ticked means every repository; a creator
-    who may manage only some gets those instead (else a new project would be a way to take
-    every repository over), and one who may manage none starts with an empty queue."""
+    """The scope of a new project: the setup page's form with checkboxes and labels."""
 
     repositories = _RepositoryChoice(
         queryset=Repository.objects.none(), required=False, widget=forms.CheckboxSelectMultiple
@@ -120,25 +132,14 @@ class NewProjectScopeForm(ScopeForm):
     )
 
     def __init__(self, *args, repositories, every_repository: bool, **kwargs) -> None:
-        super().__init__(*args, repositories=repositories, **kwargs)
-        self.every_repository = every_repository
-        self.offered = repositories
+        super().__init__(
+            *args, repositories=repositories, every_repository=every_repository, **kwargs
+        )
         for name in ("pilot_size", "seed"):
             self.fields[name].initial = 0
         self.fields["pilot_size"].label = "Pilot sample size"
         self.fields["pilot_size"].help_text = "Stratified by repository, labeled first."
         self.fields["seed"].help_text = "For the pilot sample and the queue shuffle."
-
-    def new_scope(self) -> Scope | None:
-        """The scope to apply; None for an empty queue (nothing the creator may choose)."""
-        scope = self.scope()
-        if scope.repository_ids or self.every_repository:
-            return scope
-        offered = sorted(self.offered.values_list("pk", flat=True))
-        if not offered:
-            return None
-        scope.repository_ids = offered
-        return scope
 
 
 class _VersionChoice(forms.ModelChoiceField):

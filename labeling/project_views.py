@@ -83,7 +83,7 @@ def _scope_preview(scope_form: NewProjectScopeForm) -> dict:
             text = " ".join(str(m) for m in messages_)
             errors.append(f"{label}: {text}" if label else text)
         return {"errors": errors}
-    scope = scope_form.new_scope()
+    scope = scope_form.chosen_scope()
     if scope is None:
         return {"empty_queue": True, "rows": [], "total": 0}
     rows = setup.scope_counts(scope)
@@ -130,7 +130,7 @@ def project_create(request):
                 k=data["annotations_per_issue"],
                 policy=data["resolution_policy"],
                 threshold=data["majority_threshold"],
-                scope=scope_form.new_scope(),
+                scope=scope_form.chosen_scope(),
                 pilot_size=scope_data["pilot_size"],
                 seed=scope_data["seed"],
                 members=data["members"],

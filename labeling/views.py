@@ -23,6 +23,7 @@ from django.views.decorators.http import require_POST
 from annotator.models import LEAD_ROLES, Project
 from annotator.permissions import membership_or_404
 from ingest.models import Issue, Repository
+from ingest.permissions import is_ingest_admin
 from labeling import queue, resolution, setup, submission
 from labeling.forms import (
     MessageForm,
@@ -226,12 +227,19 @@ def project_setup(request, project_id: int):
     repositories = scope_repositories(request.user, project)
     if request.method == "POST":
         if request.POST.get("action") == "scope":
-            form = ScopeForm(request.POST, repositories=repositories)
-            if form.is_valid():
+            form = ScopeForm(
+                request.POST,
+                repositories=repositories,
+                every_repository=is_ingest_admin(request.user),
+            )
+            scope = form.chosen_scope() if form.is_valid() else None
+            if form.is_valid() and scope is None:
+                messages.error(request, "Not saved: repositories: you may manage none of them.")
+            elif scope is not None:
                 data = form.cleaned_data
                 try:
                     result = setup.apply_scope(
-                        project, form.scope(), pilot_size=data["pilot_size"], seed=data["seed"]
+                        project, scope, pilot_size=data["pilot_size"], seed=data["seed"]
                     )
                 except setup.SetupError as exc:
                     messages.error(request, f"Not saved: {exc}")

@@ -128,6 +128,28 @@ def test_a_lead_cannot_scope_in_a_repository_another_project_uses(client, lead, 
     assert other.pk not in (project.scope or {}).get("repository_ids", [])
 
 
+def test_no_repository_ticked_scopes_only_the_leads_own(client, lead, project, repository):
+    """'None checked' on the setup page means the repositories the lead may choose, not every
+    repository: else an empty tick would take over another project's repository."""
+    from tests.conftest import make_issue
+
+    other = Repository.objects.create(
+        forge=Repository.Forge.GITHUB, api_url="https://api.github.com", owner="o", name="r"
+    )
+    make_issue(other, 1)
+    make_issue(repository, 2)
+    attach(project, repository)
+    client.force_login(lead)
+    url = reverse("project_setup", args=[project.pk])
+    client.post(url, {"action": "scope", "pilot_size": "0", "seed": "0"})
+    held = set(
+        ProjectIssue.objects.filter(project=project).values_list("issue__repository", flat=True)
+    )
+    assert held == {repository.pk}
+    project.refresh_from_db()
+    assert project.scope["repository_ids"] == [repository.pk]
+
+
 @pytest.fixture
 def disputed(project, items, annotator, other_annotator, third_annotator):
     for user, code in [(annotator, "C.1"), (other_annotator, "C.2"), (third_annotator, "C.1")]:
