@@ -269,7 +269,7 @@ def project_setup(request, project_id: int):
             else:
                 messages.error(request, f"Not saved: {first_error(settings_form)}")
         return redirect("project_setup", project_id=project_id)
-    scope = project.scope or {}
+    saved_scope = project.scope or {}
     return render(
         request,
         "labeling/setup.html",
@@ -278,7 +278,7 @@ def project_setup(request, project_id: int):
             "repositories": repositories,
             "filter_statuses": Issue.FilterStatus.choices,
             "policies": Project.Policy.choices,
-            "scope": scope,
+            "scope": saved_scope,
             "pilot_count": ProjectIssue.objects.filter(project=project, is_pilot=True).count(),
             "issue_count": ProjectIssue.objects.filter(project=project).count(),
         },
