@@ -2,9 +2,10 @@
 
 The study's shape: 11 repositories, 38,742 issues, 7 annotators with 7 labels each (271,194
 annotations, spread over 120 days), a final label on 90 % of the issues and the rest in the
-disagreement queue, a reservation per annotator. Seeded once with COPY (`lib.sql.copy_rows`)
-into its own database (default annotator_bench_dashboard, created and migrated if missing;
-never a development or test database), then timed in one process:
+disagreement queue, a reservation per annotator (on a disputed issue, so not an open one).
+Seeded once with COPY (`lib.sql.copy_rows`) into its own database (default
+annotator_bench_dashboard, created and migrated if missing; never a development or test
+database), then timed in one process:
 
 * each part of the page (`annotator_rows`, `repository_rows`, `progress_charts`, and
   `dashboard`, all of them), called directly;
@@ -196,7 +197,7 @@ def seed(reseed: bool) -> int:
             ],
             resolution_rows,
         )
-        # One active reservation each (the page counts them).
+        # A reservation each, for the query to read (on disputed issues: none is open).
         disputed = list(
             ProjectIssue.objects.filter(project=project, status="disagreement")[:RATERS]
         )

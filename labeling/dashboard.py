@@ -156,11 +156,6 @@ def _today(now: datetime) -> date:
     return timezone.localtime(now).date()
 
 
-def _day_start(day: date) -> datetime:
-    """The first instant of `day` in the site's time zone (what TruncDate groups by)."""
-    return timezone.make_aware(datetime.combine(day, datetime.min.time()))
-
-
 # Whether an annotation's label is the final label's, at the theme level (a false positive
 # matches a false positive, else type and theme are equal; a final without a theme matches a
 # label without one) and at the type level.
