@@ -24,6 +24,7 @@ class LabelingConfig(AppConfig):
             ),
             ProjectLink("My progress", "my_progress", LABELER_ROLES, 20),
             ProjectLink("Setup", "project_setup", LEAD_ROLES, 30),
+            ProjectLink("Dashboard", "lead_dashboard", LEAD_ROLES, 35),
             ProjectLink("Disagreements", "disagreement_queue", LEAD_ROLES, 40),
             ProjectLink("Taxonomy proposals", "taxonomy_proposals", VOTING_ROLES, 90),
         )

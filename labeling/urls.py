@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from labeling import project_views, views
+from labeling import dashboard_views, project_views, views
 
 urlpatterns = [
     path("", project_views.home, name="home"),
@@ -43,6 +43,11 @@ urlpatterns = [
         "projects/<int:project_id>/disagreements/",
         views.disagreement_queue,
         name="disagreement_queue",
+    ),
+    path(
+        "projects/<int:project_id>/dashboard/",
+        dashboard_views.lead_dashboard,
+        name="lead_dashboard",
     ),
     path(
         "projects/<int:project_id>/resolve/<int:item_id>/",

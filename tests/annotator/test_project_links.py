@@ -33,6 +33,7 @@ EXPECTED = {
         "label_next",
         "my_progress",
         "project_setup",
+        "lead_dashboard",
         "disagreement_queue",
         "agreement_report",
         "exports",
@@ -50,7 +51,8 @@ LINK = re.compile(r'<a href="([^"]+)"')
 @pytest.fixture
 def members(project, lead, annotator, researcher):
     admin = make_user("adam-admin")
-    Membership.objects.create(project=project, user=admin, role=Role.ADMIN, pseudonym="rater-9")
+    # The next free rater-N: a fixed one collided with the fixture's rater-<user id>.
+    Membership.objects.create(project=project, user=admin, role=Role.ADMIN)
     return {
         Role.LEAD: lead,
         Role.ANNOTATOR: annotator,

@@ -1,0 +1,533 @@
+"""The lead's dashboard of a project: who labels how much, where the issues stand, progress.
+
+Three parts, each from a handful of aggregate queries (GROUP BY in the database, never a loop
+over issues or annotations in Python), so the page costs the same for six issues and for the
+study's 38,742 issues with 271,194 annotations (`bench/dashboard_bench.py`):
+
+* per annotator (every member who labels): labels given (current labels, pilot apart), pace
+  over the last 14 days, labels per day over the last 30 days (a sparkline), agreement with
+  the final labels of their final issues (theme and type level), open reservations and the
+  last time they did something;
+* per repository: issues final by the type of their final label (and false positives), in the
+  disagreement queue, open and in progress (some labels, fewer than K), with a totals row;
+* per day since the first label: cumulative labels and cumulative final issues.
+
+A label is counted on the day of its first revision (a revision is a change, not a new label),
+so the cumulative labels end at the number of current labels. Days are in the site's time zone.
+Leads only (`LEAD_ROLES`): the page names who chose what share of the final labels.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+
+from django.db import connection
+from django.db.models import Count, FilteredRelation, Max, Q
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from annotator.models import Membership, Project
+from ingest.models import Repository
+from labeling.models import (
+    DISAGREEMENT_LEVEL_NAMES,
+    Annotation,
+    ProjectIssue,
+    Reservation,
+    Resolution,
+)
+from labeling.permissions import LABELER_ROLES
+from lib import sql
+from taxonomy.models import TaxonomyNode
+
+PACE_DAYS = 14
+SPARK_DAYS = 30
+# How often the page asks for fresh figures (htmx polling), in seconds.
+REFRESH_SECONDS = 30
+
+# Sparkline and chart geometry (SVG user units; CSS scales the drawing).
+SPARK_WIDTH, SPARK_HEIGHT = 120, 28
+CHART_WIDTH, CHART_HEIGHT = 560, 220
+CHART_LEFT, CHART_RIGHT, CHART_TOP, CHART_BOTTOM = 64, 12, 12, 36
+
+
+@dataclass
+class AnnotatorRow:
+    """One member who labels, with their figures."""
+
+    user_id: int
+    username: str
+    pseudonym: str
+    role: str
+    labels: int = 0  # current labels on non-pilot issues
+    pilot_labels: int = 0  # current labels on pilot issues
+    recent: int = 0  # labels first given in the last PACE_DAYS days
+    daily: list[int] = field(default_factory=list)  # labels per day, oldest first
+    compared: int = 0  # current labels on final issues
+    matched_theme: int = 0
+    matched_type: int = 0
+    open_reservations: int = 0
+    last_active: datetime | None = None
+    sparkline: str = ""  # the polyline's points
+
+    @property
+    def total(self) -> int:
+        return self.labels + self.pilot_labels
+
+    @property
+    def pace(self) -> float:
+        """Labels per day over the last PACE_DAYS days."""
+        return round(self.recent / PACE_DAYS, 1)
+
+    @property
+    def theme_share(self) -> int | None:
+        """Percent of their labels on final issues whose theme (or FP) is the final's."""
+        return _percent(self.matched_theme, self.compared)
+
+    @property
+    def type_share(self) -> int | None:
+        return _percent(self.matched_type, self.compared)
+
+
+@dataclass
+class RepositoryRow:
+    """Where one repository's issues stand (the totals row has no repository id)."""
+
+    repository_id: int | None
+    name: str
+    total: int = 0
+    final_by_type: dict[str, int] = field(default_factory=dict)  # type code or "FP" -> issues
+    final: int = 0
+    disagreement: int = 0
+    open: int = 0
+    in_progress: int = 0  # open, with at least one label and fewer than K
+    final_cells: list[int] = field(default_factory=list)  # final_by_type in column order
+
+    def add(self, other: RepositoryRow) -> None:
+        self.total += other.total
+        self.final += other.final
+        self.disagreement += other.disagreement
+        self.open += other.open
+        self.in_progress += other.in_progress
+        for code, n in other.final_by_type.items():
+            self.final_by_type[code] = self.final_by_type.get(code, 0) + n
+
+
+@dataclass
+class Chart:
+    """A cumulative series drawn as an SVG line chart with its axes' labels."""
+
+    title: str
+    points: str
+    last: int
+    y_ticks: list[tuple[str, str]]  # (y, label)
+    x_ticks: list[tuple[str, str, str]]  # (x, label, text-anchor)
+    width: int = CHART_WIDTH
+    height: int = CHART_HEIGHT
+    left: int = CHART_LEFT
+    right: int = CHART_WIDTH - CHART_RIGHT
+    top: int = CHART_TOP
+    bottom: int = CHART_HEIGHT - CHART_BOTTOM
+
+
+@dataclass
+class Dashboard:
+    project: Project
+    annotators: list[AnnotatorRow]
+    repositories: list[RepositoryRow]
+    totals: RepositoryRow
+    final_columns: list[tuple[str, str]]  # (code, heading) of the final-by-type columns
+    # The pinned version's types with the disputed issues someone chose each for, for links
+    # into the queue.
+    types: list[tuple[TaxonomyNode, int]]
+    levels: list[tuple[str, str, int]]  # (level, name, disputed issues first split there)
+    charts: list[Chart]
+    spark_max: int
+    refresh_seconds: int
+    now: datetime
+
+
+def _percent(part: int, whole: int) -> int | None:
+    return round(100 * part / whole) if whole else None
+
+
+def _today(now: datetime) -> date:
+    return timezone.localtime(now).date()
+
+
+# Whether an annotation's label is the final label's, at the theme level (a false positive
+# matches a false positive, else type and theme are equal; a final without a theme matches a
+# label without one) and at the type level.
+_SAME_FP = "a.is_false_positive = r.is_false_positive"
+_SAME_TYPE = (
+    "(a.issue_type_id = r.issue_type_id OR (a.issue_type_id IS NULL AND r.issue_type_id IS NULL))"
+)
+_SAME_THEME = "(a.theme_id = r.theme_id OR (a.theme_id IS NULL AND r.theme_id IS NULL))"
+
+# The project's annotations grouped by annotator and day (of `created_at`, in the site's time
+# zone: `{day}`), with the current ones on final issues compared with the final label: one
+# scan of the annotations (and a hash join with the final labels) for every per-annotator
+# figure and the labels per day. Few groups (annotators x days), so little to hash.
+_LABEL_GROUPS_SQL = f"""
+SELECT a.annotator_id, {{day}} AS day,
+  sum(CASE WHEN a.revision = 1 THEN 1 ELSE 0 END),
+  sum(CASE WHEN a.is_current AND NOT a.is_pilot THEN 1 ELSE 0 END),
+  sum(CASE WHEN a.is_current AND a.is_pilot THEN 1 ELSE 0 END),
+  max(a.created_at),
+  count(r.issue_id),
+  sum(CASE WHEN {_SAME_FP} AND (r.is_false_positive OR ({_SAME_TYPE} AND {_SAME_THEME}))
+      THEN 1 ELSE 0 END),
+  sum(CASE WHEN {_SAME_FP} AND (r.is_false_positive OR {_SAME_TYPE}) THEN 1 ELSE 0 END)
+FROM annotator_annotation a
+LEFT JOIN (
+  SELECT r.issue_id, r.is_false_positive, r.issue_type_id, r.theme_id
+  FROM annotator_resolution r
+  JOIN annotator_projectissue pi
+    ON pi.project_id = r.project_id AND pi.issue_id = r.issue_id AND pi.status = 'final'
+  WHERE r.project_id = %(project)s AND r.is_current
+) r ON a.is_current AND r.issue_id = a.issue_id
+WHERE a.project_id = %(project)s
+GROUP BY 1, 2
+"""  # noqa: S608 (assembled from the constants above; values are bound parameters)
+_DAY = {
+    "postgresql": "(a.created_at AT TIME ZONE %(tz)s)::date",
+    # SQLite (the first look) keeps times as UTC text; it runs in UTC.
+    "sqlite": "date(a.created_at)",
+}
+
+
+@dataclass(frozen=True)
+class LabelGroup:
+    """One annotator's annotations written on one day."""
+
+    annotator_id: int
+    day: date
+    given: int  # first revisions: labels given that day (a later revision changes one)
+    current: int  # of these annotations, the current ones on non-pilot issues
+    current_pilot: int  # and on pilot issues
+    last: datetime
+    compared: int  # current ones on final issues
+    matched_theme: int
+    matched_type: int
+
+
+def label_groups(project: Project) -> list[LabelGroup]:
+    """The project's annotations in groups (`_LABEL_GROUPS_SQL`): every per-annotator count,
+    the agreement with the finals and the labels-per-day series are sums of these (about a
+    thousand groups for the study's 271,194 annotations)."""
+    statement = _LABEL_GROUPS_SQL.replace("{day}", _DAY.get(connection.vendor, _DAY["sqlite"]))
+    params = {"project": project.pk, "tz": timezone.get_current_timezone_name()}
+    return [
+        LabelGroup(
+            user_id,
+            date.fromisoformat(day) if isinstance(day, str) else day,
+            given or 0,
+            current or 0,
+            pilot or 0,
+            sql.aware_time(last) or timezone.now(),
+            compared,
+            theme or 0,
+            type_ or 0,
+        )
+        for user_id, day, given, current, pilot, last, compared, theme, type_ in sql.rows(
+            statement, params
+        )
+    ]
+
+
+def annotator_rows(
+    project: Project, now: datetime | None = None, groups: list[LabelGroup] | None = None
+) -> list[AnnotatorRow]:
+    """Every member who labels (annotators, leads, admins), by pseudonym, with their figures.
+
+    Three queries: members; the label groups (`label_groups`, unless given: counts, days,
+    agreement with the finals); reservations.
+    """
+    now = now or timezone.now()
+    today = _today(now)
+    spark_from = today - timedelta(days=SPARK_DAYS - 1)
+    pace_from = today - timedelta(days=PACE_DAYS - 1)
+    rows = {
+        m.user_id: AnnotatorRow(m.user_id, m.user.username, m.pseudonym, m.role)
+        for m in Membership.objects.filter(project=project, role__in=LABELER_ROLES)
+        .select_related("user")
+        .order_by("pseudonym", "user__username")
+    }
+    if not rows:
+        return []
+    per_day: dict[int, dict[date, int]] = defaultdict(lambda: defaultdict(int))
+    for g in label_groups(project) if groups is None else groups:
+        row = rows.get(g.annotator_id)
+        if row is None:  # no longer a member who labels
+            continue
+        row.labels += g.current
+        row.pilot_labels += g.current_pilot
+        row.compared += g.compared
+        row.matched_theme += g.matched_theme
+        row.matched_type += g.matched_type
+        per_day[g.annotator_id][g.day] += g.given
+        if g.day >= pace_from:
+            row.recent += g.given
+        if row.last_active is None or g.last > row.last_active:
+            row.last_active = g.last
+    days = [spark_from + timedelta(days=i) for i in range(SPARK_DAYS)]
+    for user_id, row in rows.items():
+        row.daily = [per_day[user_id].get(day, 0) for day in days]
+    # A reservation is activity too: asking for an issue, or handing one back.
+    for r in (
+        Reservation.objects.filter(project_issue__project=project, annotator_id__in=list(rows))
+        .values("annotator_id")
+        .annotate(
+            open=Count(
+                "id",
+                filter=Q(
+                    skipped_at__isnull=True,
+                    expires_at__gt=now,
+                    project_issue__status=ProjectIssue.Status.OPEN,
+                ),
+            ),
+            asked=Max("created_at"),
+            skipped=Max("skipped_at"),
+        )
+    ):
+        row = rows[r["annotator_id"]]
+        row.open_reservations = r["open"]
+        times = [t for t in (row.last_active, r["asked"], r["skipped"]) if t is not None]
+        row.last_active = max(times) if times else None
+    result = list(rows.values())
+    spark_max = max((max(r.daily) for r in result), default=0)
+    for row in result:
+        row.sparkline = sparkline_points(row.daily, spark_max)
+    return result
+
+
+def sparkline_points(values: list[int], top: int) -> str:
+    """The polyline points of a sparkline of `values` on a 0..`top` scale (shared by every
+    annotator's line, so the lines compare)."""
+    if not values:
+        return ""
+    step = SPARK_WIDTH / max(len(values) - 1, 1)
+    scale = (SPARK_HEIGHT - 2) / top if top else 0
+    return " ".join(
+        f"{i * step:.1f},{SPARK_HEIGHT - 1 - v * scale:.1f}" for i, v in enumerate(values)
+    )
+
+
+def repository_rows(
+    project: Project, type_codes: list[str] | None = None
+) -> tuple[list[RepositoryRow], RepositoryRow, list[str]]:
+    """Per repository: issues by status (final ones by their final label's type), in progress;
+    the totals row; the columns of final types: `type_codes` (the pinned taxonomy's), any
+    other type a final label has (from another taxonomy version), then "FP"."""
+    k = project.annotations_per_issue
+    by_repo: dict[int, RepositoryRow] = {}
+
+    def repo_row(repository_id: int) -> RepositoryRow:
+        return by_repo.setdefault(repository_id, RepositoryRow(repository_id, ""))
+
+    # One grouped query: each issue with its current final label (if any), by repository,
+    # status and the final label's type.
+    groups = list(
+        ProjectIssue.objects.filter(project=project)
+        .annotate(
+            final=FilteredRelation(
+                "issue__resolutions",
+                condition=Q(
+                    issue__resolutions__project=project, issue__resolutions__is_current=True
+                ),
+            )
+        )
+        .values(
+            "issue__repository_id", "status", "final__is_false_positive", "final__issue_type_id"
+        )
+        .annotate(
+            n=Count("id"),
+            started=Count("id", filter=Q(annotation_count__gt=0, annotation_count__lt=k)),
+        )
+        .order_by()
+    )
+    code_of = dict(
+        TaxonomyNode.objects.filter(
+            pk__in={g["final__issue_type_id"] for g in groups if g["final__issue_type_id"]}
+        ).values_list("pk", "code")
+    )
+    for g in groups:
+        row = repo_row(g["issue__repository_id"])
+        row.total += g["n"]
+        if g["status"] == ProjectIssue.Status.FINAL:
+            row.final += g["n"]
+            fp, type_id = g["final__is_false_positive"], g["final__issue_type_id"]
+            code = "FP" if fp else code_of.get(type_id, "?")  # "?": final, no final label
+            row.final_by_type[code] = row.final_by_type.get(code, 0) + g["n"]
+        elif g["status"] == ProjectIssue.Status.DISAGREEMENT:
+            row.disagreement += g["n"]
+        else:
+            row.open += g["n"]
+            row.in_progress += g["started"]
+    names = {r.pk: r.full_name for r in Repository.objects.filter(pk__in=list(by_repo))}
+    rows = sorted(by_repo.values(), key=lambda r: names.get(r.repository_id or 0, "").lower())
+    totals = RepositoryRow(None, "Total")
+    for row in rows:
+        row.name = names.get(row.repository_id or 0, "")
+        totals.add(row)
+    codes = list(type_codes or [])
+    codes += sorted(c for c in totals.final_by_type if c not in codes and c != "FP")
+    codes.append("FP")
+    for row in [*rows, totals]:
+        row.final_cells = [row.final_by_type.get(c, 0) for c in codes]
+    return rows, totals, codes
+
+
+def disagreement_levels(project: Project) -> list[tuple[str, str, int]]:
+    """Disputed issues by the level where their labels first differ (then reopened ones)."""
+    counts = {
+        c["disagreement_level"]: c["n"]
+        for c in ProjectIssue.objects.filter(
+            project=project, status=ProjectIssue.Status.DISAGREEMENT
+        )
+        .values("disagreement_level")
+        .annotate(n=Count("id"))
+    }
+    names = DISAGREEMENT_LEVEL_NAMES
+    levels = [(level, name, counts.get(level, 0)) for level, name in names.items()]
+    if counts.get(""):
+        levels.append(("", "reopened by a lead", counts[""]))
+    return levels
+
+
+def disputed_by_type(project: Project) -> dict[int, int]:
+    """Disputed issues per type some annotator chose (the queue's "type voted" filter)."""
+    disputed = ProjectIssue.objects.filter(
+        project=project, status=ProjectIssue.Status.DISAGREEMENT
+    ).values("issue_id")
+    return {
+        c["issue_type_id"]: c["n"]
+        # A semi-join on the disputed issues' ids (not through the issue table).
+        for c in Annotation.objects.filter(
+            project=project, is_current=True, issue_type__isnull=False, issue_id__in=disputed
+        )
+        .values("issue_type_id")
+        .annotate(n=Count("issue_id", distinct=True))
+        .order_by()
+    }
+
+
+def progress_series(
+    project: Project, now: datetime | None = None, groups: list[LabelGroup] | None = None
+) -> list[tuple[date, int, int]]:
+    """(day, labels given so far, issues final so far) for every day from the first label or
+    final label to today; a label counts on the day of its first revision, a final issue on
+    the day of its current final label (reopening an issue retires its final label)."""
+    now = now or timezone.now()
+    labels: dict[date, int] = defaultdict(int)
+    for g in label_groups(project) if groups is None else groups:
+        labels[g.day] += g.given
+    finals = dict(
+        Resolution.objects.filter(project=project, is_current=True)
+        .annotate(day=TruncDate("decided_at"))
+        .values("day")
+        .annotate(n=Count("id"))
+        .values_list("day", "n")
+        .order_by()
+    )
+    if not labels and not finals:
+        return []
+    first = min([*labels, *finals])
+    last = max(_today(now), *labels, *finals)
+    series, total_labels, total_finals = [], 0, 0
+    for i in range((last - first).days + 1):
+        day = first + timedelta(days=i)
+        total_labels += labels.get(day, 0)
+        total_finals += finals.get(day, 0)
+        series.append((day, total_labels, total_finals))
+    return series
+
+
+def _nice_top(value: int) -> float:
+    """A round number at or above `value` to top a y axis: 1, 1.5, 2, 2.5, 3, 4, 5, 6 or 8
+    times a power of 10 (so the top is never far above the line)."""
+    if value <= 1:
+        return 1
+    magnitude = 1
+    while magnitude * 10 < value:
+        magnitude *= 10
+    for step in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
+        if step * magnitude >= value:
+            return step * magnitude
+    return 10 * magnitude
+
+
+def _tick_label(value: float) -> str:
+    return f"{value:,.0f}" if value == int(value) else f"{value:,.1f}"
+
+
+def line_chart(title: str, days: list[date], values: list[int]) -> Chart:
+    """An SVG line chart of a cumulative series: the polyline's points and the axes' ticks."""
+    left, right = CHART_LEFT, CHART_WIDTH - CHART_RIGHT
+    top, bottom = CHART_TOP, CHART_HEIGHT - CHART_BOTTOM
+    y_max = _nice_top(max(values, default=0))
+    span = max(len(days) - 1, 1)
+
+    def x(i: int) -> float:
+        return left + (right - left) * i / span
+
+    def y(v: float) -> float:
+        return bottom - (bottom - top) * v / y_max
+
+    points = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(values))
+    if len(values) == 1:  # one day: a flat segment, so the line shows
+        points += f" {right:.1f},{y(values[0]):.1f}"
+    # Positions as text: the template must not localise a coordinate's decimal point.
+    y_ticks = [(f"{y(y_max * f):.1f}", _tick_label(y_max * f)) for f in (0, 0.5, 1)]
+    x_ticks: list[tuple[str, str, str]] = []
+    if days:
+        picks = sorted({0, len(days) // 2, len(days) - 1})
+        anchors = {0: "start", len(days) - 1: "end"}
+        x_ticks = [
+            (f"{x(i):.1f}", days[i].isoformat(), anchors.get(i, "middle"))
+            for i in (picks if len(days) > 1 else [0])
+        ]
+    return Chart(title, points, values[-1] if values else 0, y_ticks, x_ticks)
+
+
+def progress_charts(
+    project: Project, now: datetime | None = None, groups: list[LabelGroup] | None = None
+) -> list[Chart]:
+    series = progress_series(project, now, groups)
+    days = [d for d, _, _ in series]
+    return [
+        line_chart("Labels given (cumulative)", days, [n for _, n, _ in series]),
+        line_chart("Final issues (cumulative)", days, [n for _, _, n in series]),
+    ]
+
+
+TYPE_HEADINGS = {"FP": "not LLM-related"}
+
+
+def dashboard(project: Project, now: datetime | None = None) -> Dashboard:
+    """Everything the lead's dashboard shows, at `now` (default: the present)."""
+    now = now or timezone.now()
+    groups = label_groups(project)  # one scan of the annotations serves both
+    annotators = annotator_rows(project, now, groups)
+    types = list(
+        TaxonomyNode.objects.filter(
+            version_id=project.taxonomy_version_id, level=TaxonomyNode.Level.TYPE
+        ).order_by("code")
+    )
+    repositories, totals, codes = repository_rows(project, [t.code for t in types])
+    names = {t.code: t.name for t in types}
+    voted = disputed_by_type(project)
+    return Dashboard(
+        project=project,
+        annotators=annotators,
+        repositories=repositories,
+        totals=totals,
+        final_columns=[(c, TYPE_HEADINGS.get(c) or names.get(c) or c) for c in codes],
+        types=[(t, voted.get(t.pk, 0)) for t in types],
+        levels=disagreement_levels(project),
+        charts=progress_charts(project, now, groups),
+        spark_max=max((max(r.daily) for r in annotators if r.daily), default=0),
+        refresh_seconds=REFRESH_SECONDS,
+        now=now,
+    )

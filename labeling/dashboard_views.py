@@ -1,0 +1,19 @@
+"""The lead's dashboard page (`labeling.dashboard` computes it): the whole page, or its figures
+alone when htmx asks for them (the page polls every `REFRESH_SECONDS`)."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import render
+
+from annotator.models import LEAD_ROLES
+from annotator.permissions import membership_or_404
+from labeling import dashboard
+
+
+@login_required
+def lead_dashboard(request, project_id: int):
+    membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
+    board = dashboard.dashboard(membership.project)
+    template = "labeling/_dashboard_figures.html" if request.htmx else "labeling/dashboard.html"
+    return render(request, template, {"project": membership.project, "board": board})
