@@ -14,6 +14,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 GUIDELINE = "# How we label\n\nPick the **deepest theme** that fits; when unsure, write a note.\n"
 # A word longer than a phone's screen is wide: the panel must wrap it.
 LONG_WORD = "model-runtime-" * 30
+# Taxonomy text is data: the panel shows it as text, never as markup.
+HOSTILE_DESCRIPTION = '<img src="x" onerror="window.pwned = 1"> <b>not bold</b>'
 
 
 def _watch(page) -> list[str]:
@@ -31,7 +33,11 @@ def _open_task(page, live_server, project, item) -> None:
 
 def _describe(project: Project) -> dict[str, str]:
     """Descriptions on bug type C, its theme C.2 and C.2's sub-themes (the study has none)."""
-    texts = {"C": "Bugs: the software misbehaves.", "C.2": f"Theme two of bugs. {LONG_WORD}"}
+    texts = {
+        "C": "Bugs: the software misbehaves.",
+        "C.1": HOSTILE_DESCRIPTION,
+        "C.2": f"Theme two of bugs. {LONG_WORD}",
+    }
     for code, text in texts.items():
         found = node(project, code)
         found.description = text
@@ -149,6 +155,9 @@ def test_the_taxonomy_panel_follows_the_type_and_theme_by_keyboard_and_mouse(
         page.select_option("#id_theme", label=f"C.1 {node(project, 'C.1').name}")
         panel.locator('#guide-theme[data-code="C.1"]').wait_for()
         assert "Theme two of bugs." not in panel.inner_text()
+        assert HOSTILE_DESCRIPTION in panel.inner_text()
+        assert panel.locator("img, b").count() == 0
+        assert page.evaluate("() => window.pwned") is None
         chosen = node(project, "C.1").children.order_by("position", "code").first()
         page.select_option("#id_sub_theme", value=str(chosen.pk))
         panel.locator(f'li.chosen[data-code="{chosen.code}"]').wait_for()
