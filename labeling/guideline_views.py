@@ -36,11 +36,12 @@ def project_guideline(request, project_id: int):
         else:
             status = 400
         if request.htmx:
+            # A 200 even for a refused text: htmx swaps in only successful responses, and the
+            # fragment is where the lead reads the error while typing.
             return render(
                 request,
                 "labeling/_guideline_preview.html",
                 {"preview": preview, "form": form, "previewed": True},
-                status=status,
             )
     else:
         form = GuidelineForm(initial={"guideline": project.guideline})

@@ -130,8 +130,10 @@ def test_a_preview_renders_without_saving(client, project, lead):
     too_long = client.post(
         _url(project), {"guideline": "x" * (MAX_GUIDELINE_CHARS + 1)}, HTTP_HX_REQUEST="true"
     )
-    assert too_long.status_code == 400
+    # (200: htmx swaps in only successful responses; the preview is where the error shows.)
+    assert too_long.status_code == 200
     assert "Guideline: The guideline is too long" in too_long.content.decode()
+    assert 'id="guideline-preview-error"' in too_long.content.decode()
     assert _stored(project) == ""
 
 
