@@ -1,5 +1,6 @@
 // Label form behaviour: themes and sub-themes filtered by the choice above, sub-theme search by
-// name and example details, click-to-load images, and (on the labeling page) the keyboard.
+// name and example details, the taxonomy panel that follows the choice, the guideline's
+// remembered open/closed state, click-to-load images, and (on the labeling page) the keyboard.
 (() => {
   const dataTag = document.getElementById("taxonomy-data");
   const nodes = dataTag ? JSON.parse(dataTag.textContent) : [];
@@ -124,7 +125,17 @@
         const list = el("ul", "guide-subs");
         for (const sub of subs) {
           const item = described("li", sub, "h4");
-          if (String(sub.id) === subSelect.value) item.classList.add("chosen");
+          if (String(sub.id) === subSelect.value) {
+            item.classList.add("chosen");
+          } else {
+            // Read, then choose it here (the panel is redrawn, so the focus returns to the page
+            // and the keys go on working).
+            const pick = el("button", "linkbutton guide-pick", "Choose");
+            pick.type = "button";
+            pick.setAttribute("aria-label", `Choose ${sub.code} ${sub.name}`);
+            pick.addEventListener("click", () => choose(sub));
+            item.querySelector(".guide-name").after(pick);
+          }
           item.append(...examples(sub));
           list.append(item);
         }

@@ -158,9 +158,20 @@ def test_the_taxonomy_panel_follows_the_type_and_theme_by_keyboard_and_mouse(
         assert HOSTILE_DESCRIPTION in panel.inner_text()
         assert panel.locator("img, b").count() == 0
         assert page.evaluate("() => window.pwned") is None
-        chosen = node(project, "C.1").children.order_by("position", "code").first()
+        c1_subs = list(node(project, "C.1").children.order_by("position", "code"))
+        chosen = c1_subs[0]
         page.select_option("#id_sub_theme", value=str(chosen.pk))
         panel.locator(f'li.chosen[data-code="{chosen.code}"]').wait_for()
+
+        # Or from the panel itself: the form follows, and the keys still work after the click.
+        other = c1_subs[1]
+        panel.get_by_role("button", name=f"Choose {other.code} {other.name}", exact=True).click()
+        panel.locator(f'li.chosen[data-code="{other.code}"]').wait_for()
+        assert page.input_value("#id_sub_theme") == str(other.pk)
+        assert panel.locator("li.chosen").count() == 1
+        page.keyboard.press("q")
+        assert page.input_value("#id_issue_type") == str(node(project, "A").pk)
+        panel.get_by_text(node(project, "A").name).first.wait_for()
 
         # Collapsed, it stays collapsed.
         page.click("#taxonomy-guide > summary")
