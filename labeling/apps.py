@@ -16,6 +16,7 @@ class LabelingConfig(AppConfig):
 
         from annotator.links import ProjectLink, register
         from annotator.models import LEAD_ROLES
+        from labeling.guideline import GUIDELINE_ROLES
         from labeling.permissions import LABELER_ROLES, VOTING_ROLES
 
         register(
@@ -23,6 +24,7 @@ class LabelingConfig(AppConfig):
                 "Label next issue", "label_next", LABELER_ROLES, 10, True, "start-labeling"
             ),
             ProjectLink("My progress", "my_progress", LABELER_ROLES, 20),
+            ProjectLink("Guideline", "project_guideline", GUIDELINE_ROLES, 25),
             ProjectLink("Setup", "project_setup", LEAD_ROLES, 30),
             ProjectLink("Dashboard", "lead_dashboard", LEAD_ROLES, 35),
             ProjectLink("Disagreements", "disagreement_queue", LEAD_ROLES, 40),

@@ -14,7 +14,7 @@ from django import forms
 from annotator.forms import MembersField, grantable_roles
 from annotator.models import Project, Role
 from ingest.models import Issue, Repository
-from labeling import resolution
+from labeling import guideline, resolution
 from labeling.resolution import MAX_MESSAGE
 from labeling.setup import MAX_ANNOTATIONS_PER_ISSUE, Scope
 from labeling.taxonomy_history import global_version, visible_to
@@ -275,3 +275,29 @@ class QueueFilterForm(forms.Form):
         if values["sort"] == self.SORTS[0]:
             del values["sort"]  # the default order needs no mention
         return urlencode({k: v for k, v in values.items() if v})
+
+
+class _MarkdownField(forms.CharField):
+    """Text whose line ends count once: a browser sends each as "\\r\\n", so a text that fits
+    the textarea's `maxlength` would otherwise fail the same limit here."""
+
+    def to_python(self, value) -> str:
+        return guideline.normalise(super().to_python(value) or "")
+
+
+class GuidelineForm(forms.Form):
+    """A lead's project guideline (Markdown)."""
+
+    guideline = _MarkdownField(
+        label="Guideline",
+        required=False,
+        max_length=guideline.MAX_GUIDELINE_CHARS,
+        widget=forms.Textarea(attrs={"rows": 18}),
+        help_text="Markdown. Annotators see it above every issue and in the Keys (?) dialog.",
+        error_messages={
+            "max_length": (
+                f"The guideline is too long: at most {guideline.MAX_GUIDELINE_CHARS:,} characters"
+                " (it has %(show_value)s)."
+            )
+        },
+    )

@@ -57,14 +57,15 @@ def _cached_nodes(version_id: int, with_details: bool) -> list[dict]:
 
     Short-lived: a version edited in place shows up within minutes.
     """
-    key = f"taxonomy-{'payload' if with_details else 'nodes'}:{version_id}"
+    # ("payload2": the payload gained descriptions; a cached row without them is not reused.)
+    key = f"taxonomy-{'payload2' if with_details else 'nodes'}:{version_id}"
     rows = cache.get(key)
     if rows is None:
         nodes = TaxonomyNode.objects.filter(version_id=version_id).order_by(
             "level", "position", "code"
         )
         if not with_details:
-            nodes = nodes.defer("details")
+            nodes = nodes.defer("details", "description")
         rows = [
             {
                 "id": n.pk,
@@ -72,7 +73,7 @@ def _cached_nodes(version_id: int, with_details: bool) -> list[dict]:
                 "name": n.name,
                 "level": n.level,
                 "parent": n.parent_id,
-                **({"details": n.details} if with_details else {}),
+                **({"description": n.description, "details": n.details} if with_details else {}),
             }
             for n in nodes
         ]
@@ -81,7 +82,8 @@ def _cached_nodes(version_id: int, with_details: bool) -> list[dict]:
 
 
 def taxonomy_payload(version_id: int) -> list[dict]:
-    """The version's nodes with their example details, for the sub-theme search."""
+    """The version's nodes with their descriptions and example details, for the sub-theme
+    search and the labeling page's taxonomy panel."""
     return _cached_nodes(version_id, with_details=True)
 
 

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from labeling import dashboard_views, project_views, views
+from labeling import dashboard_views, guideline_views, project_views, views
 
 urlpatterns = [
     path("", project_views.home, name="home"),
@@ -36,6 +36,11 @@ urlpatterns = [
         "projects/<int:project_id>/label/taxonomy/<int:version_id>.json",
         views.label_taxonomy,
         name="label_taxonomy",
+    ),
+    path(
+        "projects/<int:project_id>/guideline/",
+        guideline_views.project_guideline,
+        name="project_guideline",
     ),
     path("projects/<int:project_id>/my-progress/", views.my_progress, name="my_progress"),
     path("projects/<int:project_id>/setup/", views.project_setup, name="project_setup"),

@@ -24,7 +24,7 @@ from annotator.models import LEAD_ROLES, Project
 from annotator.permissions import membership_or_404
 from ingest.models import Issue, Repository
 from ingest.permissions import is_ingest_admin
-from labeling import queue, resolution, setup, submission
+from labeling import guideline, queue, resolution, setup, submission
 from labeling.forms import (
     MessageForm,
     QueueFilterForm,
@@ -139,6 +139,7 @@ def label_issue(request, project_id: int, item_id: int):
         "progress": submission.progress_of(request.user, project),
         "fp_reasons": FalsePositiveReason.choices,
         "taxonomy": taxonomy_nodes(project.taxonomy_version_id),
+        "guideline": guideline.render(project.guideline),
         **issue_context(item.issue),
     }
     return render(request, "labeling/label.html", context, status=400 if error else 200)
@@ -179,7 +180,8 @@ def request_change(request, project_id: int, item_id: int):
 @login_required
 @cache_control(private=True, max_age=3600)
 def label_taxonomy(request, project_id: int, version_id: int):
-    """The taxonomy with its example details, for the sub-theme search (fetched once, cached).
+    """The taxonomy with its descriptions and example details, for the sub-theme search and the
+    taxonomy panel (fetched once, cached).
 
     Kept out of the labeling page: the details are most of its weight, and they never change
     within a taxonomy version, whose id is in the URL.

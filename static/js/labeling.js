@@ -1,5 +1,6 @@
 // Label form behaviour: themes and sub-themes filtered by the choice above, sub-theme search by
-// name and example details, click-to-load images, and (on the labeling page) the keyboard.
+// name and example details, the taxonomy panel that follows the choice, the guideline's
+// remembered open/closed state, click-to-load images, and (on the labeling page) the keyboard.
 (() => {
   const dataTag = document.getElementById("taxonomy-data");
   const nodes = dataTag ? JSON.parse(dataTag.textContent) : [];
@@ -24,7 +25,126 @@
     button.replaceWith(img);
   });
 
+  // Collapsible panels that remember being closed: open unless this reader closed them.
+  const storage = {
+    get: (key) => {
+      try {
+        return localStorage.getItem(key);
+      } catch {
+        return null; // storage off: panels simply open
+      }
+    },
+    set: (key, value) => {
+      try {
+        localStorage.setItem(key, value);
+      } catch {
+        /* storage off or full: nothing to remember */
+      }
+    },
+  };
+  const remembered = (details, key) => {
+    if (!details || !key) return;
+    details.open = storage.get(key) !== "closed";
+    details.addEventListener("toggle", () => storage.set(key, details.open ? "open" : "closed"));
+  };
+  // The project's guideline: its key holds a digest of the text, so an edited guideline opens
+  // again; the keys of this project's earlier texts are dropped.
+  const guideline = document.getElementById("guideline");
+  if (guideline) {
+    const key = guideline.dataset.key;
+    const prefix = key.slice(0, key.lastIndexOf(":") + 1);
+    try {
+      for (const old of Object.keys(localStorage)) {
+        if (old.startsWith(prefix) && old !== key) localStorage.removeItem(old);
+      }
+    } catch {
+      /* storage off */
+    }
+    remembered(guideline, key);
+  }
+  const guidePanel = document.getElementById("taxonomy-guide");
+  remembered(guidePanel, "taxonomy-guide");
+
   if (!typeSelect || !themeSelect || !subSelect) return;
+
+  // The taxonomy panel: the chosen type's description with its themes (numbered as the digit
+  // keys pick them), or, once a theme is chosen, the theme's description and its sub-themes with
+  // their descriptions and example details. Built from the taxonomy alone, as text.
+  const guide = document.getElementById("taxonomy-guide-body");
+  const EXAMPLES_SHOWN = 4;
+  const childrenOf = (id) => nodes.filter((n) => String(n.parent) === String(id));
+  const el = (tag, className, text) => {
+    const element = document.createElement(tag);
+    if (className) element.className = className;
+    if (text !== undefined) element.textContent = text;
+    return element;
+  };
+  const described = (tag, node, headTag) => {
+    const element = el(tag, `guide-node guide-level-${node.level}`);
+    element.dataset.code = node.code;
+    element.append(el(headTag, "guide-name", `${node.code} ${node.name}`));
+    if (node.description) element.append(el("p", "guide-description", node.description));
+    return element;
+  };
+  const exampleList = (details) => {
+    const list = el("ul", "guide-examples");
+    for (const detail of details) list.append(el("li", "", detail.trim()));
+    return list;
+  };
+  const examples = (node) => {
+    const details = (node.details || []).filter((d) => d.trim());
+    if (!details.length) return [];
+    const shown = [el("p", "guide-examples-head", "Examples:"), exampleList(details.slice(0, EXAMPLES_SHOWN))];
+    if (details.length > EXAMPLES_SHOWN) {
+      const more = el("details", "guide-more");
+      more.append(el("summary", "", `${details.length - EXAMPLES_SHOWN} more examples`));
+      more.append(exampleList(details.slice(EXAMPLES_SHOWN)));
+      shown.push(more);
+    }
+    return shown;
+  };
+  const renderGuide = () => {
+    if (!guide) return;
+    const type = typeSelect.value ? byId.get(typeSelect.value) : undefined;
+    const theme = themeSelect.value ? byId.get(themeSelect.value) : undefined;
+    const parts = [];
+    if (!type) {
+      parts.push(el("p", "hint", "Choose a type (q r b) to read its themes here."));
+    } else {
+      parts.push(described("section", type, "h3"));
+      if (!theme) {
+        parts.push(el("p", "hint", "Its themes (the digit keys pick them):"));
+        const list = el("ol", "guide-themes");
+        for (const child of childrenOf(type.id)) list.append(described("li", child, "h4"));
+        parts.push(list);
+      } else {
+        const section = described("section", theme, "h3");
+        section.id = "guide-theme";
+        const subs = childrenOf(theme.id);
+        section.append(el("p", "hint", subs.length ? "Sub-themes:" : "No sub-themes."));
+        const list = el("ul", "guide-subs");
+        for (const sub of subs) {
+          const item = described("li", sub, "h4");
+          if (String(sub.id) === subSelect.value) {
+            item.classList.add("chosen");
+          } else {
+            // Read, then choose it here (the panel is redrawn, so the focus returns to the page
+            // and the keys go on working).
+            const pick = el("button", "linkbutton guide-pick", "Choose");
+            pick.type = "button";
+            pick.setAttribute("aria-label", `Choose ${sub.code} ${sub.name}`);
+            pick.addEventListener("click", () => choose(sub));
+            item.querySelector(".guide-name").after(pick);
+          }
+          item.append(...examples(sub));
+          list.append(item);
+        }
+        section.append(list);
+        parts.push(section);
+      }
+    }
+    guide.replaceChildren(...parts);
+  };
 
   // Options keep their server-rendered order; filtering only hides and shows them.
   const filterOptions = (select, parentId) => {
@@ -43,9 +163,14 @@
   const syncLevels = () => {
     filterOptions(themeSelect, typeSelect.value);
     filterOptions(subSelect, themeSelect.value || "none");
+    renderGuide();
   };
   typeSelect.addEventListener("change", syncLevels);
-  themeSelect.addEventListener("change", () => filterOptions(subSelect, themeSelect.value || "none"));
+  themeSelect.addEventListener("change", () => {
+    filterOptions(subSelect, themeSelect.value || "none");
+    renderGuide();
+  });
+  subSelect.addEventListener("change", renderGuide);
   syncLevels();
 
   const setFalsePositive = (on) => {
@@ -63,13 +188,15 @@
     themeSelect.value = String(theme.id);
     filterOptions(subSelect, themeSelect.value);
     subSelect.value = String(node.id);
+    renderGuide();
     setFalsePositive(false);
     // On the resolve page a chosen sub-theme is a new final label, not an annotator's.
     const sourceNew = document.getElementById("source-new");
     if (sourceNew) sourceNew.checked = true;
   };
 
-  // Example details are fetched once, on the first search (the browser caches them).
+  // Descriptions and example details are fetched once, on the first search or at once for the
+  // taxonomy panel (the browser caches them).
   const detailsUrl = document.getElementById("taxonomy-details")?.dataset.url;
   let detailsLoaded = null;
   const loadDetails = () => {
@@ -79,13 +206,18 @@
         .then((data) => {
           for (const full of data.nodes) {
             const node = byId.get(String(full.id));
-            if (node) node.details = full.details;
+            if (node) {
+              node.details = full.details;
+              node.description = full.description || "";
+            }
           }
           runSearch();
+          renderGuide();
         })
         .catch(() => {});
     }
   };
+  if (guide) loadDetails();
 
   // A hit's place: the chosen theme's sub-themes first, then the chosen type's, then the rest;
   // within each, matches by code or name before matches by an example detail.
@@ -196,6 +328,7 @@
     syncLevels();
     themeSelect.value = theme.value;
     filterOptions(subSelect, theme.value);
+    renderGuide();
     newLabel();
     return true;
   };

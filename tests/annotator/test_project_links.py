@@ -24,6 +24,7 @@ EXPECTED = {
     Role.ANNOTATOR: {
         "label_next",
         "my_progress",
+        "project_guideline",
         "taxonomy_proposals",
         "table_one",
         "interviews",
@@ -32,6 +33,7 @@ EXPECTED = {
     Role.LEAD: {
         "label_next",
         "my_progress",
+        "project_guideline",
         "project_setup",
         "lead_dashboard",
         "disagreement_queue",
