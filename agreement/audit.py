@@ -13,7 +13,8 @@ answering an issue's true theme, the diagonal weighted by how often each theme o
 Labels are read once per table (`agreement.measures.load_labels`, under the taxonomy version's
 lineage like the report) and integer-encoded with numpy; the issues' URLs and queue ids are read
 in one more query for the rows shown. For leads only: the model's estimates are never shown to
-annotators (`AUDIT_ROLES`), and nothing of it is cached.
+annotators (`agreement.permissions.AUDIT_ROLES`). The per-issue list is never cached; the
+accuracies are, for the lead's agreement page only (`cached_rater_accuracies`).
 """
 
 from __future__ import annotations
@@ -21,14 +22,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from django.core.cache import cache
+
+from agreement import dawid_skene as ds
+from agreement.measures import CACHE_SECONDS, cache_key, load_labels
+from agreement.measures import _natural as natural_order
 from annotator.models import Membership, Project
 from labeling.models import ProjectIssue
 from taxonomy.models import TaxonomyVersion
 
 if TYPE_CHECKING:
     import numpy as np
-
-    from agreement.dawid_skene import Fit
 
 ACCURACY_DEFINITION = (
     "sum over themes k of prior_k * confusion[k, k]: the probability that the annotator gives "
@@ -102,7 +106,7 @@ class Audit:
 class _Model:
     """A fitted project: the compact arrays and what Dawid-Skene made of them."""
 
-    fit: Fit | None
+    fit: ds.Fit | None
     issue_ids: list[int]  # per model item: the Issue id
     codes: list[str]  # per model class: the theme code (or FP)
     rater_ids: list[int]  # per model rater: the user id
@@ -115,9 +119,6 @@ class _Model:
 
 def _fit(project: Project, version: TaxonomyVersion | None = None) -> _Model:
     import numpy as np
-
-    from agreement import dawid_skene as ds
-    from agreement.measures import load_labels
 
     version = version or project.taxonomy_version
     labels, _ = load_labels(project, version, pilot=False)
@@ -167,13 +168,28 @@ def rater_accuracies(project: Project, version: TaxonomyVersion | None = None) -
     return dict(zip(names, (float(a) for a in model.fit.accuracy), strict=True))
 
 
+def cached_rater_accuracies(
+    project: Project, version: TaxonomyVersion | None = None
+) -> dict[str, float]:
+    """`rater_accuracies`, kept under the agreement report's key (which changes with any new,
+    revised or reopened label) so the lead's agreement page does not refit on every view.
+
+    Only pseudonyms and their accuracies are stored, and only the lead branch of the agreement
+    page reads them (AUDIT_ROLES); the audit's per-issue list is never cached.
+    """
+    key = "audit-accuracy:" + cache_key(project, version.pk if version else None)
+    found = cache.get(key)
+    if found is None:
+        found = rater_accuracies(project, version)
+        cache.set(key, found, CACHE_SECONDS)
+    return found
+
+
 def audit(
     project: Project, top: int | None = None, version: TaxonomyVersion | None = None
 ) -> Audit:
     """Fit the project's labels and rank its finals, least likely first (`top` rows, or all)."""
     import numpy as np
-
-    from agreement.measures import _natural
 
     model = _fit(project, version)
     result = Audit(project=project.name, taxonomy_version=str(model.version))
@@ -229,7 +245,7 @@ def audit(
             RaterAccuracy(pseudonym=name, accuracy=float(acc), labels=count)
             for name, acc, count in zip(names, fit.accuracy, model.rater_labels, strict=True)
         ),
-        key=lambda a: _natural(a.pseudonym),
+        key=lambda a: natural_order(a.pseudonym),
     )
     result.issues_fitted = len(model.issue_ids)
     result.finals = int(audited.size)

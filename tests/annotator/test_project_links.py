@@ -35,6 +35,7 @@ EXPECTED = {
         "project_setup",
         "disagreement_queue",
         "agreement_report",
+        "label_audit",
         "exports",
         "releases",
         "table_one",
@@ -50,7 +51,7 @@ LINK = re.compile(r'<a href="([^"]+)"')
 @pytest.fixture
 def members(project, lead, annotator, researcher):
     admin = make_user("adam-admin")
-    Membership.objects.create(project=project, user=admin, role=Role.ADMIN, pseudonym="rater-9")
+    Membership.objects.create(project=project, user=admin, role=Role.ADMIN, pseudonym="rater-admin")
     return {
         Role.LEAD: lead,
         Role.ANNOTATOR: annotator,
