@@ -114,16 +114,25 @@ def _grouped_sum(source: np.ndarray, rows: np.ndarray, groups: np.ndarray, n_gro
 
 @dataclass
 class _Orders:
-    by_item: np.ndarray  # answer order sorted by item
-    by_cell: np.ndarray  # answer order sorted by (rater, label)
+    """The answers sorted once: by item (for the E-step) and by (rater, label) (the M-step)."""
+
+    item_by_item: np.ndarray
+    cell_by_item: np.ndarray
+    item_by_cell: np.ndarray
+    cell_by_cell: np.ndarray
 
 
 def _orders(data: Answers) -> _Orders:
     import numpy as np
 
+    cell = data.cell
+    by_item = np.argsort(data.item, kind="stable")
+    by_cell = np.argsort(cell, kind="stable")
     return _Orders(
-        by_item=np.argsort(data.item, kind="stable"),
-        by_cell=np.argsort(data.cell, kind="stable"),
+        item_by_item=data.item[by_item],
+        cell_by_item=cell[by_item],
+        item_by_cell=data.item[by_cell],
+        cell_by_cell=cell[by_cell],
     )
 
 
@@ -152,9 +161,8 @@ def m_step(
     k = data.n_classes
     priors = posteriors.sum(axis=0) + smoothing
     priors = priors / priors.sum()
-    cell = data.cell[orders.by_cell]
     # counts[r * K + l, k] = sum of T[i, k] over r's answers l.
-    counts = _grouped_sum(posteriors, data.item[orders.by_cell], cell, data.n_raters * k)
+    counts = _grouped_sum(posteriors, orders.item_by_cell, orders.cell_by_cell, data.n_raters * k)
     confusion = counts.reshape(data.n_raters, k, k).transpose(0, 2, 1) + smoothing
     totals = confusion.sum(axis=2, keepdims=True)
     # A rater with no answers at all (possible with smoothing 0) gets uniform rows.
@@ -174,9 +182,7 @@ def e_step(
         # log_answer[r * K + l, k] = log pi_r[k, l]
         log_answer = np.log(confusion.transpose(0, 2, 1).reshape(data.n_raters * k, k))
         log_prior = np.log(priors)
-    log_joint = _grouped_sum(
-        log_answer, data.cell[orders.by_item], data.item[orders.by_item], data.n_items
-    )
+    log_joint = _grouped_sum(log_answer, orders.cell_by_item, orders.item_by_item, data.n_items)
     log_joint += log_prior
     top = log_joint.max(axis=1, keepdims=True)
     with np.errstate(invalid="ignore"):
