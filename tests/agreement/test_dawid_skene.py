@@ -148,3 +148,18 @@ def test_planted_wrong_finals_come_first_when_ranked_by_their_posterior():
     final_posterior = fit.posteriors[np.arange(len(truth)), finals]
     ranked = np.argsort(final_posterior, kind="stable")
     assert set(ranked[:12].tolist()) == set(planted.tolist())
+
+
+def test_chunked_sums_match_one_chunk_and_an_unlabeled_item_keeps_the_priors(monkeypatch):
+    data, _ = _crowd()
+    whole = ds.fit(data)
+    # Chunks of 7 answers cut through items and (rater, label) groups everywhere.
+    monkeypatch.setattr(ds, "CHUNK", 7)
+    chunked = ds.fit(data)
+    assert np.allclose(whole.posteriors, chunked.posteriors)
+    assert np.allclose(whole.confusion, chunked.confusion)
+
+    # An item nobody labeled: its posterior is the class priors.
+    lonely = ds.answers([0, 0, 1], [0, 1, 0], [1, 1, 0], n_items=3, n_raters=2, n_classes=2)
+    fit = ds.fit(lonely, max_iter=3)
+    assert np.allclose(fit.posteriors[2], fit.priors)
