@@ -9,7 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, render
 
 from agreement.audit import ACCURACY_DEFINITION, audit, cached_rater_accuracies
-from agreement.forms import AuditForm
+from agreement.forms import DEFAULT_AUDIT_ROWS, MAX_AUDIT_ROWS, AuditForm
 from agreement.measures import LANDIS_KOCH, LEVEL_NAMES, agreement_report, report_rows
 from agreement.permissions import AGREEMENT_ROLES, AUDIT_ROLES, TABLE_ONE_ROLES
 from agreement.table_one import TYPE_COLUMNS, YEARS, table_one
@@ -101,16 +101,14 @@ def label_audit_page(request, project_id: int):
     membership = membership_or_404(request.user, project_id, roles=AUDIT_ROLES)
     project = membership.project
     form = AuditForm(request.GET)
+    context: dict[str, object] = {"project": project, "form": form, "max_rows": MAX_AUDIT_ROWS}
     if not form.is_valid():
-        context = {"project": project, "form": form, "result": None}
+        context.update(rows=DEFAULT_AUDIT_ROWS, result=None)
         return render(request, "agreement/audit.html", context, status=400)
-    result = audit(project, top=form.rows())
-    context = {
-        "project": project,
-        "form": form,
-        "result": result,
-        "accuracy_definition": ACCURACY_DEFINITION,
-    }
+    rows = form.rows()
+    context.update(
+        rows=rows, result=audit(project, top=rows), accuracy_definition=ACCURACY_DEFINITION
+    )
     return render(request, "agreement/audit.html", context)
 
 
