@@ -6,10 +6,11 @@ class AgreementConfig(AppConfig):
     verbose_name = "Agreement"
 
     def ready(self) -> None:
-        from agreement.permissions import AGREEMENT_ROLES, TABLE_ONE_ROLES
+        from agreement.permissions import AGREEMENT_ROLES, AUDIT_ROLES, TABLE_ONE_ROLES
         from annotator.links import ProjectLink, register
 
         register(
             ProjectLink("Agreement", "agreement_report", AGREEMENT_ROLES, 50),
+            ProjectLink("Label audit", "label_audit", AUDIT_ROLES, 55),
             ProjectLink("Table I", "table_one", TABLE_ONE_ROLES, 80),
         )

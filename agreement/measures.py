@@ -249,22 +249,24 @@ def _label_rows(queryset, *first: str) -> np.ndarray:
 
 
 def load_labels(
-    project: Project, version: TaxonomyVersion | None = None
+    project: Project, version: TaxonomyVersion | None = None, pilot: bool = True
 ) -> tuple[Labels, dict[str, str]]:
     """Vectorised: a full study's 270,000 annotations load in well under a second.
 
     Labels are read under `version` (default: the project's pinned one) through the lineage
     (`taxonomy.lineage.Translator`, as the exports read them): a theme moved to another type
     counts under that type, a merged theme as its target. A project holds few distinct labels,
-    so each distinct one is read once and the arrays are indexed by it.
+    so each distinct one is read once and the arrays are indexed by it. `pilot=False` leaves
+    out the pilot's annotations (the label audit's choice; the report keeps them).
     """
     import numpy as np
 
     version = version or project.taxonomy_version
     _, categories, names = _codes(version)
-    ann = _label_rows(
-        Annotation.objects.filter(project=project, is_current=True), "issue_id", "annotator_id"
-    )
+    current = Annotation.objects.filter(project=project, is_current=True)
+    if not pilot:
+        current = current.filter(is_pilot=False)
+    ann = _label_rows(current, "issue_id", "annotator_id")
     fin = _label_rows(Resolution.objects.filter(project=project, is_current=True), "issue_id")
     distinct, inverse = np.unique(
         np.concatenate([ann[:, 2:6], fin[:, 1:5]]).reshape(-1, 4), axis=0, return_inverse=True

@@ -9,4 +9,5 @@ urlpatterns = [
         views.agreement_report_page,
         name="agreement_report",
     ),
+    path("projects/<int:project_id>/audit/", views.label_audit_page, name="label_audit"),
 ]

@@ -1,4 +1,5 @@
-"""The agreement report page (leads, admins and researchers, as the API) and Table I."""
+"""The agreement report page (leads, admins and researchers, as the API), Table I, and the
+label audit (leads and admins)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from itertools import pairwise
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, render
 
+from agreement.audit import ACCURACY_DEFINITION, audit, cached_rater_accuracies
+from agreement.forms import DEFAULT_AUDIT_ROWS, MAX_AUDIT_ROWS, AuditForm
 from agreement.measures import LANDIS_KOCH, LEVEL_NAMES, agreement_report, report_rows
-from agreement.permissions import AGREEMENT_ROLES, TABLE_ONE_ROLES
+from agreement.permissions import AGREEMENT_ROLES, AUDIT_ROLES, TABLE_ONE_ROLES
 from agreement.table_one import TYPE_COLUMNS, YEARS, table_one
 from annotator.permissions import membership_or_404
 from labeling import taxonomy_history as history
@@ -56,6 +59,11 @@ def agreement_report_page(request, project_id: int):
     }
     rows, total = table_one(project)
     scale = [(low, high, word) for (low, _), (high, word) in pairwise(LANDIS_KOCH)]
+    # The Dawid-Skene accuracy column is for leads and admins only (AUDIT_ROLES): researchers
+    # read the report too, but the model's estimate of a person is the leads' working figure.
+    model_accuracy = (
+        cached_rater_accuracies(project, version) if membership.role in AUDIT_ROLES else None
+    )
     return render(
         request,
         "agreement/report.html",
@@ -75,8 +83,33 @@ def agreement_report_page(request, project_id: int):
             "years": YEARS,
             "type_columns": TYPE_COLUMNS,
             "scale": scale,
+            "annotators": [
+                {
+                    **a,
+                    "model_accuracy": (model_accuracy or {}).get(a["pseudonym"]),
+                }
+                for a in report["annotators"]
+            ],
+            "model_accuracy": model_accuracy is not None,
+            "accuracy_definition": ACCURACY_DEFINITION,
         },
     )
+
+
+@login_required
+def label_audit_page(request, project_id: int):
+    membership = membership_or_404(request.user, project_id, roles=AUDIT_ROLES)
+    project = membership.project
+    form = AuditForm(request.GET)
+    context: dict[str, object] = {"project": project, "form": form, "max_rows": MAX_AUDIT_ROWS}
+    if not form.is_valid():
+        context.update(rows=DEFAULT_AUDIT_ROWS, result=None)
+        return render(request, "agreement/audit.html", context, status=400)
+    rows = form.rows()
+    context.update(
+        rows=rows, result=audit(project, top=rows), accuracy_definition=ACCURACY_DEFINITION
+    )
+    return render(request, "agreement/audit.html", context)
 
 
 @login_required

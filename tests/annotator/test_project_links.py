@@ -38,6 +38,7 @@ EXPECTED = {
         "lead_dashboard",
         "disagreement_queue",
         "agreement_report",
+        "label_audit",
         "exports",
         "releases",
         "table_one",
