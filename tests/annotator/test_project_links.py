@@ -28,7 +28,14 @@ EXPECTED = {
         "table_one",
         "interviews",
     },
-    Role.RESEARCHER: {"agreement_report", "exports", "releases", "table_one", "interviews"},
+    Role.RESEARCHER: {
+        "agreement_report",
+        "exports",
+        "releases",
+        "filter_recall",
+        "table_one",
+        "interviews",
+    },
     Role.LEAD: {
         "label_next",
         "my_progress",
@@ -37,6 +44,7 @@ EXPECTED = {
         "agreement_report",
         "exports",
         "releases",
+        "filter_recall",
         "table_one",
         "taxonomy_proposals",
         "interviews",
@@ -90,6 +98,7 @@ def test_the_registry_knows_every_page_the_issue_names():
         "agreement_report",
         "exports",
         "releases",
+        "filter_recall",
         "table_one",
         "interviews",
     ]
