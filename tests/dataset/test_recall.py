@@ -391,3 +391,38 @@ def test_the_datasheet_reports_the_measured_recall(study, lead, export_root):
     )
     assert "| pytorch/pytorch | 20 | 20 |" in sheet
     assert "`vllm`" in sheet
+
+
+# --- the API -----------------------------------------------------------------------------------
+
+
+def test_the_api_draws_for_lena_and_reports_to_rita(study, lead, researcher, annotator, outsider):
+    from rest_framework.test import APIClient
+
+    url = reverse("api_filter_recall", args=[study.pk])
+    api = APIClient()
+    api.force_authenticate(lead)
+    response = api.post(url, {"sample_size": 10, "seed": 2}, format="json")
+    assert response.status_code == 201
+    assert response.json()["draw"] == {
+        "number": 1,
+        "seed": 2,
+        "size": 10,
+        "margin": None,
+        "by_repository": {"pytorch/pytorch": 10},
+    }
+    bad = api.post(url, {"margin": 0.05, "sample_size": 3}, format="json")
+    assert bad.status_code == 400 and "sample_size" in bad.json()
+    assert api.post(url, {"seed": -1, "sample_size": 3}, format="json").status_code == 400
+    finalize(study, probe_items(study), relevant=DROPPED_RELEVANT)
+
+    api.force_authenticate(researcher)
+    data = api.get(url).json()
+    x = probe_items(study).filter(issue__number__in=[str(n) for n in DROPPED_RELEVANT]).count()
+    assert data["labeled"] == 10 and data["llm_related"] == x
+    assert data["share"] == pytest.approx([x / 10, *hand_wilson(x, 10)])
+    assert api.post(url, {"sample_size": 3}, format="json").status_code == 404
+    for user in (annotator, outsider):
+        api.force_authenticate(user)
+        assert api.get(url).status_code == 404
+    assert RecallProbe.objects.count() == 10
