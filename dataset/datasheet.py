@@ -17,6 +17,7 @@ from django.db.models import Count, Max, Min
 
 from annotator.models import Project
 from dataset.exports import unmapped_labels
+from dataset.recall import recall_summary
 from ingest.models import Issue, Repository
 
 if TYPE_CHECKING:
@@ -38,10 +39,6 @@ def _cell(text: Any) -> str:
 
 def recall(project: Project) -> dict[str, Any] | None:
     """The keyword filter's measured recall (`dataset.recall`), or None when not measured."""
-    try:
-        from dataset.recall import recall_summary  # type: ignore[import-not-found, unused-ignore]
-    except ImportError:
-        return None
     return recall_summary(project)
 
 

@@ -376,7 +376,8 @@ def write_jsonl(
     scope = ctx.scope().order_by("position", "pk")
     total = scope.count()
     done = 0
-    for chunk in _chunks(iter(list(scope.values_list("issue_id", "status", "is_pilot"))), CHUNK):
+    rows = scope.values_list("issue_id", "status", "is_pilot", "recall_probe")
+    for chunk in _chunks(iter(list(rows)), CHUNK):
         ids = [c[0] for c in chunk]
         issues = {
             row["id"]: row
@@ -441,7 +442,7 @@ def write_jsonl(
             .values("issue_id", "is_current", "method", "decided_at", "note", *LABEL_VALUES)
         ):
             resolutions[row["issue_id"]].append(row)
-        for issue_id, status, is_pilot in chunk:
+        for issue_id, status, is_pilot, probe in chunk:
             issue = issues[issue_id]
             record = {
                 "url": issue["url"],
@@ -458,6 +459,8 @@ def write_jsonl(
                 "closed_at": _iso(issue["closed_at"]),
                 "status": status,
                 "is_pilot": is_pilot,
+                # A dropped issue drawn to measure the keyword filter's recall (dataset.recall).
+                "recall_probe": probe is not None,
                 "comments": comments.get(issue_id, []),
                 "annotations": annotations.get(issue_id, []),
                 "resolution": None,

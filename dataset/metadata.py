@@ -195,7 +195,7 @@ def table_schema(name: str, header: list[str], rows: list[list[str]], codes: lis
                 constraints={"enum": [*codes, *extra]},
                 description="a label code of the taxonomy version, or FP (false positive)",
             )
-        elif column in ("is_false_positive", "is_pilot"):
+        elif column in ("is_false_positive", "is_pilot", "recall_probe"):
             spec.update(type="boolean", trueValues=["true"], falseValues=["false"])
         elif column == "resolution_method":
             spec.update(type="string", constraints={"enum": list(Resolution.Method.values)})
@@ -228,6 +228,7 @@ JSONL_SCHEMA: dict[str, Any] = {
         {"name": "closed_at", "type": "string"},
         {"name": "status", "type": "string"},
         {"name": "is_pilot", "type": "boolean"},
+        {"name": "recall_probe", "type": "boolean"},
         {"name": "comments", "type": "array"},
         {"name": "annotations", "type": "array"},
         {"name": "resolution", "type": "object"},

@@ -153,3 +153,41 @@ class Release(models.Model):
     @property
     def filename(self) -> str:
         return f"release-{self.project_id}-{self.version}.zip"
+
+
+class RecallProbe(models.Model):
+    """An issue the keyword filter dropped, drawn into a project's queue to measure the
+    filter's recall (see `dataset.recall`).
+
+    Labeled blind like any issue: nothing an annotator sees tells a probe from another issue.
+    Only this row knows; a draw is the set of probes drawn together (numbered per project).
+    """
+
+    project = models.ForeignKey(
+        "annotator.Project", on_delete=models.CASCADE, related_name="recall_probes"
+    )
+    project_issue = models.OneToOneField(
+        "labeling.ProjectIssue", on_delete=models.CASCADE, related_name="recall_probe"
+    )
+    issue = models.ForeignKey("ingest.Issue", on_delete=models.CASCADE, related_name="+")
+    # 1, 2, … per project: a later draw adds probes from the dropped issues not drawn yet.
+    draw = models.PositiveIntegerField()
+    seed = models.PositiveIntegerField()
+    # The target margin of error the draw's size came from (empty: a size was asked).
+    margin = models.FloatField(null=True, blank=True)
+    # Dropped issues of the probe's repository (in the project's scope) when it was drawn.
+    stratum_size = models.PositiveIntegerField(default=0)
+    drawn_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    drawn_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "draw", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "issue"], name="one_probe_per_issue")
+        ]
+        indexes = [models.Index(fields=["project", "draw"])]
+
+    def __str__(self) -> str:
+        return f"recall probe {self.issue_id} in {self.project} (draw {self.draw})"

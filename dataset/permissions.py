@@ -38,3 +38,13 @@ RELEASE_CREATE_ROLES = LEAD_ROLES
 
 def can_create_release(membership) -> bool:
     return membership.role in RELEASE_CREATE_ROLES or membership.user.is_superuser
+
+
+# The filter-recall report (dataset.recall): leads and admins draw probes; researchers read the
+# report, which shows counts and estimates only, never which issues are probes.
+RECALL_ROLES = EXPORT_ROLES
+RECALL_DRAW_ROLES = LEAD_ROLES
+
+
+def can_draw_probes(membership) -> bool:
+    return membership.role in RECALL_DRAW_ROLES or membership.user.is_superuser

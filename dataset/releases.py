@@ -93,6 +93,8 @@ FINAL_COLUMNS = [
     "is_false_positive",
     "false_positive_reason",
     "is_pilot",
+    # A dropped issue drawn to measure the keyword filter's recall (dataset.recall).
+    "recall_probe",
     "resolution_method",
     "decided_by",
     "decided_at",
@@ -217,7 +219,7 @@ def write_final_labels(ctx: ExportContext, out: TextIO) -> int:
         )
     }
     rows = 0
-    for issue_id, url, owner, name, number, is_pilot in (
+    for issue_id, url, owner, name, number, is_pilot, probe in (
         ctx.scope()
         .order_by("position", "pk")
         .values_list(
@@ -227,6 +229,7 @@ def write_final_labels(ctx: ExportContext, out: TextIO) -> int:
             "issue__repository__name",
             "issue__number",
             "is_pilot",
+            "recall_probe",
         )
         .iterator(chunk_size=2000)
     ):
@@ -245,6 +248,7 @@ def write_final_labels(ctx: ExportContext, out: TextIO) -> int:
                 "true" if label and label.is_false_positive else "false",
                 final["false_positive_reason"] if final else "",
                 "true" if is_pilot else "false",
+                "true" if probe is not None else "false",
                 final["method"] if final else "",
                 names.get(decider, f"annotator-{decider}") if decider else "",
                 final["decided_at"].isoformat() if final and final["decided_at"] else "",

@@ -251,3 +251,20 @@ class ReleaseSerializer(serializers.ModelSerializer):
 class ReleaseCreateSerializer(serializers.Serializer):
     version = serializers.CharField(max_length=40, help_text="semantic version X.Y.Z")
     note = serializers.CharField(required=False, allow_blank=True, max_length=20000, default="")
+
+
+class RecallDrawSerializer(serializers.Serializer):
+    """A draw of recall probes (dataset.recall.draw_probes): a size or a margin, and a seed."""
+
+    sample_size = serializers.IntegerField(
+        required=False, min_value=1, help_text="how many dropped issues to draw"
+    )
+    margin = serializers.FloatField(
+        required=False,
+        min_value=0.005,
+        max_value=0.5,
+        help_text="or: the margin of error wanted on the share (0.05 = ±5 points at 95 %)",
+    )
+    seed = serializers.IntegerField(
+        required=False, min_value=0, help_text="seed of the draw; a random one when left out"
+    )

@@ -2,7 +2,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.authtoken.views import obtain_auth_token
 
-from dataset import api, docs, release_api, release_views, views
+from dataset import api, docs, recall_api, recall_views, release_api, release_views, views
 
 urlpatterns = [
     path("projects/<int:project_id>/exports/", views.exports, name="exports"),
@@ -84,5 +84,15 @@ urlpatterns += [
         "api/projects/<int:project_id>/releases/<int:pk>/download/",
         release_api.ReleaseDownload.as_view(),
         name="api_release_download",
+    ),
+]
+
+# Filter recall (issue #16): probes drawn from the dropped issues, and the estimate.
+urlpatterns += [
+    path("projects/<int:project_id>/recall/", recall_views.filter_recall, name="filter_recall"),
+    path(
+        "api/projects/<int:project_id>/recall/",
+        recall_api.RecallReport.as_view(),
+        name="api_filter_recall",
     ),
 ]

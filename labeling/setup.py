@@ -146,7 +146,14 @@ def apply_scope(project: Project, scope: Scope, pilot_size: int, seed: int) -> d
     wanted = dict(issues_in_scope(scope).values_list("id", "repository_id"))
     existing = dict(ProjectIssue.objects.filter(project=project).values_list("issue_id", "id"))
     labeled = set(Annotation.objects.filter(project=project).values_list("issue_id", flat=True))
-    removable = [i for i in existing if i not in wanted and i not in labeled]
+    # A recall probe (dataset.recall) is a dropped issue outside the scope on purpose: it stays.
+    probes = set(
+        ProjectIssue.objects.filter(project=project, recall_probe__isnull=False).values_list(
+            "issue_id", flat=True
+        )
+    )
+    keep = labeled | probes
+    removable = [i for i in existing if i not in wanted and i not in keep]
     ProjectIssue.objects.filter(project=project, issue_id__in=removable).delete()
     added = [i for i in wanted if i not in existing]
     ProjectIssue.objects.bulk_create(
@@ -163,19 +170,26 @@ def order_queue(project: Project, pilot_size: int, seed: int) -> None:
     """Draw the pilot (stratified by repository) and give every issue its queue position."""
     _check_queue_args(pilot_size, seed)
     rows = list(
-        ProjectIssue.objects.filter(project=project).values_list("id", "issue__repository_id")
+        ProjectIssue.objects.filter(project=project).values_list(
+            "id", "issue__repository_id", "recall_probe"
+        )
     )
     by_repo: dict[int, list[int]] = defaultdict(list)
-    for pk, repo in rows:
-        by_repo[repo].append(pk)
+    for pk, repo, probe in rows:
+        # Recall probes (dataset.recall) go among the rest, never into the pilot: the pilot
+        # stays the same draw when probes are added, and probes stay where ordinary issues are.
+        if probe is None:
+            by_repo[repo].append(pk)
     pilot = stratified_sample(by_repo, pilot_size, seed)
     pilot_set = set(pilot)
-    rest = sorted(pk for pk, _ in rows if pk not in pilot_set)
+    rest = sorted(pk for pk, _, _ in rows if pk not in pilot_set)
     random.Random(seed + 1).shuffle(rest)
     rng = random.Random(seed)
     rng.shuffle(pilot)
     position = {pk: i for i, pk in enumerate(pilot + rest)}
-    objs = [ProjectIssue(id=pk, position=position[pk], is_pilot=pk in pilot_set) for pk, _ in rows]
+    objs = [
+        ProjectIssue(id=pk, position=position[pk], is_pilot=pk in pilot_set) for pk, _, _ in rows
+    ]
     ProjectIssue.objects.bulk_update(objs, ["position", "is_pilot"], batch_size=2000)
     # Frontiers are positions in the old order: everyone starts looking from the front again.
     QueueFrontier.objects.filter(project=project).delete()

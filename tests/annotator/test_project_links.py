@@ -29,7 +29,14 @@ EXPECTED = {
         "table_one",
         "interviews",
     },
-    Role.RESEARCHER: {"agreement_report", "exports", "releases", "table_one", "interviews"},
+    Role.RESEARCHER: {
+        "agreement_report",
+        "exports",
+        "releases",
+        "filter_recall",
+        "table_one",
+        "interviews",
+    },
     Role.LEAD: {
         "label_next",
         "my_progress",
@@ -41,6 +48,7 @@ EXPECTED = {
         "label_audit",
         "exports",
         "releases",
+        "filter_recall",
         "table_one",
         "taxonomy_proposals",
         "interviews",
@@ -95,6 +103,7 @@ def test_the_registry_knows_every_page_the_issue_names():
         "agreement_report",
         "exports",
         "releases",
+        "filter_recall",
         "table_one",
         "interviews",
     ]

@@ -1,0 +1,463 @@
+"""The keyword filter's recall, measured on a sample of the issues it dropped.
+
+A framework repository keeps only the issues its keyword set matches (`ingest.filtering`); the
+issues it drops are stored (`Issue.filter_status == FILTERED_OUT`) so the relevant ones it lost
+can be counted. A lead draws a seeded random sample of them into the project's queue as
+**recall probes** (`draw_probes`): each becomes an ordinary `ProjectIssue`, placed among the
+others by the project's own seeded shuffle (`labeling.setup.order_queue`), and is labeled blind
+like any issue. Only `RecallProbe` rows know which issues are probes.
+
+Once probes are final, `recall_report` estimates, per repository and overall:
+
+* the share p of relevant (LLM-related) issues among the dropped ones: a probe is relevant when
+  its current final label (`Resolution`) is not a false positive. Point estimate x/n, 95 %
+  Wilson interval (statsmodels `proportion_confint(method="wilson")`);
+* the relevant issues the filter dropped, D = N·p (N: dropped issues in the project's scope);
+* the relevant issues it kept, K: the kept issues in the project that are final and not false
+  positives, scaled to all kept issues when not all are final (K = M·R/F);
+* the recall K / (K + D). It falls as p grows, so its interval is the Wilson interval of p
+  carried through: (K / (K + N·p_high), K / (K + N·p_low)). K is taken as known.
+
+The sample size for a target margin of error e comes from n0 = z²·p(1-p)/e² (p = 0.5 unless an
+expected share is given, z = 1.96) with the finite-population correction n = n0 / (1 + (n0-1)/N),
+rounded up. The sample is stratified by repository in proportion to the dropped issues not yet
+drawn (`labeling.setup.stratified_sample`, largest remainders), so the pooled sample is
+self-weighting and the overall share is the pooled x/n. Per-repository intervals rest on each
+repository's share of the sample only and are wider.
+
+Suggested keywords: words of the titles of relevant probes that are not in the repository's
+keyword set and are no stop words, ranked by how many relevant probes the word would have caught
+(matched as a keyword in title, body or labels, as the filter matches) and, against it, how many
+probes labeled false positive it would have let in.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import secrets
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Count, Max
+
+from annotator.models import Project
+from dataset.models import RecallProbe
+from ingest.filtering import keyword_set_for
+from ingest.keywords import compile_keywords, normalize
+from ingest.models import Issue, Repository
+from labeling.models import ProjectIssue, Resolution
+from labeling.setup import Scope, issues_in_scope, order_queue, stratified_sample
+from lib.inputlimits import integer_range
+
+# Two-sided 95 %: the normal quantile at 0.975.
+Z_95 = 1.959963984540054
+# A draw larger than this is a typo: the study's largest repository dropped ~20,000 issues.
+MAX_SAMPLE = 20_000
+MAX_SUGGESTED = 10
+MAX_CANDIDATES = 200
+
+STOP_WORDS = frozenset(
+    (
+        "a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and",
+        "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between",
+        "both", "but", "by", "can", "cannot", "could", "did", "do", "does", "doing", "down",
+        "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he",
+        "her", "here", "hers", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its",
+        "itself", "just", "me", "more", "most", "my", "no", "nor", "not", "now", "of", "off", "on",
+        "once", "only", "or", "other", "our", "out", "over", "own", "same", "she", "should", "so",
+        "some", "such", "than", "that", "the", "their", "them", "then", "there", "these", "they",
+        "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we",
+        "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with",
+        "would", "you", "your", "yours", "get", "gets", "got", "use", "used", "using", "whether",
+        "via", "vs", "within", "without", "cant", "doesnt", "dont", "isnt", "wont", "error",
+        "errors", "issue", "issues", "bug", "bugs", "question", "feature", "request", "support",
+        "fix", "fails", "failed", "failing", "problem", "problems", "help", "how-to", "work",
+        "works", "working", "not-working",
+    )
+)  # fmt: skip
+_WORD = re.compile(r"[^\W\d_][\w.+-]*")
+
+
+class RecallError(Exception):
+    """Input a draw cannot use; `field` names the form field or option at fault."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+Interval = tuple[float, float, float]
+
+
+def sample_size_for(
+    margin: float, population: int, expected_share: float = 0.5, z: float = Z_95
+) -> int:
+    """Probes needed for a margin of error `margin` (half the 95 % interval's width) on the
+    share of relevant issues among `population` dropped issues: n0 = z²p(1-p)/e², then the
+    finite-population correction n0 / (1 + (n0 - 1)/N), rounded up."""
+    if not 0 < margin < 1:
+        raise RecallError("margin", "a share between 0 and 1, e.g. 0.05 for ±5 points")
+    if not 0 < expected_share < 1:
+        raise RecallError("expected_share", "a share between 0 and 1")
+    if population <= 0:
+        return 0
+    n0 = z * z * expected_share * (1 - expected_share) / (margin * margin)
+    return min(population, math.ceil(n0 / (1 + (n0 - 1) / population)))
+
+
+def wilson(count: int, n: int) -> tuple[float, float]:
+    """The 95 % Wilson score interval of a proportion count/n."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    low, high = proportion_confint(count, n, alpha=0.05, method="wilson")
+    return float(low), float(high)
+
+
+def share_interval(relevant: int, labeled: int) -> Interval | None:
+    """(estimate, low, high) of the share of relevant issues among the dropped ones."""
+    if labeled <= 0:
+        return None
+    low, high = wilson(relevant, labeled)
+    return (relevant / labeled, low, high)
+
+
+def recall_interval(kept_relevant: float | None, dropped: int, share: Interval | None):
+    """(estimate, low, high) of K / (K + N·p), the interval carried over from p's."""
+    if kept_relevant is None or share is None:
+        return None
+    estimate, low, high = share
+
+    def r(p: float) -> float:
+        lost = dropped * p
+        total = kept_relevant + lost
+        # Nothing relevant kept nor lost: the filter missed nothing there.
+        return 1.0 if total == 0 else kept_relevant / total
+
+    return (r(estimate), r(high), r(low))
+
+
+# --- the population and the draw ---------------------------------------------------------
+
+
+def project_scope(project: Project) -> Scope:
+    """The scope the setup page applied last (repositories, date window), as a `Scope`.
+
+    A project without a stored list of repositories uses the repositories of its issues."""
+    stored = project.scope or {}
+    repo_ids = [int(r) for r in stored.get("repository_ids") or []]
+    if not repo_ids:
+        repo_ids = sorted(
+            set(
+                ProjectIssue.objects.filter(project=project, recall_probe__isnull=True)
+                .values_list("issue__repository_id", flat=True)
+                .distinct()
+            )
+        )
+
+    def day(value: Any) -> date | None:
+        return date.fromisoformat(value) if value else None
+
+    return Scope(
+        repository_ids=repo_ids,
+        created_from=day(stored.get("created_from")),
+        created_to=day(stored.get("created_to")),
+    )
+
+
+def dropped_population(project: Project) -> tuple[dict[int, int], dict[int, list[int]]]:
+    """Per repository: how many dropped issues the scope holds (N, probes included), and the
+    ids of those not in the project yet (what a draw may take).
+
+    Dropped issues already in the project as ordinary issues (a scope that takes dropped issues
+    too) are labeled in full: they are neither population nor candidates."""
+    scope = project_scope(project)
+    if not scope.repository_ids:
+        return {}, {}
+    scope.filter_statuses = [Issue.FilterStatus.FILTERED_OUT]
+    in_project = dict(
+        ProjectIssue.objects.filter(project=project).values_list("issue_id", "recall_probe")
+    )
+    sizes: dict[int, int] = defaultdict(int)
+    candidates: dict[int, list[int]] = defaultdict(list)
+    for issue_id, repo_id in issues_in_scope(scope).values_list("id", "repository_id"):
+        if issue_id not in in_project:
+            sizes[repo_id] += 1
+            candidates[repo_id].append(issue_id)
+        elif in_project[issue_id] is not None:
+            sizes[repo_id] += 1
+    return dict(sizes), dict(candidates)
+
+
+@dataclass
+class Draw:
+    """What one draw added: its number, seed, size and probes per repository."""
+
+    number: int
+    seed: int
+    size: int
+    margin: float | None
+    by_repository: dict[str, int]
+
+
+def _seed(seed: int | None) -> int:
+    low, high = integer_range(RecallProbe, "seed")
+    if seed is None:
+        return secrets.randbelow(high + 1)
+    if not max(low, 0) <= seed <= high:
+        raise RecallError("seed", f"a whole number from {max(low, 0)} to {high}")
+    return seed
+
+
+@transaction.atomic
+def draw_probes(
+    project: Project,
+    sample_size: int | None = None,
+    margin: float | None = None,
+    seed: int | None = None,
+    drawn_by=None,
+    expected_share: float = 0.5,
+) -> Draw:
+    """Draw recall probes from the dropped issues into the project's queue.
+
+    Give `sample_size` (that many new probes) or `margin` (enough probes, counting earlier
+    draws, for that margin of error on the overall share; see `sample_size_for`). The draw is
+    stratified by repository in proportion to the issues not drawn yet, reproducible from its
+    seed (a random one is chosen and stored when none is given). The probes join the queue as
+    ordinary issues and the queue is ordered again by the project's seed, so they sit among the
+    rest exactly as the setup page's shuffle would put them (the pilot stays as it was).
+    """
+    if (sample_size is None) == (margin is None):
+        raise RecallError("sample_size", "give either a sample size or a margin of error")
+    seed = _seed(seed)
+    # One draw at a time per project: the row lock orders concurrent draws.
+    Project.objects.select_for_update().filter(pk=project.pk).first()
+    sizes, candidates = dropped_population(project)
+    available = sum(len(v) for v in candidates.values())
+    if sample_size is not None:
+        if not 1 <= sample_size <= MAX_SAMPLE:
+            raise RecallError("sample_size", f"a whole number from 1 to {MAX_SAMPLE}")
+        wanted = sample_size
+    else:
+        assert margin is not None
+        drawn = RecallProbe.objects.filter(project=project).count()
+        wanted = sample_size_for(margin, sum(sizes.values()), expected_share) - drawn
+        if wanted <= 0:
+            raise RecallError(
+                "margin", f"the {drawn} probes drawn already reach this margin of error"
+            )
+    if available == 0:
+        raise RecallError(
+            "sample_size",
+            "no dropped issue left to draw: the project's repositories have no issue the "
+            "keyword filter dropped that is not in the project already",
+        )
+    chosen = stratified_sample(candidates, min(wanted, available), seed)
+    number = (RecallProbe.objects.filter(project=project).aggregate(m=Max("draw"))["m"] or 0) + 1
+    repo_of = {i: repo for repo, ids in candidates.items() for i in ids}
+    items = ProjectIssue.objects.bulk_create(
+        [ProjectIssue(project=project, issue_id=i) for i in chosen], batch_size=2000
+    )
+    RecallProbe.objects.bulk_create(
+        [
+            RecallProbe(
+                project=project,
+                project_issue=item,
+                issue_id=item.issue_id,
+                draw=number,
+                seed=seed,
+                margin=margin,
+                stratum_size=sizes[repo_of[item.issue_id]],
+                drawn_by=drawn_by,
+            )
+            for item in items
+        ],
+        batch_size=2000,
+    )
+    project.refresh_from_db(fields=["pilot_size", "queue_seed"])
+    order_queue(project, project.pilot_size, project.queue_seed)
+    names = dict(
+        (r.pk, r.full_name) for r in Repository.objects.filter(pk__in=set(repo_of.values()))
+    )
+    per_repo = Counter(names[repo_of[i]] for i in chosen)
+    return Draw(number, seed, len(chosen), margin, dict(sorted(per_repo.items())))
+
+
+# --- the estimate -----------------------------------------------------------------------
+
+
+def title_words(title: str) -> set[str]:
+    """The distinct words of a title that could be keywords: casefolded, no stop words."""
+    words = set()
+    for raw in _WORD.findall(title.casefold()):
+        word = raw.rstrip(".-+")
+        if len(word) >= 2 and word not in STOP_WORDS:
+            words.add(word)
+    return words
+
+
+def keyword_candidates(
+    relevant: list[tuple[str, str, str]],
+    others: list[tuple[str, str, str]],
+    keywords: Iterable[str],
+    limit: int = MAX_SUGGESTED,
+) -> list[dict[str, Any]]:
+    """Words of the relevant probes' titles that would have caught them, best first.
+
+    `relevant` and `others` are (title, body, labels) of the probes labeled relevant and false
+    positive. A word counts for a probe when it matches as a keyword would (token boundaries,
+    in title, body or labels); words already in the keyword set, stop words and words that
+    catch more false positives than relevant probes are left out."""
+    taken = {normalize(k) for k in keywords}
+    df = Counter(w for title, _, _ in relevant for w in title_words(title))
+    rows: list[dict[str, Any]] = []
+    # The most frequent words only: each is matched against every probe.
+    for word, _ in df.most_common(MAX_CANDIDATES):
+        if word in taken:
+            continue
+        matcher = compile_keywords([word])
+        caught = sum(bool(matcher.matches(*texts)) for texts in relevant)
+        noise = sum(bool(matcher.matches(*texts)) for texts in others)
+        if caught and caught >= noise:
+            rows.append({"word": word, "missed_caught": caught, "false_positives": noise})
+    rows.sort(key=lambda r: (-r["missed_caught"], r["false_positives"], r["word"]))
+    return rows[:limit]
+
+
+def _kept_relevant(project: Project, repo_ids: list[int]) -> dict[int, dict[str, int]]:
+    """Per repository: kept issues in the project (not probes), how many are final, and how
+    many of those are relevant (final label not a false positive)."""
+    counts: dict[int, dict[str, int]] = defaultdict(lambda: {"kept": 0, "final": 0, "rel": 0})
+    kept = ProjectIssue.objects.filter(
+        project=project,
+        recall_probe__isnull=True,
+        issue__repository_id__in=repo_ids,
+        issue__filter_status=Issue.FilterStatus.KEPT,
+    )
+    for repo_id in kept.values_list("issue__repository_id", flat=True):
+        counts[repo_id]["kept"] += 1
+    finals = Resolution.objects.filter(
+        project=project, is_current=True, issue_id__in=kept.values("issue_id")
+    )
+    for repo_id, fp in finals.values_list("issue__repository_id", "is_false_positive"):
+        counts[repo_id]["final"] += 1
+        counts[repo_id]["rel"] += not fp
+    return counts
+
+
+def _scaled(c: dict[str, int]) -> float | None:
+    """K: relevant kept issues, scaled from the final ones to all kept ones."""
+    if c["final"] == 0:
+        return None
+    return c["rel"] if c["final"] == c["kept"] else c["kept"] * c["rel"] / c["final"]
+
+
+def recall_report(project: Project) -> dict[str, Any]:
+    """Everything the recall page shows: the draws, and the estimates overall and per
+    repository (see the module's docstring). Shares and recalls are (estimate, low, high)
+    tuples, or None while nothing is labeled."""
+    sizes, candidates = dropped_population(project)
+    probes = list(RecallProbe.objects.filter(project=project).select_related("issue__repository"))
+    finals = dict(
+        Resolution.objects.filter(
+            project=project, is_current=True, issue_id__in=[p.issue_id for p in probes]
+        ).values_list("issue_id", "is_false_positive")
+    )
+    repo_ids = sorted(set(sizes) | {p.issue.repository_id for p in probes})
+    repos = {
+        r.pk: r for r in Repository.objects.filter(pk__in=repo_ids).select_related("keyword_set")
+    }
+    kept = _kept_relevant(project, repo_ids)
+    by_repo_probes: dict[int, list[RecallProbe]] = defaultdict(list)
+    for p in probes:
+        by_repo_probes[p.issue.repository_id].append(p)
+
+    def texts(p: RecallProbe) -> tuple[str, str, str]:
+        return p.issue.title, p.issue.body, " ".join(p.issue.labels or [])
+
+    rows = []
+    suggestions: dict[str, dict[str, Any]] = {}
+    for repo_id in sorted(repo_ids, key=lambda r: repos[r].full_name):
+        repo = repos[repo_id]
+        mine = by_repo_probes[repo_id]
+        labeled = [p for p in mine if p.issue_id in finals]
+        relevant = [p for p in labeled if not finals[p.issue_id]]
+        share = share_interval(len(relevant), len(labeled))
+        k = _scaled(kept[repo_id])
+        rows.append(
+            {
+                "repository": repo.full_name,
+                "dropped": sizes.get(repo_id, 0),
+                "kept": kept[repo_id]["kept"],
+                "kept_relevant": k,
+                "sample_size": len(mine),
+                "labeled": len(labeled),
+                "llm_related": len(relevant),
+                "share": share,
+                "recall": recall_interval(k, sizes.get(repo_id, 0), share),
+            }
+        )
+        keyword_set = keyword_set_for(repo)
+        for row in keyword_candidates(
+            [texts(p) for p in relevant],
+            [texts(p) for p in labeled if finals[p.issue_id]],
+            keyword_set.keywords if keyword_set else [],
+        ):
+            merged = suggestions.setdefault(
+                row["word"],
+                {"word": row["word"], "missed_caught": 0, "false_positives": 0, "repositories": []},
+            )
+            merged["missed_caught"] += row["missed_caught"]
+            merged["false_positives"] += row["false_positives"]
+            merged["repositories"].append(repo.full_name)
+    labeled_n = sum(r["labeled"] for r in rows)
+    relevant_n = sum(r["llm_related"] for r in rows)
+    dropped_total = sum(sizes.values())
+    totals = {"kept": 0, "final": 0, "rel": 0}
+    for c in kept.values():
+        for key in totals:
+            totals[key] += c[key]
+    share = share_interval(relevant_n, labeled_n)
+    keyword_rows = sorted(
+        suggestions.values(), key=lambda r: (-r["missed_caught"], r["false_positives"], r["word"])
+    )[:MAX_SUGGESTED]
+    draws = [
+        {
+            "draw": d["draw"],
+            "seed": d["seed"],
+            "margin": d["margin"],
+            "size": d["n"],
+            "drawn_at": d["drawn_at"],
+        }
+        for d in RecallProbe.objects.filter(project=project)
+        .values("draw", "seed", "margin")
+        .annotate(n=Count("pk"), drawn_at=Max("drawn_at"))
+        .order_by("draw")
+    ]
+    return {
+        "sample_size": len(probes),
+        "dropped_total": dropped_total,
+        "not_drawn": sum(len(v) for v in candidates.values()),
+        "labeled": labeled_n,
+        "llm_related": relevant_n,
+        "kept_relevant": _scaled(totals),
+        "share": share,
+        "recall": recall_interval(_scaled(totals), dropped_total, share),
+        "by_repository": rows,
+        "suggested_keywords": [r["word"] for r in keyword_rows],
+        "keyword_candidates": keyword_rows,
+        "draws": draws,
+    }
+
+
+def recall_summary(project: Project) -> dict[str, Any] | None:
+    """The measured recall for the datasheet, or None while no probe is labeled."""
+    if not RecallProbe.objects.filter(project=project).exists():
+        return None
+    report = recall_report(project)
+    return report if report["labeled"] else None

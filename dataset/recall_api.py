@@ -1,0 +1,62 @@
+"""The filter-recall API: the report (leads, admins, researchers) and, for leads and admins,
+a draw of recall probes — the same functions as the recall page and `manage.py filter_recall`.
+"""
+
+from __future__ import annotations
+
+from django.http import Http404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+
+from dataset.api import ProjectScoped
+from dataset.permissions import RECALL_ROLES, can_draw_probes
+from dataset.recall import RecallError, draw_probes, recall_report
+from dataset.serializers import RecallDrawSerializer
+
+
+class RecallReport(ProjectScoped):
+    """The keyword filter's estimated recall: the share of relevant issues among the dropped
+    ones and the recall, each as [estimate, low, high] (95 % Wilson), overall and per
+    repository, suggested keywords and the draws. POST (leads and admins) draws probes."""
+
+    roles = RECALL_ROLES
+
+    @extend_schema(responses=OpenApiTypes.OBJECT, summary="The filter-recall report")
+    def get(self, request, project_id: int):
+        return Response(recall_report(self.membership().project))
+
+    @extend_schema(
+        request=RecallDrawSerializer,
+        responses=OpenApiTypes.OBJECT,
+        summary="Draw recall probes from the dropped issues",
+    )
+    def post(self, request, project_id: int):
+        membership = self.membership()
+        if not can_draw_probes(membership):
+            raise Http404
+        data = RecallDrawSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            draw = draw_probes(
+                membership.project,
+                sample_size=data.validated_data.get("sample_size"),
+                margin=data.validated_data.get("margin"),
+                seed=data.validated_data.get("seed"),
+                drawn_by=request.user,
+            )
+        except RecallError as exc:
+            raise ValidationError({exc.field: [exc.message]}) from exc
+        body = {
+            "draw": {
+                "number": draw.number,
+                "seed": draw.seed,
+                "size": draw.size,
+                "margin": draw.margin,
+                "by_repository": draw.by_repository,
+            },
+            "report": recall_report(membership.project),
+        }
+        return Response(body, status=status.HTTP_201_CREATED)
