@@ -9,4 +9,9 @@ urlpatterns = [
         views.agreement_report_page,
         name="agreement_report",
     ),
+    path(
+        "projects/<int:project_id>/simulate/",
+        views.policy_simulator_page,
+        name="policy_simulator",
+    ),
 ]

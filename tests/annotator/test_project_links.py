@@ -35,6 +35,7 @@ EXPECTED = {
         "project_setup",
         "disagreement_queue",
         "agreement_report",
+        "policy_simulator",
         "exports",
         "releases",
         "table_one",
