@@ -38,7 +38,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agreement.measures import fleiss, observed_agreement
+from agreement.measures import _label_rows, fleiss, observed_agreement
 from annotator.models import Project
 from labeling.models import Annotation, Resolution
 from labeling.stopping import FP, AdaptiveRule, deciding_key, early_decision
@@ -47,8 +47,9 @@ from taxonomy.models import TaxonomyNode
 if TYPE_CHECKING:
     import numpy as np
 
-# Patterns are encoded as base-(K+1) integers in int64: K up to 12 fits.
-MAX_K = 12
+# A pattern is one int64: K (K - 1) / 2 bits of equal pairs and the exclusion's position; K up
+# to 10 fits.
+MAX_K = 10
 MAX_ORDERS = 200
 NEEDS_LEAD = -1
 NO_FINAL = "—"
@@ -97,15 +98,14 @@ def load(project: Project) -> Replays:
     """The project's current non-pilot annotations and current finals, encoded."""
     import numpy as np
 
-    fields = ("is_false_positive", "issue_type_id", "theme_id")
-    ann = list(
-        Annotation.objects.filter(project=project, is_current=True, is_pilot=False)
-        .order_by("issue_id", "annotator_id")
-        .values_list("issue_id", *fields)
+    # Rows of (issue, annotator, false positive, type, theme, sub-theme), ids 0 for none.
+    ann = _label_rows(
+        Annotation.objects.filter(project=project, is_current=True, is_pilot=False),
+        "issue_id",
+        "annotator_id",
     )
-    fin = list(
-        Resolution.objects.filter(project=project, is_current=True).values_list("issue_id", *fields)
-    )
+    ann = ann[np.lexsort((ann[:, 1], ann[:, 0]))]  # by issue, then annotator
+    fin = _label_rows(Resolution.objects.filter(project=project, is_current=True), "issue_id")
 
     @dataclass
     class _Row:
@@ -113,43 +113,40 @@ def load(project: Project) -> Replays:
         issue_type_id: int | None
         theme_id: int | None
 
-    # Few distinct labels: each goes through `deciding_key` once.
-    code_of: dict[tuple, int] = {}
-    key_values: list[Hashable] = []
+    # Few distinct labels: each goes through `deciding_key` once; code 0 is the exclusion.
+    labels = np.concatenate([ann[:, 2:5], fin[:, 1:4]]).reshape(-1, 3)
+    # One integer per label (np.unique by rows is slow on 270,000 rows): fp, type, theme.
+    base = int(labels.max()) + 1 if len(labels) else 1
+    packed, inverse = np.unique(
+        (labels[:, 0] * base + labels[:, 1]) * base + labels[:, 2], return_inverse=True
+    )
+    inverse = inverse.reshape(-1)
+    distinct = np.stack([packed // (base * base), packed // base % base, packed % base], axis=1)
+    key_values: list[Hashable] = [FP]
     key_code: dict[Hashable, int] = {FP: 0}
-    key_values.append(FP)
+    code_of = np.zeros(len(distinct), dtype=np.int64)
+    for d, (fp, type_id, theme_id) in enumerate(distinct.tolist()):
+        key = deciding_key(_Row(bool(fp), type_id or None, theme_id or None))
+        code_of[d] = key_code.setdefault(key, len(key_values))
+        if code_of[d] == len(key_values):
+            key_values.append(key)
+    ann_code, fin_code = code_of[inverse[: len(ann)]], code_of[inverse[len(ann) :]]
 
-    def code(row: tuple) -> int:
-        label = row[1:]
-        if label not in code_of:
-            key = deciding_key(_Row(*label))
-            if key not in key_code:
-                key_code[key] = len(key_values)
-                key_values.append(key)
-            code_of[label] = key_code[key]
-        return code_of[label]
-
-    issue_ids = sorted({row[0] for row in ann})
-    position = {pk: i for i, pk in enumerate(issue_ids)}
-    counts = np.zeros(len(issue_ids), dtype=np.int64)
-    issue_of = np.fromiter((position[row[0]] for row in ann), dtype=np.int64, count=len(ann))
-    np.add.at(counts, issue_of, 1)
+    issue_ids, issue_of, counts = np.unique(ann[:, 0], return_inverse=True, return_counts=True)
+    issue_of = issue_of.reshape(-1)
     width = int(counts.max()) if len(counts) else 0
     keys = np.full((len(issue_ids), width), -1, dtype=np.int64)
     # Rows come sorted by issue: a label's column is its rank within its issue.
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
     column = np.arange(len(ann)) - np.repeat(starts, counts)
-    keys[issue_of, column] = np.fromiter((code(row) for row in ann), dtype=np.int64, count=len(ann))
+    keys[issue_of, column] = ann_code
 
     final = np.full(len(issue_ids), -1, dtype=np.int64)
-    final_type_id: dict[int, int | None] = {}
-    final_fp: set[int] = set()
-    for row in fin:
-        if row[0] in position:
-            final[position[row[0]]] = code(row)
-            final_type_id[position[row[0]]] = row[2]
-            if row[1]:
-                final_fp.add(position[row[0]])
+    position = np.searchsorted(issue_ids, fin[:, 0])
+    known = np.isin(fin[:, 0], issue_ids)  # a final of an issue without labels: not replayed
+    final[position[known]] = fin_code[known]
+    final_type_id = dict(zip(position[known].tolist(), fin[known, 2].tolist(), strict=True))
+    final_fp = set(position[known & (fin[:, 1] == 1)].tolist())
     type_nodes = dict(
         TaxonomyNode.objects.filter(pk__in={t for t in final_type_id.values() if t}).values_list(
             "pk", "code"
@@ -179,8 +176,14 @@ def rater_orders(counts: np.ndarray, width: int, orders: int, seed: int) -> np.n
     import numpy as np
 
     rng = np.random.default_rng(seed)
+    out = np.empty((orders, len(counts), width), dtype=np.int8 if width < 128 else np.int64)
+    if (counts == width).all():
+        # Every issue has the full panel (the usual case): shuffle each row in place.
+        columns = np.broadcast_to(np.arange(width, dtype=out.dtype), (len(counts), width))
+        for o in range(orders):
+            out[o] = rng.permuted(columns, axis=1)
+        return out
     pad = np.arange(width)[None, :] >= counts[:, None]
-    out = np.empty((orders, len(counts), width), dtype=np.int64)
     for o in range(orders):
         draw = rng.random((len(counts), width))
         draw[pad] = 2.0  # padding after every real label
@@ -189,30 +192,37 @@ def rater_orders(counts: np.ndarray, width: int, orders: int, seed: int) -> np.n
 
 
 def patterns(seq: np.ndarray, fp_code: int) -> np.ndarray:
-    """Each row's pattern as one integer: labels renumbered by first appearance (0, 1, ...),
-    plus which number the exclusion got (K when absent). Decisions depend on nothing else."""
+    """Each row's pattern as one integer: which earlier positions each label repeats (a bit per
+    pair of positions i < j, set when the labels are equal) and the first position of the
+    exclusion (K when absent). Decisions depend on nothing else."""
     import numpy as np
 
     rows, k = seq.shape
-    same = seq[:, :, None] == seq[:, None, :]
-    first = same.argmax(axis=2)  # position of the first occurrence of each label
-    is_first = first == np.arange(k)[None, :]
-    rank = np.cumsum(is_first, axis=1) - 1
-    canon = np.take_along_axis(rank, first, axis=1)
+    code = np.zeros(rows, dtype=np.int64)
+    bit = 0
+    for j in range(1, k):
+        for i in range(j):
+            code |= (seq[:, i] == seq[:, j]).astype(np.int64) << bit
+            bit += 1
     is_fp = seq == fp_code
-    fp_canon = np.where(is_fp.any(axis=1), canon[np.arange(rows), is_fp.argmax(axis=1)], k)
-    base = k + 1
-    weights = base ** np.arange(k, dtype=np.int64)
-    return (canon * weights[None, :]).sum(axis=1) + fp_canon * base**k
+    first_fp = np.where(is_fp.any(axis=1), is_fp.argmax(axis=1), k).astype(np.int64)
+    return code | (first_fp << bit)
 
 
 def _decode(pattern: int, k: int) -> tuple[list[int], int]:
-    base = k + 1
-    digits = []
-    for _ in range(k):
-        pattern, digit = divmod(pattern, base)
-        digits.append(digit)
-    return digits, pattern
+    """A pattern's labels renumbered by first appearance (0, 1, ...), and the exclusion's
+    number (K when absent)."""
+    digits: list[int] = []
+    bit = 0
+    for j in range(k):
+        digit = None
+        for i in range(j):
+            if digit is None and pattern >> bit & 1:
+                digit = digits[i]
+            bit += 1
+        digits.append(len(set(digits)) if digit is None else digit)
+    first_fp = pattern >> bit
+    return digits, digits[first_fp] if first_fp < k else k
 
 
 @dataclass(frozen=True)
@@ -222,6 +232,7 @@ class PatternOutcome:
     labels: int
     winner: int  # position in the sequence of the winning label's first occurrence, or -1
     panels: tuple[int, ...]  # per panel size n = 1..K: winner position, or -1
+    pairs: tuple[int, ...]  # per prefix n = 0..K: sum over labels of (count among first n)^2
 
 
 def decide_pattern(
@@ -245,9 +256,10 @@ def decide_pattern(
         -1 if (w := panel_decision(digits[:n], threshold, exclusion)) is None else first[w]
         for n in range(1, k + 1)
     )
+    pairs = tuple(sum(c * c for c in Counter(digits[:n]).values()) for n in range(k + 1))
     if winner is None:
-        return PatternOutcome(labels, panels[k - 1], panels)
-    return PatternOutcome(labels, first[winner], panels)
+        return PatternOutcome(labels, panels[k - 1], panels, pairs)
+    return PatternOutcome(labels, first[winner], panels, pairs)
 
 
 def kappa_unequal(table: np.ndarray) -> float | None:
@@ -269,49 +281,47 @@ def kappa_unequal(table: np.ndarray) -> float | None:
     return (observed - chance) / (1 - chance)
 
 
-def fleiss_from_pairs(
-    pairs: np.ndarray, n: np.ndarray, labels: np.ndarray, categories: int
-) -> float | None:
-    """`kappa_unequal` without building the issues x categories table: per issue, `pairs` is
-    sum_j n_ij^2 (ordered pairs of equal labels, each label with itself included) and `n` its
-    label count; `labels` are the codes of the labels of the issues with n >= 2 (pooled shares).
-    """
-    import numpy as np
-
+def fleiss_from_pairs(pairs: np.ndarray, n: np.ndarray, totals: np.ndarray) -> float | None:
+    """`kappa_unequal` without the issues x categories table: per issue, `pairs` is
+    sum_j n_ij^2 and `n` its label count; `totals` the labels per category over the issues
+    with n >= 2 (the pooled shares). Issues with fewer than 2 labels are left out."""
     keep = n >= 2
     if not keep.any():
         return None
     pairs, n = pairs[keep], n[keep]
-    observed = float(((pairs - n) / (n * (n - 1))).mean())
-    shares = np.bincount(labels, minlength=categories) / max(len(labels), 1)
-    chance = float(np.square(shares).sum())
+    return _kappa(float(((pairs - n) / (n * (n - 1))).mean()), totals)
+
+
+def _kappa(observed: float, totals: np.ndarray) -> float | None:
+    """Chance-corrected agreement: observed against the pooled category shares."""
+    import numpy as np
+
+    if totals.sum() == 0:
+        return None
+    chance = float(np.square(totals / totals.sum()).sum())
     if chance >= 1:
         return None
     return (observed - chance) / (1 - chance)
 
 
 def _summary(
-    taken: np.ndarray, outcome: np.ndarray, final: np.ndarray, kappas: list[float | None]
+    hist: np.ndarray, same: float, needs: float, judged: float, kappas: list[float | None]
 ) -> dict[str, Any]:
-    """Figures of a set of replays (orders x issues arrays)."""
+    """Figures of a group's replays: `hist[n]` replays took n labels; of `judged` replays of
+    issues with a final, `same` reached it and `needs` were left for the lead."""
     import numpy as np
 
-    has_final = final >= 0
-    decided = outcome[:, has_final]
-    values, counts = np.unique(taken, return_counts=True)
-    total = max(taken.size, 1)
+    total = hist.sum()
     rated = [k for k in kappas if k is not None]
     return {
         "labels_per_issue": {
-            "mean": round(float(taken.mean()), 4) if taken.size else None,
+            "mean": round(float((np.arange(len(hist)) * hist).sum() / total), 4) if total else None,
             "distribution": {
-                str(int(v)): round(int(c) / total, 4) for v, c in zip(values, counts, strict=True)
+                str(int(n)): round(float(hist[n] / total), 4) for n in np.flatnonzero(hist)
             },
         },
-        "same_final": (
-            round(float((decided == final[has_final][None, :]).mean()), 4) if decided.size else None
-        ),
-        "needs_lead": (round(float((decided == NEEDS_LEAD).mean()), 4) if decided.size else None),
+        "same_final": round(float(same / judged), 4) if judged else None,
+        "needs_lead": round(float(needs / judged), 4) if judged else None,
         "kappa": round(float(np.mean(rated)), 4) if rated else None,
     }
 
@@ -346,6 +356,8 @@ def simulate(
         raise SimulationError("threshold: must be between 0 and 1")
     keep = replays.counts >= k
     keys, final = replays.keys[keep], replays.final[keep]
+    if len(replays.key_values) < 2**15:
+        keys = keys.astype(np.int16)  # narrower arrays: the per-order work is memory-bound
     types = [t for t, kept in zip(replays.issue_type, keep.tolist(), strict=True) if kept]
     issues = int(keep.sum())
     cats = len(replays.key_values)
@@ -357,19 +369,26 @@ def simulate(
     outcome = {lead: np.zeros((orders, issues), dtype=np.int64) for lead in leads}
     panel = {n: np.zeros((orders, issues), dtype=np.int64) for n in sizes}
     rows = np.arange(issues)
-    positions = np.arange(k)[None, :]
     type_array = np.array(types, dtype=object)
     groups: dict[str, np.ndarray] = {ALL: rows}
     for code in sorted(set(types) - {NO_FINAL}):
         groups[code] = np.flatnonzero(type_array == code)
+    # Each issue's group as a number (the last for issues without a final), to count the
+    # categories of every group in one bincount.
+    bucket = np.full(issues, len(groups) - 1, dtype=np.int64)
+    for b, code in enumerate(list(groups)[1:]):
+        bucket[groups[code]] = b
+    n_buckets = len(groups)
+    # Which (labels taken t, position j) cells count: j < t, and t >= 2 (kappa needs pairs).
+    taken_mask = (np.arange(k)[None, :] < np.arange(k + 1)[:, None]) & (np.arange(k + 1) >= 2)[
+        :, None
+    ]
     names: list[int | str] = [*leads, *(f"n{n}" for n in sizes)]
     kappas: dict[int | str, dict[str, list[float | None]]] = {
         name: {g: [] for g in groups} for name in names
     }
-    # Pairs of equal labels among each replay's positions (i, j), both counted; taken per prefix.
     for o in range(orders):
         seq = np.take_along_axis(keys, order[o], axis=1)
-        equal = seq[:, :, None] == seq[:, None, :]
         found, inverse = np.unique(patterns(seq, replays.fp_code), return_inverse=True)
         inverse = inverse.reshape(-1)
         for lead_or_none in [*leads, None]:
@@ -377,6 +396,8 @@ def simulate(
             for p in found.tolist():
                 if (lead_or_none, p) not in memo:
                     memo[(lead_or_none, p)] = decide_pattern(p, k, rule, threshold)
+        fixed = [memo[(None, p)] for p in found.tolist()]
+        pair_table = np.array([x.pairs for x in fixed], dtype=np.int64)[inverse]
         collected: dict[int | str, np.ndarray] = {}
         for lead in leads:
             per = [memo[(lead, p)] for p in found.tolist()]
@@ -385,41 +406,77 @@ def simulate(
             taken[lead][o] = n_taken
             outcome[lead][o] = np.where(winner >= 0, seq[rows, np.maximum(winner, 0)], NEEDS_LEAD)
             collected[lead] = n_taken
-        fixed = [memo[(None, p)] for p in found.tolist()]
         for n in sizes:
             winner = np.array([x.panels[n - 1] for x in fixed], dtype=np.int64)[inverse]
             panel[n][o] = np.where(winner >= 0, seq[rows, np.maximum(winner, 0)], NEEDS_LEAD)
             collected[f"n{n}"] = np.full(issues, n)
+        # Kappa of each setting in each group, without a table per issue: per-issue agreement
+        # from the pattern's pair counts, category totals per (position, group) by bincount.
+        cell = bucket[:, None] * cats + seq  # issues x K: group and category of each label
+        span = n_buckets * cats
+        per_position = np.bincount(
+            (np.arange(k)[None, :] * span + cell).ravel(), minlength=k * span
+        ).reshape(k, n_buckets, cats)
+        first_n = per_position.cumsum(axis=0)  # [n - 1]: totals of the first n labels
         for setting, upto in collected.items():
-            mask = positions < upto[:, None]
-            pairs = (equal & mask[:, :, None] & mask[:, None, :]).sum(axis=(1, 2))
-            for g, members in groups.items():
-                counted = mask[members] & (upto[members] >= 2)[:, None]
+            if isinstance(setting, str):  # a fixed panel: the first n labels of every issue
+                totals = first_n[upto[0] - 1]
+            else:
+                cells = np.bincount(
+                    ((upto[:, None] * k + np.arange(k)[None, :]) * span + cell).ravel(),
+                    minlength=(k + 1) * k * span,
+                ).reshape(k + 1, k, n_buckets, cats)
+                totals = (cells * taken_mask[:, :, None, None]).sum(axis=(0, 1))
+            pairs = pair_table[rows, upto].astype(np.float64)
+            valid = upto >= 2
+            agree = np.where(valid, (pairs - upto) / np.maximum(upto * (upto - 1), 1), 0.0)
+            sums = np.bincount(bucket, weights=agree, minlength=n_buckets)
+            counts = np.bincount(bucket, weights=valid, minlength=n_buckets)
+            kappas[setting][ALL].append(
+                _kappa(sums.sum() / counts.sum(), totals.sum(axis=0)) if counts.sum() else None
+            )
+            for b, g in enumerate(list(groups)[1:]):
                 kappas[setting][g].append(
-                    fleiss_from_pairs(pairs[members], upto[members], seq[members][counted], cats)
+                    _kappa(sums[b] / counts[b], totals[b]) if counts[b] else None
                 )
 
+    # Per group (bucket): labels taken, and replays reaching the final or left for the lead.
+    has_final = final >= 0
+    judged = np.bincount(bucket, weights=has_final, minlength=n_buckets) * orders
+    sizes_of = np.bincount(bucket, minlength=n_buckets) * orders
+
+    def per_bucket(result: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        same = np.where(has_final, (result == final[None, :]).sum(axis=0), 0)
+        needs = np.where(has_final, (result == NEEDS_LEAD).sum(axis=0), 0)
+        return (
+            np.bincount(bucket, weights=same, minlength=n_buckets),
+            np.bincount(bucket, weights=needs, minlength=n_buckets),
+        )
+
+    stats: dict[int | str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    for lead in leads:
+        hist = np.bincount(
+            (bucket[None, :] * (k + 1) + taken[lead]).ravel(), minlength=n_buckets * (k + 1)
+        ).reshape(n_buckets, k + 1)
+        stats[lead] = (hist, *per_bucket(outcome[lead]))
+    for n in sizes:
+        hist = np.zeros((n_buckets, k + 1), dtype=np.int64)
+        hist[:, n] = sizes_of
+        stats[f"n{n}"] = (hist, *per_bucket(panel[n]))
+
+    def summary(setting: int | str, g: str) -> dict[str, Any]:
+        hist, same, needs = stats[setting]
+        if g == ALL:
+            return _summary(
+                hist.sum(axis=0), same.sum(), needs.sum(), judged.sum(), kappas[setting][g]
+            )
+        b = list(groups).index(g) - 1
+        return _summary(hist[b], same[b], needs[b], judged[b], kappas[setting][g])
+
     def figures(g: str) -> dict[str, Any]:
-        members = groups[g]
         return {
-            "policies": {
-                lead: _summary(
-                    taken[lead][:, members],
-                    outcome[lead][:, members],
-                    final[members],
-                    kappas[lead][g],
-                )
-                for lead in leads
-            },
-            "fixed": {
-                n: _summary(
-                    np.full((orders, len(members)), n),
-                    panel[n][:, members],
-                    final[members],
-                    kappas[f"n{n}"][g],
-                )
-                for n in sizes
-            },
+            "policies": {lead: summary(lead, g) for lead in leads},
+            "fixed": {n: summary(f"n{n}", g) for n in sizes},
         }
 
     by_type = {
