@@ -661,12 +661,13 @@ def chart(result: dict[str, Any]) -> dict[str, Any]:
             **p,
             "x": x(p["labels"]),
             "y": y(p["same_final"]),
-            "label_y": y(p["same_final"]) - 8,
+            # Neighbouring lead values often sit close: their names alternate above and below.
+            "label_y": y(p["same_final"]) + (-9 if i % 2 == 0 else 18),
             "rect_x": x(p["labels"]) - 4,
             "rect_y": y(p["same_final"]) - 4,
             "percent": round(100 * p["same_final"], 1),
         }
-        for p in points
+        for i, p in enumerate(points)
     ]
     steps = round((1 - y_min) / 0.1)
     return {
