@@ -16,19 +16,21 @@ class SimulatorForm(forms.Form):
     leads = forms.CharField(
         label="Lead values",
         initial="1, 2, 3",
+        required=False,
         max_length=40,
-        help_text="Votes the leading theme must be ahead by, comma-separated (up to 6).",
+        help_text="Votes the leading theme must be ahead by, comma-separated; 1, 2 and 3 are "
+        "always drawn.",
     )
     orders = forms.IntegerField(label="Orders", min_value=1, max_value=MAX_ORDERS, initial=20)
     seed = forms.IntegerField(label="Seed", min_value=0, max_value=2**31 - 1, initial=1)
 
     def clean_leads(self) -> list[int]:
         parts = [p.strip() for p in self.cleaned_data["leads"].split(",") if p.strip()]
-        if not parts or not all(p.isdigit() for p in parts):
+        if not all(p.isdigit() for p in parts):
             raise forms.ValidationError("Give whole numbers separated by commas, e.g. 1, 2, 3.")
-        values = sorted({int(p) for p in parts})
+        values = {int(p) for p in parts}
         if len(values) > MAX_LEADS:
             raise forms.ValidationError(f"At most {MAX_LEADS} lead values.")
-        if values[0] < 1 or values[-1] > 20:
+        if values and (min(values) < 1 or max(values) > 20):
             raise forms.ValidationError("Each lead value must be between 1 and 20.")
-        return values
+        return sorted(values | {1, 2, 3})

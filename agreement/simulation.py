@@ -104,6 +104,9 @@ def load(project: Project) -> Replays:
         "issue_id",
         "annotator_id",
     )
+    if len(ann) == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return Replays(np.zeros((0, 0), dtype=np.int64), empty, empty, [], [FP], 0, {})
     ann = ann[np.lexsort((ann[:, 1], ann[:, 0]))]  # by issue, then annotator
     fin = _label_rows(Resolution.objects.filter(project=project, is_current=True), "issue_id")
 
@@ -342,7 +345,11 @@ def simulate(
     import numpy as np
 
     width = replays.keys.shape[1]
+    if width == 0:
+        raise SimulationError("project: no labels to replay yet")
     k = k or width
+    if k > width:
+        raise SimulationError(f"max: at most {width}, the most labels any issue has")
     for name, value, low, high in (
         ("min", min_labels, 1, k),
         ("max", k, 2, MAX_K),

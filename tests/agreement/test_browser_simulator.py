@@ -70,13 +70,13 @@ def test_the_demo_lead_sees_the_trade_off_chart(page, live_server):
     assert page.locator("#tradeoff-chart").count() == 0
     assert not page.locator("#simulating").is_visible()  # the indicator waits for a run
 
-    page.fill("#id_leads", "1, 2")
+    page.fill("#id_leads", "2")  # 1, 2 and 3 are always drawn
     page.fill("#id_orders", "5")
     page.click("#simulator-form button[type=submit]")
     chart = page.locator("svg#tradeoff-chart")
     chart.wait_for()
-    # Lead 1 and 2 as circles; fixed panels of 2 and 3 (K) as squares, joined by a line.
-    assert chart.locator("g.point-adaptive circle").count() == 2
+    # Lead 1, 2 and 3 as circles; fixed panels of 2 and 3 (K) as squares, joined by a line.
+    assert chart.locator("g.point-adaptive circle").count() == 3
     assert chart.locator("g.point-fixed rect").count() == 2
     assert chart.locator("polyline.fixed-line").count() == 1
     box = chart.bounding_box()

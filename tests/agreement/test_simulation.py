@@ -278,11 +278,12 @@ def test_a_lead_draws_the_trade_off_of_their_pilot(client, mindspeed, lead):
     assert page.status_code == 200 and 'id="simulator-form"' in page.content.decode()
     assert "tradeoff-chart" not in page.content.decode()  # nothing computed on a GET
 
-    response = client.post(url, {"min_labels": 2, "leads": "1, 2, 3", "orders": 3, "seed": 1})
+    response = client.post(url, {"min_labels": 2, "leads": "5", "orders": 3, "seed": 1})
     assert response.status_code == 200
     html = response.content.decode()
     svg = re.search(r'<svg id="tradeoff-chart".*?</svg>', html, re.S).group(0)
-    assert len(re.findall(r"<circle ", svg)) == 3  # lead 1, 2, 3
+    assert len(re.findall(r"<circle ", svg)) == 4  # lead 1, 2, 3 always, and the chosen 5
+    assert "lead 5" in svg
     assert len(re.findall(r"<rect ", svg)) == 6  # fixed panels of 2..7
     assert "lead 1" in svg and "fixed 7: 7 labels per issue, 100.0 % same final" in svg
     table = re.search(r'<table class="table" id="simulation-table">.*?</table>', html, re.S)
@@ -310,6 +311,25 @@ def test_htmx_gets_the_fragment_and_bad_input_names_its_field(client, mindspeed,
     assert too_many.status_code == 400 and "Minimum labels" in too_many.content.decode()
     orders = client.post(url, {"min_labels": 2, "leads": "2", "orders": 1000, "seed": 1})
     assert orders.status_code == 400 and "Orders:" in orders.content.decode()
+
+
+def test_a_project_without_labels_says_so(client, project, lead):
+    client.force_login(lead)
+    url = reverse("policy_simulator", args=[project.pk])
+    response = client.post(url, {"min_labels": 2, "leads": "", "orders": 2, "seed": 1})
+    assert response.status_code == 400
+    assert "no labels to replay yet" in response.content.decode()
+    assert "tradeoff-chart" not in response.content.decode()
+
+
+def test_a_panel_larger_than_any_issue_has_is_refused(study):
+    with pytest.raises(CommandError, match="max: at most 7"):
+        call_command("simulate_policy", project="Study", max=8, stdout=io.StringIO())
+    # A smaller K replays the first K of each order: a fixed panel of K is then the full one.
+    report = run(study, lead=9, k=5, orders=2)
+    assert report["labels_per_issue"]["mean"] == 5.0
+    assert set(report["fixed"]) == {"2", "3", "4", "5"}
+    assert report["fixed"]["5"]["same_final"] == report["same_final"]
 
 
 @pytest.mark.parametrize("persona", ["annotator", "researcher", "outsider"])
