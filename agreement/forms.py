@@ -26,7 +26,7 @@ class SimulatorForm(forms.Form):
 
     def clean_leads(self) -> list[int]:
         parts = [p.strip() for p in self.cleaned_data["leads"].split(",") if p.strip()]
-        if not all(p.isdigit() for p in parts):
+        if not all(p.isascii() and p.isdigit() for p in parts):  # not "²": int() refuses it
             raise forms.ValidationError("Give whole numbers separated by commas, e.g. 1, 2, 3.")
         values = {int(p) for p in parts}
         if len(values) > MAX_LEADS:

@@ -305,8 +305,10 @@ def test_htmx_gets_the_fragment_and_bad_input_names_its_field(client, mindspeed,
     text = fragment.content.decode()
     assert text.lstrip().startswith('<section id="simulator">') and "<html" not in text
 
-    bad = client.post(url, {"min_labels": 2, "leads": "two", "orders": 2, "seed": 1})
-    assert bad.status_code == 400 and "Lead values: Give whole numbers" in bad.content.decode()
+    for leads in ("two", "2, \u00b2", "0", "2, 21"):
+        bad = client.post(url, {"min_labels": 2, "leads": leads, "orders": 2, "seed": 1})
+        assert bad.status_code == 400, leads
+        assert "Lead values: " in bad.content.decode(), leads
     too_many = client.post(url, {"min_labels": 9, "leads": "2", "orders": 2, "seed": 1})
     assert too_many.status_code == 400 and "Minimum labels" in too_many.content.decode()
     orders = client.post(url, {"min_labels": 2, "leads": "2", "orders": 1000, "seed": 1})
