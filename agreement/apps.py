@@ -8,9 +8,11 @@ class AgreementConfig(AppConfig):
     def ready(self) -> None:
         from agreement.permissions import AGREEMENT_ROLES, AUDIT_ROLES, TABLE_ONE_ROLES
         from annotator.links import ProjectLink, register
+        from annotator.models import LEAD_ROLES
 
         register(
             ProjectLink("Agreement", "agreement_report", AGREEMENT_ROLES, 50),
             ProjectLink("Label audit", "label_audit", AUDIT_ROLES, 55),
             ProjectLink("Table I", "table_one", TABLE_ONE_ROLES, 80),
+            ProjectLink("Policy simulator", "policy_simulator", LEAD_ROLES, 55),
         )

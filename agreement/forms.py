@@ -1,12 +1,15 @@
-"""Forms of the agreement pages."""
+"""Forms of the agreement pages: the label audit's rows and the policy simulator's parameters."""
 
 from __future__ import annotations
 
 from django import forms
 
+from agreement.simulation import MAX_K, MAX_ORDERS
+
 # The audit page lists at most this many rows (the command lists any number).
 MAX_AUDIT_ROWS = 1000
 DEFAULT_AUDIT_ROWS = 50
+MAX_LEADS = 6
 
 
 class AuditForm(forms.Form):
@@ -16,3 +19,30 @@ class AuditForm(forms.Form):
 
     def rows(self) -> int:
         return self.cleaned_data.get("top") or DEFAULT_AUDIT_ROWS
+
+
+class SimulatorForm(forms.Form):
+    """The adaptive rule's settings to compare (lead values to draw) and the replay's size."""
+
+    min_labels = forms.IntegerField(label="Minimum labels", min_value=1, max_value=MAX_K, initial=2)
+    leads = forms.CharField(
+        label="Lead values",
+        initial="1, 2, 3",
+        required=False,
+        max_length=40,
+        help_text="Votes the leading theme must be ahead by, comma-separated; 1, 2 and 3 are "
+        "always drawn.",
+    )
+    orders = forms.IntegerField(label="Orders", min_value=1, max_value=MAX_ORDERS, initial=20)
+    seed = forms.IntegerField(label="Seed", min_value=0, max_value=2**31 - 1, initial=1)
+
+    def clean_leads(self) -> list[int]:
+        parts = [p.strip() for p in self.cleaned_data["leads"].split(",") if p.strip()]
+        if not all(p.isascii() and p.isdigit() for p in parts):  # not "²": int() refuses it
+            raise forms.ValidationError("Give whole numbers separated by commas, e.g. 1, 2, 3.")
+        values = {int(p) for p in parts}
+        if len(values) > MAX_LEADS:
+            raise forms.ValidationError(f"At most {MAX_LEADS} lead values.")
+        if values and (min(values) < 1 or max(values) > 20):
+            raise forms.ValidationError("Each lead value must be between 1 and 20.")
+        return sorted(values | {1, 2, 3})

@@ -10,4 +10,9 @@ urlpatterns = [
         name="agreement_report",
     ),
     path("projects/<int:project_id>/audit/", views.label_audit_page, name="label_audit"),
+    path(
+        "projects/<int:project_id>/simulate/",
+        views.policy_simulator_page,
+        name="policy_simulator",
+    ),
 ]

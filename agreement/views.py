@@ -1,5 +1,5 @@
-"""The agreement report page (leads, admins and researchers, as the API), Table I, and the
-label audit (leads and admins)."""
+"""The agreement report page (leads, admins and researchers, as the API), Table I, the
+label audit (leads and admins) and the policy simulator (leads)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, render
 
 from agreement.audit import ACCURACY_DEFINITION, audit, cached_rater_accuracies
-from agreement.forms import DEFAULT_AUDIT_ROWS, MAX_AUDIT_ROWS, AuditForm
+from agreement.forms import DEFAULT_AUDIT_ROWS, MAX_AUDIT_ROWS, AuditForm, SimulatorForm
 from agreement.measures import LANDIS_KOCH, LEVEL_NAMES, agreement_report, report_rows
 from agreement.permissions import AGREEMENT_ROLES, AUDIT_ROLES, TABLE_ONE_ROLES
+from agreement.simulation import SimulationError, cached_tradeoff, chart
 from agreement.table_one import TYPE_COLUMNS, YEARS, table_one
+from annotator.models import LEAD_ROLES
 from annotator.permissions import membership_or_404
 from labeling import taxonomy_history as history
 from lib.inputlimits import row_id
@@ -136,3 +138,40 @@ def table_one_page(request, project_id: int):
         "type_labels": [label for _, label in TYPE_COLUMNS],
     }
     return render(request, "agreement/table_one.html", context)
+
+
+@login_required
+def policy_simulator_page(request, project_id: int):
+    """The adaptive rule's trade-off on the project's own labels: the form, and on POST the
+    chart and table (`agreement.simulation.cached_tradeoff`, as the command's `simulate`)."""
+    membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
+    project = membership.project
+    form = SimulatorForm(request.POST or None)
+    context: dict = {"project": project, "form": form, "result": None}
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                result = cached_tradeoff(
+                    project,
+                    min_labels=data["min_labels"],
+                    leads=tuple(data["leads"]),
+                    orders=data["orders"],
+                    seed=data["seed"],
+                )
+            except SimulationError as error:
+                # e.g. a minimum above the project's panel: the message names the field.
+                field, _, message = str(error).partition(": ")
+                form.add_error("min_labels" if field == "min" else None, message or str(error))
+                status = 400
+            else:
+                context["result"] = result
+                context["chart"] = chart(result) if result["issues"] else None
+        else:
+            status = 400
+    if request.htmx and status == 400:
+        # htmx swaps no 4xx answer: the fragment with the errors beside the fields comes as 200.
+        status = 200
+    template = "agreement/_simulation.html" if request.htmx else "agreement/simulate.html"
+    return render(request, template, context, status=status)

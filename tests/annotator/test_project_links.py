@@ -31,6 +31,7 @@ EXPECTED = {
     },
     Role.RESEARCHER: {
         "agreement_report",
+        "policy_simulator",
         "exports",
         "releases",
         "filter_recall",
