@@ -31,7 +31,6 @@ EXPECTED = {
     },
     Role.RESEARCHER: {
         "agreement_report",
-        "policy_simulator",
         "exports",
         "releases",
         "filter_recall",
@@ -47,6 +46,7 @@ EXPECTED = {
         "disagreement_queue",
         "agreement_report",
         "label_audit",
+        "policy_simulator",
         "exports",
         "releases",
         "filter_recall",
