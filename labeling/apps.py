@@ -16,7 +16,7 @@ class LabelingConfig(AppConfig):
 
         from annotator.links import ProjectLink, register
         from annotator.models import LEAD_ROLES
-        from labeling.permissions import LABELER_ROLES, VOTING_ROLES
+        from labeling.permissions import ISSUE_LIST_ROLES, LABELER_ROLES, VOTING_ROLES
 
         register(
             ProjectLink(
@@ -25,5 +25,6 @@ class LabelingConfig(AppConfig):
             ProjectLink("My progress", "my_progress", LABELER_ROLES, 20),
             ProjectLink("Setup", "project_setup", LEAD_ROLES, 30),
             ProjectLink("Disagreements", "disagreement_queue", LEAD_ROLES, 40),
+            ProjectLink("Issues", "issue_list", ISSUE_LIST_ROLES, 45),
             ProjectLink("Taxonomy proposals", "taxonomy_proposals", VOTING_ROLES, 90),
         )

@@ -28,12 +28,20 @@ EXPECTED = {
         "table_one",
         "interviews",
     },
-    Role.RESEARCHER: {"agreement_report", "exports", "releases", "table_one", "interviews"},
+    Role.RESEARCHER: {
+        "issue_list",
+        "agreement_report",
+        "exports",
+        "releases",
+        "table_one",
+        "interviews",
+    },
     Role.LEAD: {
         "label_next",
         "my_progress",
         "project_setup",
         "disagreement_queue",
+        "issue_list",
         "agreement_report",
         "exports",
         "releases",
@@ -87,6 +95,7 @@ def test_the_registry_knows_every_page_the_issue_names():
     names = {link.url_name for link in registered()}
     assert names == set().union(*EXPECTED.values())
     assert [link.url_name for link in links_for(Role.RESEARCHER)] == [
+        "issue_list",
         "agreement_report",
         "exports",
         "releases",
