@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import importlib
 import re
+import subprocess
+import sys
 from datetime import UTC, datetime
+from pathlib import Path
 from types import SimpleNamespace
 from urllib.parse import urlencode
 
@@ -468,3 +471,14 @@ def test_the_issue_page_of_an_issue_nobody_labeled(client, project, study, lead)
     assert page.status_code == 200
     assert "No labels yet." in text and "Not final yet." in text
     assert 'id="resolution-history"' not in text
+
+
+@pytest.mark.slow
+def test_the_list_and_its_search_work_on_the_embedded_sqlite_database(tmp_path):
+    """The first look's database: migration 0006 passes over it, the search is a substring."""
+    script = Path(__file__).with_name("issue_list_sqlite.py")
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    assert "search and filters work on SQLite" in done.stdout
