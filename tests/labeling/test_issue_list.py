@@ -271,9 +271,9 @@ def test_search_takes_the_fallback_on_a_database_other_than_postgresql(monkeypat
 
 
 def _plan(project, q: str) -> str:
-    with connection.cursor() as cursor:
-        cursor.execute("SET LOCAL enable_seqscan = off")
-    return issue_list.issue_list(project, issue_list.IssueFilters(q=q)).explain()
+    # As the page runs it: `index_search` steers the planner to the index.
+    with issue_list.index_search():
+        return issue_list.issue_list(project, issue_list.IssueFilters(q=q)).explain()
 
 
 def test_the_full_text_search_uses_the_gin_index(project, study, vllm):
@@ -306,6 +306,14 @@ def test_the_full_text_search_uses_the_gin_index(project, study, vllm):
         cursor.execute("ANALYZE annotator_projectissue")
     plan = _plan(project, "crashes")
     assert INDEX in plan, plan
+    # A word of every issue too (where, left to itself, the planner computes every issue's
+    # to_tsvector instead).
+    common = _plan(project, "scheduler")
+    assert INDEX in common, common
+    with connection.cursor() as cursor:
+        for setting in ("enable_seqscan", "enable_indexscan"):
+            cursor.execute(f"SHOW {setting}")
+            assert cursor.fetchone() == ("on",)  # set back after the search
 
     migration = importlib.import_module("ingest.migrations.0006_issue_search_index")
     with connection.schema_editor() as editor:
