@@ -163,19 +163,30 @@ def test_each_row_shows_status_final_label_level_and_counts(client, project, stu
     assert "2024-01-15" in disputed  # created
     assert "vllm-project/vllm" in disputed and "NCCL timeout" in disputed
     detail = reverse("issue_detail", args=[project.pk, study["disputed"].pk])
-    assert f'href="{detail}"' in disputed
+    assert f'href="{detail}"' not in disputed  # a lead's disagreement opens the resolve page
 
 
-def test_a_lead_is_offered_the_resolve_page_for_a_disagreement_a_researcher_is_not(
+def _row_links(client, project, item) -> set[str]:
+    page = client.get(reverse("issue_list", args=[project.pk])).content.decode()
+    row = page.split(f'<tr data-item="{item.pk}"', 1)[1].split("</tr>", 1)[0]
+    return set(re.findall(r'<a[^>]* href="([^"]+)"', row))
+
+
+def test_a_leads_disagreement_opens_the_resolve_page_a_researchers_the_issue_page(
     client, project, study, lead, researcher
 ):
-    resolve = reverse("resolve_issue", args=[project.pk, study["disputed"].pk])
+    disputed, final = study["disputed"], study["final"]
+    resolve = reverse("resolve_issue", args=[project.pk, disputed.pk])
+    detail = reverse("issue_detail", args=[project.pk, disputed.pk])
     client.force_login(lead)
-    assert resolve in client.get(reverse("issue_list", args=[project.pk])).content.decode()
-    detail = reverse("issue_detail", args=[project.pk, study["disputed"].pk])
-    assert resolve in client.get(detail).content.decode()
+    assert _row_links(client, project, disputed) == {resolve}
+    # Other rows open the read-only page, for a lead too.
+    assert _row_links(client, project, final) == {
+        reverse("issue_detail", args=[project.pk, final.pk])
+    }
+    assert resolve in client.get(detail).content.decode()  # and it offers the resolve page
     client.force_login(researcher)
-    assert resolve not in client.get(reverse("issue_list", args=[project.pk])).content.decode()
+    assert _row_links(client, project, disputed) == {detail}
     assert resolve not in client.get(detail).content.decode()
 
 
