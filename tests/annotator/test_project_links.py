@@ -58,7 +58,7 @@ LINK = re.compile(r'<a href="([^"]+)"')
 @pytest.fixture
 def members(project, lead, annotator, researcher):
     admin = make_user("adam-admin")
-    Membership.objects.create(project=project, user=admin, role=Role.ADMIN, pseudonym="rater-9")
+    Membership.objects.create(project=project, user=admin, role=Role.ADMIN, pseudonym="rater-admin")
     return {
         Role.LEAD: lead,
         Role.ANNOTATOR: annotator,
