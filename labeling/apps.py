@@ -17,7 +17,7 @@ class LabelingConfig(AppConfig):
         from annotator.links import ProjectLink, register
         from annotator.models import LEAD_ROLES
         from labeling.guideline import GUIDELINE_ROLES
-        from labeling.permissions import LABELER_ROLES, VOTING_ROLES
+        from labeling.permissions import ISSUE_LIST_ROLES, LABELER_ROLES, VOTING_ROLES
 
         register(
             ProjectLink(
@@ -28,5 +28,6 @@ class LabelingConfig(AppConfig):
             ProjectLink("Setup", "project_setup", LEAD_ROLES, 30),
             ProjectLink("Dashboard", "lead_dashboard", LEAD_ROLES, 35),
             ProjectLink("Disagreements", "disagreement_queue", LEAD_ROLES, 40),
+            ProjectLink("Issues", "issue_list", ISSUE_LIST_ROLES, 45),
             ProjectLink("Taxonomy proposals", "taxonomy_proposals", VOTING_ROLES, 90),
         )

@@ -1,5 +1,5 @@
-"""Forms of the lead's pages: project settings, the scope, a new project, and the actions on a
-disputed issue.
+"""Forms of the lead's pages: project settings, the scope, a new project, the guideline, the
+actions on a disputed issue, and the filters of the disagreement queue and of the issue list.
 
 Views validate with these and call `labeling.setup` / `labeling.resolution`; the services check
 again what only they can know (e.g. that K is not below the annotations an issue already has).
@@ -14,11 +14,13 @@ from django import forms
 from annotator.forms import MembersField, grantable_roles
 from annotator.models import Project, Role
 from ingest.models import Issue, Repository
-from labeling import guideline, resolution
+from labeling import guideline, issue_list, resolution
 from labeling.resolution import MAX_MESSAGE
 from labeling.setup import MAX_ANNOTATIONS_PER_ISSUE, Scope
 from labeling.taxonomy_history import global_version, visible_to
 from lib.inputlimits import integer_range, row_id
+from taxonomy.codes import FALSE_POSITIVE
+from taxonomy.models import TaxonomyNode
 
 
 def first_error(form: forms.BaseForm) -> str:
@@ -301,3 +303,122 @@ class GuidelineForm(forms.Form):
             )
         },
     )
+
+
+def _choice_messages(field: str) -> dict[str, str]:
+    # The bad value is not echoed: it can be anything, of any length.
+    return {"invalid_choice": f"not one of the {field} choices"}
+
+
+class IssueListForm(forms.Form):
+    """The issue list's filters, search and sort, read from the query string.
+
+    Unlike the queue's filters, a value that is not one of the choices is an error naming the
+    field (the page answers 400 and shows it): a researcher who mistypes a filter must not read
+    an unfiltered list as the filtered one. The choices are the project's (its repositories,
+    its taxonomy's types and themes), hence `project`.
+    """
+
+    q = forms.CharField(
+        required=False,
+        max_length=issue_list.MAX_QUERY_LENGTH,
+        error_messages={"max_length": f"at most {issue_list.MAX_QUERY_LENGTH} characters"},
+    )
+    status = forms.ChoiceField(
+        required=False,
+        choices=[("", "any status"), *issue_list.STATUS_NAMES.items()],
+        error_messages=_choice_messages("status"),
+    )
+    repository = forms.ChoiceField(required=False, error_messages=_choice_messages("repository"))
+    final_type = forms.ChoiceField(required=False, error_messages=_choice_messages("type"))
+    theme = forms.ChoiceField(required=False, error_messages=_choice_messages("theme"))
+    level = forms.ChoiceField(
+        required=False,
+        choices=[("", "any level"), *issue_list.LEVEL_NAMES.items()],
+        error_messages=_choice_messages("level"),
+    )
+    created_from = forms.DateField(
+        required=False, error_messages={"invalid": "a date such as 2024-01-31"}
+    )
+    created_to = forms.DateField(
+        required=False, error_messages={"invalid": "a date such as 2024-01-31"}
+    )
+    sort = forms.ChoiceField(
+        required=False,
+        choices=list(issue_list.SORTS.items()),
+        error_messages=_choice_messages("sort"),
+    )
+    order = forms.ChoiceField(
+        required=False,
+        choices=[("desc", "descending"), ("asc", "ascending")],
+        error_messages=_choice_messages("order"),
+    )
+
+    DEFAULTS = {"sort": "created", "order": "desc"}
+
+    def __init__(self, data, *, project: Project) -> None:
+        super().__init__(data)
+        repositories = Repository.objects.filter(issues__project_issues__project=project)
+        self._set_choices(
+            "repository",
+            "any repository",
+            [(str(r.pk), r.full_name) for r in repositories.distinct().order_by("owner", "name")],
+        )
+        nodes = TaxonomyNode.objects.filter(version_id=project.taxonomy_version_id).order_by(
+            "position", "code"
+        )
+        types = nodes.filter(level=TaxonomyNode.Level.TYPE)
+        themes = nodes.filter(level=TaxonomyNode.Level.THEME)
+        self._set_choices(
+            "final_type",
+            "any final label",
+            [
+                (FALSE_POSITIVE, "FP not LLM-related"),
+                *((t.code, f"{t.code} {t.name}") for t in types),
+            ],
+        )
+        self._set_choices("theme", "any theme", [(t.code, f"{t.code} {t.name}") for t in themes])
+
+    def _set_choices(self, name: str, empty: str, choices: list[tuple[str, str]]) -> None:
+        field = self.fields[name]
+        if isinstance(field, forms.ChoiceField):
+            field.choices = [("", empty), *choices]
+
+    def clean(self):
+        super().clean()
+        data = self.cleaned_data
+        start, end = data.get("created_from"), data.get("created_to")
+        if start and end and start > end:
+            self.add_error("created_to", "ends before it starts")
+        return data
+
+    def filters(self) -> issue_list.IssueFilters:
+        """The validated filters (call after `is_valid()`)."""
+        data = self.cleaned_data
+        return issue_list.IssueFilters(
+            status=data["status"],
+            repository_id=int(data["repository"]) if data["repository"] else None,
+            final_type=data["final_type"],
+            theme=data["theme"],
+            level=data["level"],
+            created_from=data["created_from"],
+            created_to=data["created_to"],
+            q=data["q"].strip(),
+            sort=data["sort"] or self.DEFAULTS["sort"],
+            descending=(data["order"] or self.DEFAULTS["order"]) == "desc",
+        )
+
+    def values(self) -> dict[str, str]:
+        """The form's values as the page shows them (strings, defaults filled in): the valid
+        values, or what was typed when a field is in error (shown again to be corrected)."""
+        data = self.cleaned_data if self.is_valid() else {n: self.data.get(n) for n in self.fields}
+        values = {name: str(data.get(name) or "") for name in self.fields}
+        for name, default in self.DEFAULTS.items():
+            values[name] = values[name] or default
+        return values
+
+    def query_string(self) -> str:
+        """The search, filters and sort as a query string (without "?" or the page), for page
+        links that keep them; defaults are left out."""
+        values = self.values()
+        return urlencode({k: v for k, v in values.items() if v and v != self.DEFAULTS.get(k)})

@@ -13,6 +13,9 @@ from ingest.permissions import manageable_repositories
 LABELER_ROLES = (Role.ANNOTATOR, Role.LEAD, Role.ADMIN)
 # Who proposes and votes on taxonomy changes: the people who label (researchers only read).
 VOTING_ROLES = (Role.ANNOTATOR, Role.LEAD, Role.ADMIN)
+# Who reads the issue list and an issue's labels: it shows label counts, statuses and final
+# labels, which annotators must not see (they stay blind until an issue is final).
+ISSUE_LIST_ROLES = (Role.LEAD, Role.ADMIN, Role.RESEARCHER)
 
 
 def scope_repositories(user, project: Project) -> QuerySet[Repository]:

@@ -1,8 +1,9 @@
-"""URLs of labeling, progress, setup, the disagreement queue and resolutions (issue 4)."""
+"""URLs of labeling, progress, setup, the disagreement queue, resolutions (issue 4) and the
+issue list (issue 14)."""
 
 from django.urls import path
 
-from labeling import dashboard_views, guideline_views, project_views, views
+from labeling import dashboard_views, guideline_views, issue_views, project_views, views
 
 urlpatterns = [
     path("", project_views.home, name="home"),
@@ -48,6 +49,12 @@ urlpatterns = [
         "projects/<int:project_id>/disagreements/",
         views.disagreement_queue,
         name="disagreement_queue",
+    ),
+    path("projects/<int:project_id>/issues/", issue_views.issue_list, name="issue_list"),
+    path(
+        "projects/<int:project_id>/issues/<int:item_id>/",
+        issue_views.issue_detail,
+        name="issue_detail",
     ),
     path(
         "projects/<int:project_id>/dashboard/",

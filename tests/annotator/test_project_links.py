@@ -30,6 +30,7 @@ EXPECTED = {
         "interviews",
     },
     Role.RESEARCHER: {
+        "issue_list",
         "agreement_report",
         "exports",
         "releases",
@@ -44,6 +45,7 @@ EXPECTED = {
         "project_setup",
         "lead_dashboard",
         "disagreement_queue",
+        "issue_list",
         "agreement_report",
         "label_audit",
         "policy_simulator",
@@ -101,6 +103,7 @@ def test_the_registry_knows_every_page_the_issue_names():
     names = {link.url_name for link in registered()}
     assert names == set().union(*EXPECTED.values())
     assert [link.url_name for link in links_for(Role.RESEARCHER)] == [
+        "issue_list",
         "agreement_report",
         "exports",
         "releases",
