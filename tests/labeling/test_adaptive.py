@@ -8,16 +8,24 @@ Python path alone.
 
 from __future__ import annotations
 
+import random
+import re
+import threading
 from datetime import timedelta
 
 import pytest
+import requests
+from django.conf import settings as django_settings
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
 from annotator.models import Membership, Project, Role
 from labeling import queue, submission
+from labeling.labels import label_key
 from labeling.models import Annotation, ProjectIssue, Reservation, Resolution
-from tests.conftest import make_user
+from labeling.stopping import AdaptiveRule, deciding_key, early_decision
+from tests.conftest import make_issue, make_user
 from tests.labeling.conftest import label_data, label_item, node
 
 K = 5
@@ -299,3 +307,127 @@ def test_annotators_see_the_rule_where_k_is_shown_but_never_others_labels(
         assert "Adaptive stopping rule" in text and "at least 2 and at most 5 labels" in text
         theme = node(adaptive, "C.3")
         assert theme.name not in text  # Otto's label shows nowhere
+
+
+# Over HTTP: annotators at once against a live server, each in a thread of their own.
+THREADS = 6
+ISSUES = 24
+# Weighted so that issues are decided at 2, 3, 4 labels or go to K, exclusions included.
+CODES = ["C.1"] * 4 + ["C.1.i", "C.2", "C.3", "FP", "FP"]
+_ITEM_URL = re.compile(r"/projects/\d+/label/(\d+)/$")
+_CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
+
+
+def _session_cookie(user) -> dict[str, str]:
+    client = Client()
+    client.force_login(user)
+    return {
+        django_settings.SESSION_COOKIE_NAME: client.cookies[
+            django_settings.SESSION_COOKIE_NAME
+        ].value
+    }
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
+@pytest.mark.one_path
+@pytest.mark.parametrize("functions", [True, False], ids=["pg-functions", "python-only"])
+def test_annotators_at_once_over_http_never_overfill_and_stop_at_the_deciding_label(
+    live_server, project, repository, settings, functions
+):
+    settings.DB_FUNCTIONS = functions
+    project.annotations_per_issue = K
+    project.stopping_rule = Project.StoppingRule.ADAPTIVE
+    project.min_labels = 2
+    project.lead_margin = 2
+    project.needs_more_first = True
+    project.save()
+    for n in range(ISSUES):
+        ProjectIssue.objects.create(project=project, issue=make_issue(repository, n), position=n)
+    users = [make_user(f"volunteer-{n}") for n in range(THREADS)]
+    for user in users:
+        Membership.objects.create(project=project, user=user, role=Role.ANNOTATOR)
+    forms = {code: label_data(project, code, summary="seen") for code in CODES}
+    cookies = {user.pk: _session_cookie(user) for user in users}
+    base = live_server.url
+    refused: list[str] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(THREADS)
+
+    def work(user, seed: int) -> None:
+        rng = random.Random(seed)
+        http = requests.Session()
+        http.cookies.update(cookies[user.pk])
+        try:
+            start.wait()
+            while True:
+                asked = http.get(f"{base}/projects/{project.pk}/label/", allow_redirects=False)
+                if asked.status_code == 200:
+                    assert 'id="nothing-left"' in asked.text
+                    break  # nothing left for this annotator
+                assert asked.status_code == 302, asked.status_code
+                location = asked.headers["Location"]
+                assert _ITEM_URL.search(location), location
+                page = http.get(f"{base}{location}")
+                assert page.status_code == 200, page.status_code
+                found = _CSRF.search(page.text)
+                assert found, "no CSRF token on the labeling page"
+                sent = http.post(
+                    f"{base}{location}",
+                    {**forms[rng.choice(CODES)], "csrfmiddlewaretoken": found.group(1)},
+                    allow_redirects=False,
+                )
+                if sent.status_code != 302:
+                    refused.append(f"{user.username} {location}: {sent.status_code}")
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            http.close()
+
+    threads = [threading.Thread(target=work, args=(u, n)) for n, u in enumerate(users)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not any(t.is_alive() for t in threads), "a thread hung"
+    assert errors == [] and refused == []
+
+    rule = AdaptiveRule.of(project)
+    assert rule is not None
+    decided_at: list[int] = []
+    labels_per_issue: list[int] = []
+    for item in ProjectIssue.objects.filter(project=project):
+        # In the order they were stored under the issue's row lock.
+        labels = list(
+            Annotation.objects.filter(
+                project=project, issue_id=item.issue_id, is_current=True
+            ).order_by("id")
+        )
+        keys = [deciding_key(a) for a in labels]
+        labels_per_issue.append(len(labels))
+        assert len(labels) <= K and len({a.annotator_id for a in labels}) == len(labels)
+        assert item.annotation_count == len(labels)
+        # The first label at which the rule decides, replayed prefix by prefix.
+        deciding = next(
+            (n for n in range(1, len(keys) + 1) if early_decision(keys[:n], rule) is not None),
+            None,
+        )
+        final = Resolution.objects.filter(project=project, issue_id=item.issue_id).first()
+        if deciding is not None:
+            decided_at.append(deciding)
+            # Decided exactly there: no label after it, final on those labels.
+            assert len(labels) == deciding, (item.pk, keys)
+            assert item.status == "final" and final is not None
+            assert sorted(final.based_on) == sorted(a.pk for a in labels)
+            assert deciding_key(final) == early_decision(keys, rule)
+        elif len(labels) == K:
+            unanimous = len({label_key(a) for a in labels}) == 1
+            assert item.status == ("final" if unanimous else "disagreement"), (item.pk, keys)
+        else:
+            # Undecided and short of K: waiting for an annotator who has not labeled it (each
+            # left when nothing was free for them at that moment).
+            assert item.status == "open" and final is None, (item.pk, keys)
+    # The rule cut issues short, and undecided ones went on past the minimum. (With min 2 and
+    # lead 2 an issue is decided at 2 or 4 labels: at 3 the leader is at most 2 to 1.)
+    assert len(decided_at) > ISSUES // 3 and set(decided_at) <= {2, 4}, decided_at
+    assert max(labels_per_issue) > 2, labels_per_issue
