@@ -11,6 +11,10 @@ when every candidate is locked by others for a moment does a request wait, on th
 On PostgreSQL one such try is one call of a PL/pgSQL function built from the same statements
 (labeling.pg_functions). Each annotator's search starts at their `QueueFrontier`, behind which
 every open issue is one they labeled or handed back.
+
+Under the adaptive stopping rule (labeling.stopping) an issue's first `min_labels` slots may be
+taken at once and later ones one at a time (`_slot_free`), and with `needs_more_first` the
+issues that already have labels are looked at before fresh ones.
 """
 
 from __future__ import annotations
