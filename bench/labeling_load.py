@@ -6,6 +6,7 @@
     .venv/bin/python bench/labeling_load.py page           # labeling page, 100 comments
     .venv/bin/python bench/labeling_load.py floor          # /healthz: the stack's ceiling
     .venv/bin/python bench/labeling_load.py cost           # one cycle's CPU and round trips
+    .venv/bin/python bench/labeling_load.py cost --rule adaptive   # the same, adaptive rule
     .venv/bin/python bench/labeling_load.py ahead          # a volunteer 10,000 issues ahead
     .venv/bin/python bench/labeling_load.py all --runs 3   # setup, then each scenario 3 times
 
@@ -542,6 +543,17 @@ def _label_one(key: str, project_id: int, labels: list[dict], rng: random.Random
     return (t1 - t0) * 1000, (t2 - t1) * 1000
 
 
+def set_rule(rule: str) -> None:
+    """The bench project's stopping rule: "fixed" (K labels) or "adaptive" (at least 2, decided
+    when the leading theme is 2 votes ahead, issues needing one more label served first)."""
+    django_setup()
+    from annotator.models import Project
+
+    Project.objects.filter(name=PROJECT).update(
+        stopping_rule=rule, min_labels=2, lead_margin=2, needs_more_first=True
+    )
+
+
 def cost(cycles: int = 700) -> dict:
     """What one submission costs, without contention: K annotators in turn, next + submit
     through the WSGI application in this process (no HTTP, no gunicorn), one request at a
@@ -599,6 +611,11 @@ def cost(cycles: int = 700) -> dict:
     backend = connection.connection.info.backend_pid
     for (owner, name, what), original in zip(patched, originals, strict=True):
         setattr(owner, name, counting(original, what))
+    from labeling.models import ProjectIssue, Resolution
+
+    finals = Resolution.objects.filter(project=project)
+    done = ProjectIssue.objects.filter(project=project).exclude(status="open")
+    finals0, done0 = finals.count(), done.count()
     try:
         cpu0, pg0, t0 = time.process_time(), _proc_cpu(backend), time.perf_counter()
         for _ in range(cycles):
@@ -609,6 +626,11 @@ def cost(cycles: int = 700) -> dict:
             setattr(owner, name, original)
     assert connection.connection.info.backend_pid == backend, "the connection was replaced"
     return {
+        "rule": project.stopping_rule,
+        # Issues finalized automatically in the measured cycles (unanimous or early).
+        "finals": finals.count() - finals0,
+        # Issues that left the queue (final, or at K in the disagreement queue).
+        "done": done.count() - done0,
         "cycles": cycles,
         "wall_ms_per_cycle": round(1000 * (t1 - t0) / cycles, 2),
         "python_cpu_ms_per_cycle": round(1000 * (cpu1 - cpu0) / cycles, 2),
@@ -683,11 +705,16 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--workers", type=int, default=None, help="default: gunicorn.conf.py")
     parser.add_argument("--threads", type=int, default=1, help="above 1: gthread workers")
+    parser.add_argument(
+        "--rule", choices=["fixed", "adaptive"], default=None, help="set the stopping rule first"
+    )
     args = parser.parse_args()
     if args.scenario in ("setup", "all"):
         setup()
         if args.scenario == "setup":
             return
+    if args.rule is not None:
+        set_rule(args.rule)
     if args.scenario in ("cost", "ahead"):
         for _ in range(args.runs):
             print(args.scenario, cost() if args.scenario == "cost" else ahead(), flush=True)

@@ -42,6 +42,41 @@ class SettingsForm(forms.Form):
     )
     resolution_policy = forms.ChoiceField(choices=Project.Policy.choices)
     majority_threshold = forms.FloatField(min_value=0.5, max_value=1)
+    # The stopping rule; left out, each keeps its value (`setup.configure` checks min labels
+    # and the lead against K).
+    stopping_rule = forms.ChoiceField(
+        choices=Project.StoppingRule.choices,
+        required=False,
+        error_messages={"invalid_choice": "must be one of " + ", ".join(Project.StoppingRule)},
+    )
+    min_labels = forms.IntegerField(
+        min_value=1,
+        max_value=MAX_ANNOTATIONS_PER_ISSUE,
+        required=False,
+        error_messages=_range_messages("a whole number from 1 to K"),
+    )
+    lead_margin = forms.IntegerField(
+        min_value=1,
+        max_value=MAX_ANNOTATIONS_PER_ISSUE,
+        required=False,
+        error_messages=_range_messages("a whole number from 1 to K"),
+    )
+    needs_more_first = forms.TypedChoiceField(
+        choices=[("1", "issues that need one more label first"), ("0", "queue order")],
+        coerce=lambda value: value == "1",
+        empty_value=None,
+        required=False,
+    )
+
+    def configure_kwargs(self) -> dict:
+        """The stopping rule's settings for `setup.configure` (None: keep as it is)."""
+        data = self.cleaned_data
+        return {
+            "stopping_rule": data.get("stopping_rule") or None,
+            "min_labels": data.get("min_labels"),
+            "lead_margin": data.get("lead_margin"),
+            "needs_more_first": data.get("needs_more_first"),
+        }
 
 
 class ScopeForm(forms.Form):

@@ -59,7 +59,16 @@ class ProjectIssue(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["project", "issue"], name="unique_issue_in_project")
         ]
-        indexes = [models.Index(fields=["project", "status", "position"])]
+        indexes = [
+            models.Index(fields=["project", "status", "position"]),
+            # The open issues that already have labels, in queue order: what the queue looks
+            # at first under the adaptive rule's `needs_more_first` (few rows at any time).
+            models.Index(
+                fields=["project", "position"],
+                name="projectissue_needs_more",
+                condition=models.Q(status="open", annotation_count__gt=0),
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.issue} in {self.project}"

@@ -134,6 +134,7 @@ def project_create(request):
                 pilot_size=scope_data["pilot_size"],
                 seed=scope_data["seed"],
                 members=data["members"],
+                stopping=form.configure_kwargs(),
             )
         except setup.SetupError as exc:
             # The message starts with the field at fault: put it beside that field.

@@ -11,6 +11,10 @@ when every candidate is locked by others for a moment does a request wait, on th
 On PostgreSQL one such try is one call of a PL/pgSQL function built from the same statements
 (labeling.pg_functions). Each annotator's search starts at their `QueueFrontier`, behind which
 every open issue is one they labeled or handed back.
+
+Under the adaptive stopping rule (labeling.stopping) an issue's first `min_labels` slots may be
+taken at once and later ones one at a time (`_slot_free`), and with `needs_more_first` the
+issues that already have labels are looked at before fresh ones.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from django.utils import timezone
 from annotator.models import Project
 from labeling import pg_functions
 from labeling.models import Annotation, ProjectIssue, Reservation
+from labeling.stopping import AdaptiveRule
 from lib import sql
 
 # Candidates locked per round; a few spare rows make a busy queue front cheap to step past.
@@ -55,25 +60,45 @@ _FRONTIER = """
   coalesce((SELECT f.position FROM annotator_queuefrontier f
             WHERE f.project_id = %(project)s AND f.annotator_id = %(user)s), 0)"""
 
-_CANDIDATES_SQL = f"""
-SELECT pi.id, pi.issue_id, pi.position FROM annotator_projectissue pi
-WHERE pi.project_id = %(project)s AND pi.status = 'open'
+
+# Whether an issue with `labels` current labels and `reserved` active reservations has a free
+# slot: fewer than K taken, and fewer than %(min_slots)s taken or none in flight. Under the
+# fixed rule %(min_slots)s is K: just the K slots. Under the adaptive rule it is `min_labels`:
+# the first `min_labels` labels may be in flight together, since each is needed; after those
+# the issue returns to the queue for one more label at a time, so no one labels an issue that
+# another's label in flight may decide. (Plain SQL, no least/greatest: SQLite runs it too.)
+def _slot_free(labels: str, reserved: str) -> str:
+    return (
+        f"{labels} + {reserved} < %(k)s"
+        f" AND ({labels} + {reserved} < %(min_slots)s OR {reserved} = 0)"
+    )
+
+
+_CANDIDATES_WHERE = f"""
+WHERE pi.project_id = %(project)s AND pi.status = 'open'{{needs_more}}
   AND pi.position >= CASE WHEN %(with_skipped)s THEN 0 ELSE {_FRONTIER} END
   AND {_NOT_LABELED_BY_USER}
   AND (%(with_skipped)s OR {_NOT_HANDED_BACK_BY_USER})
-  AND pi.annotation_count + (
-    SELECT count(*) FROM annotator_reservation r
-    WHERE r.project_issue_id = pi.id AND r.skipped_at IS NULL AND r.expires_at > %(now)s
-  ) < %(k)s
+  AND (SELECT {_slot_free("pi.annotation_count", "count(*)")} FROM annotator_reservation r
+       WHERE r.project_issue_id = pi.id AND r.skipped_at IS NULL AND r.expires_at > %(now)s)
 ORDER BY pi.position, pi.id
 LIMIT %(limit)s
 """
+_CANDIDATES_SQL = "SELECT pi.id, pi.issue_id, pi.position FROM annotator_projectissue pi" + (
+    _CANDIDATES_WHERE.format(needs_more="")
+)
+# With the project's `needs_more_first`: the open issues that already have labels, which are
+# looked at before fresh ones (the partial index `projectissue_needs_more` holds just them).
+_NEEDS_MORE_CANDIDATES_SQL = (
+    "SELECT pi.id, pi.issue_id, pi.position FROM annotator_projectissue pi"
+    + _CANDIDATES_WHERE.format(needs_more=" AND pi.annotation_count > 0")
+)
 _LOCK = "FOR UPDATE OF pi SKIP LOCKED"
 _WAIT_LOCK = "FOR UPDATE OF pi"
 
 # The user's active reservation, if any; else the candidates, locked. One round trip for what
 # most requests need (a volunteer who just submitted holds no reservation).
-_EXISTING_OR_CANDIDATES_SQL = f"""
+_EXISTING_OR_CANDIDATES_SQL = """
 WITH existing AS (
   SELECT r.project_issue_id FROM annotator_reservation r
   JOIN annotator_projectissue ep ON ep.id = r.project_issue_id
@@ -82,9 +107,13 @@ WITH existing AS (
   ORDER BY r.created_at LIMIT 1)
 SELECT project_issue_id AS id, NULL AS issue_id, NULL AS position, 1 AS existing FROM existing
 UNION ALL
-SELECT c.id, c.issue_id, c.position, 0 FROM ({_CANDIDATES_SQL} {{lock}}) c
+SELECT c.id, c.issue_id, c.position, 0 FROM ({candidates} {lock}) c
 WHERE NOT EXISTS (SELECT 1 FROM existing)
 """
+# The fresh candidates' second look under `needs_more_first`, shaped as the rows above.
+_MORE_CANDIDATES_SQL = (
+    "SELECT c.id, c.issue_id, c.position, 0 AS existing FROM ({candidates} {lock}) c"
+)
 
 
 def reservation_minutes() -> int:
@@ -163,9 +192,10 @@ SELECT %(item)s, %(user)s, %(now)s, %(expires)s, NULL
 WHERE NOT EXISTS (SELECT 1 FROM annotator_annotation a
                   WHERE a.project_id = %(project)s AND a.issue_id = %(issue)s AND a.is_current
                     AND a.annotator_id = %(user)s)
-  AND (SELECT count(*) FROM annotator_annotation a
-       WHERE a.project_id = %(project)s AND a.issue_id = %(issue)s AND a.is_current)
-    + {_OTHERS_RESERVED} < %(k)s
+  AND (SELECT {_slot_free("labels.n", "others.n")}
+       FROM (SELECT count(*) AS n FROM annotator_annotation a
+             WHERE a.project_id = %(project)s AND a.issue_id = %(issue)s AND a.is_current) labels,
+            (SELECT {_OTHERS_RESERVED.strip()} AS n) others)
 ON CONFLICT (project_issue_id, annotator_id)
 DO UPDATE SET created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at,
               skipped_at = NULL
@@ -205,8 +235,21 @@ def _reserve_if_free(project: Project, item_id: int, issue_id: int, user, expire
         "now": timezone.now(),
         "expires": expires,
         "k": project.annotations_per_issue,
+        "min_slots": min_slots(project),
     }
     return sql.execute(_RESERVE_IF_FREE_SQL, params) > 0
+
+
+def min_slots(project: Project) -> int:
+    """Slots an issue may have taken at once before it is handed out one label at a time (see
+    `_slot_free`): K under the fixed rule, `min_labels` under the adaptive one."""
+    rule = AdaptiveRule.of(project)
+    return project.annotations_per_issue if rule is None else rule.min_labels
+
+
+def needs_more_first(project: Project) -> bool:
+    """Whether the queue serves issues that already have labels before fresh ones."""
+    return AdaptiveRule.of(project) is not None and project.needs_more_first
 
 
 def _params(user, project: Project, with_skipped: bool) -> dict:
@@ -216,6 +259,7 @@ def _params(user, project: Project, with_skipped: bool) -> dict:
         "with_skipped": with_skipped,
         "now": timezone.now(),
         "k": project.annotations_per_issue,
+        "min_slots": min_slots(project),
         "limit": CANDIDATES_PER_ROUND,
     }
 
@@ -228,13 +272,15 @@ def _lock_clause(wait: bool = False) -> str:
 
 
 def _existing_or_candidates(
-    user, project: Project, with_skipped: bool, wait: bool = False
+    user, project: Project, with_skipped: bool, wait: bool = False, more_first: bool = False
 ) -> tuple[int | None, list[tuple[int, int, int]]]:
-    """(the user's reserved issue, or None; else the locked candidates: id, issue, position)."""
+    """(the user's reserved issue, or None; else the locked candidates: id, issue, position).
+    With `more_first`, the candidates are the issues that already have labels."""
     if wait and connection.vendor == "postgresql":
         sql.execute(f"SET LOCAL lock_timeout = '{LOCK_WAIT}'", {})
+    candidates = _NEEDS_MORE_CANDIDATES_SQL if more_first else _CANDIDATES_SQL
     found = sql.rows(
-        _EXISTING_OR_CANDIDATES_SQL.format(lock=_lock_clause(wait)),
+        _EXISTING_OR_CANDIDATES_SQL.format(candidates=candidates, lock=_lock_clause(wait)),
         _params(user, project, with_skipped),
     )
     if found and found[0][3]:
@@ -242,33 +288,33 @@ def _existing_or_candidates(
     return None, [(pk, issue_id, position) for pk, issue_id, position, _ in found]
 
 
+def _fresh_candidates(
+    user, project: Project, with_skipped: bool, wait: bool = False
+) -> list[tuple[int, int, int]]:
+    """The locked candidates in queue order, after the issues needing more were looked at."""
+    found = sql.rows(
+        _MORE_CANDIDATES_SQL.format(candidates=_CANDIDATES_SQL, lock=_lock_clause(wait)),
+        _params(user, project, with_skipped),
+    )
+    return [(pk, issue_id, position) for pk, issue_id, position, _ in found]
+
+
 @pg_functions.register
 def _reserve_next_function() -> pg_functions.Function:
-    """`_reserve_round` as one PL/pgSQL call: the same two statements in one round trip."""
-    candidates = pg_functions.plpgsql(_EXISTING_OR_CANDIDATES_SQL.format(lock=_LOCK))
+    """`_reserve_round` as one PL/pgSQL call: the same statements in one round trip."""
+
+    def existing_or(candidates: str) -> str:
+        return pg_functions.plpgsql(
+            _EXISTING_OR_CANDIDATES_SQL.format(candidates=candidates, lock=_LOCK)
+        )
+
+    fresh = pg_functions.plpgsql(
+        _MORE_CANDIDATES_SQL.format(candidates=_CANDIDATES_SQL, lock=_LOCK)
+    )
     reserve = pg_functions.plpgsql(_RESERVE_IF_FREE_SQL)
     advance = pg_functions.plpgsql(_ADVANCE_FRONTIER_SQL)
-    return pg_functions.Function(
-        "annotator_reserve_next",
-        arguments=(
-            ("project", "bigint"),
-            ("user", "integer"),
-            ("with_skipped", "boolean"),
-            ("now", "timestamptz"),
-            ("expires", "timestamptz"),
-            ("k", "integer"),
-            ("limit", "integer"),
-        ),
-        returns="TABLE(out_item bigint, out_candidates integer)",
-        body=f"""
-DECLARE
-  found_row record;
-  arg_item bigint;
-  arg_issue bigint;
-  arg_position integer;
-  locked integer := 0;
-BEGIN
-  FOR found_row IN {candidates} LOOP
+    # One look at a list of candidates: the user's reservation, or reserve the first free one.
+    try_each = f"""LOOP
     IF found_row.existing = 1 THEN
       RETURN QUERY SELECT found_row.id, 0;
       RETURN;
@@ -283,7 +329,35 @@ BEGIN
       RETURN QUERY SELECT arg_item, locked;
       RETURN;
     END IF;
-  END LOOP;
+  END LOOP;"""
+    return pg_functions.Function(
+        "annotator_reserve_next",
+        arguments=(
+            ("project", "bigint"),
+            ("user", "integer"),
+            ("with_skipped", "boolean"),
+            ("now", "timestamptz"),
+            ("expires", "timestamptz"),
+            ("k", "integer"),
+            ("min_slots", "integer"),
+            ("limit", "integer"),
+            ("more_first", "boolean"),
+        ),
+        returns="TABLE(out_item bigint, out_candidates integer)",
+        body=f"""
+DECLARE
+  found_row record;
+  arg_item bigint;
+  arg_issue bigint;
+  arg_position integer;
+  locked integer := 0;
+BEGIN
+  IF arg_more_first THEN
+    FOR found_row IN {existing_or(_NEEDS_MORE_CANDIDATES_SQL)} {try_each}
+    FOR found_row IN {fresh} {try_each}
+  ELSE
+    FOR found_row IN {existing_or(_CANDIDATES_SQL)} {try_each}
+  END IF;
   RETURN QUERY SELECT NULL::bigint, locked;
 END""",
     )
@@ -295,9 +369,14 @@ def _reserve_round(
     """One try: the user's active reservation or a newly reserved issue (its id, or None), and
     how many candidates this try locked. With `wait`, it waits (up to LOCK_WAIT) for rows other
     annotators hold instead of skipping them."""
+    more_first = needs_more_first(project)
     function = None if wait else pg_functions.usable(_reserve_next_function)
     if function is not None:
-        params = {**_params(user, project, with_skipped), "expires": expires}
+        params = {
+            **_params(user, project, with_skipped),
+            "expires": expires,
+            "more_first": more_first,
+        }
         try:
             row = pg_functions.first(function, params)
             assert row is not None  # the function returns exactly one row
@@ -306,15 +385,23 @@ def _reserve_round(
         except pg_functions.Missing:
             pass
     with transaction.atomic():
-        reserved, candidates = _existing_or_candidates(user, project, with_skipped, wait)
+        reserved, candidates = _existing_or_candidates(
+            user, project, with_skipped, wait, more_first
+        )
         if reserved is not None:
             return reserved, 0
-        for pk, issue_id, position in candidates:
-            # The filter above ran on a snapshot; re-count now that the row is ours.
-            if _reserve_if_free(project, pk, issue_id, user, expires):
-                _advance_frontier(project, user, position)
-                return pk, len(candidates)
-        return None, len(candidates)
+        locked = 0
+        # Under `needs_more_first`: the issues that have labels, then (if none was free) all.
+        for round_ in ("first", "fresh") if more_first else ("first",):
+            if round_ == "fresh":
+                candidates = _fresh_candidates(user, project, with_skipped, wait)
+            for pk, issue_id, position in candidates:
+                locked += 1
+                # The filter above ran on a snapshot; re-count now that the row is ours.
+                if _reserve_if_free(project, pk, issue_id, user, expires):
+                    _advance_frontier(project, user, position)
+                    return pk, locked
+        return None, locked
 
 
 def _any_candidate(user, project: Project, with_skipped: bool) -> bool:

@@ -4,6 +4,11 @@ The K current annotations are compared level by level — false positive, type, 
 sub-theme. Full agreement finalizes the issue (`unanimous`). Otherwise it goes to the
 disagreement queue, unless the project's majority policy finalizes it (`majority`). A
 false-positive exclusion never wins a majority: as in the study, it needs all K votes.
+
+Under the adaptive stopping rule (`labeling.stopping`) an issue is also looked at after each
+label below K, and finalized there when the rule decides it: `unanimous` when every label taken
+says the same, else `majority`; the final label's sub-theme is `early_sub_theme`'s choice. Not
+decided, it stays open for one more label.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from labeling.models import (
     ProjectIssue,
     Resolution,
 )
+from labeling.stopping import AdaptiveRule, deciding_key, early_decision
 from lib import sql
 
 LEVELS = ("false_positive", "type", "theme", "sub_theme")
@@ -161,15 +167,53 @@ def _current_labels(project_issue: ProjectIssue) -> list[Annotation]:
     return [sql.model_from_row(Annotation, row)[0] for row in found]
 
 
-def evaluate(project_issue: ProjectIssue, project: Project | None = None) -> Resolution | None:
-    """Compare the issue's current annotations once K exist; finalize or queue it.
+def early_sub_theme(winners: list[Annotation]) -> int | None:
+    """The sub-theme of an early decision: the most common one among the labels with the
+    winning deciding key (no sub-theme counts as a choice too), a tie going to the one chosen
+    earliest. `winners` are oldest first."""
+    counts = Counter(a.sub_theme_id for a in winners)
+    first_seen: dict[int | None, int] = {}
+    for index, a in enumerate(winners):
+        first_seen.setdefault(a.sub_theme_id, index)
+    return max(counts, key=lambda sub: (counts[sub], -first_seen[sub]))
 
-    Call inside a transaction holding the issue's row lock. Returns the new resolution, if any.
+
+def _decide_early(project_issue: ProjectIssue, rule: AdaptiveRule, n: int) -> Resolution | None:
+    """Under the adaptive rule with n < K labels: finalize the issue if the rule decides it."""
+    if n < rule.min_labels:
+        return None  # no need to read the labels
+    annotations = _current_labels(project_issue)
+    decided = early_decision([deciding_key(a) for a in annotations], rule)
+    if decided is None:
+        return None  # open for one more label; nothing about the comparison is stored yet
+    winners = [a for a in annotations if deciding_key(a) == decided]
+    sub_theme = early_sub_theme(winners)
+    chosen = next(a for a in winners if a.sub_theme_id == sub_theme)
+    comparison = compare(annotations)
+    project_issue.disagreement_level = comparison.first_disagreement
+    project_issue.split = comparison.split
+    method = (
+        Resolution.Method.MAJORITY if comparison.first_disagreement else Resolution.Method.UNANIMOUS
+    )
+    return _finalize(project_issue, annotations, label_key(chosen), method)
+
+
+def evaluate(project_issue: ProjectIssue, project: Project | None = None) -> Resolution | None:
+    """Compare the issue's current annotations once K exist; finalize or queue it. Under the
+    adaptive rule, below K: finalize it if the rule decides it, else leave it open.
+
+    Call inside a transaction holding the issue's row lock, after a new (first) label. Returns
+    the new resolution, if any.
     """
     project = project or project_issue.project
     k = project.annotations_per_issue
-    if project_issue.status == ProjectIssue.Status.FINAL or project_issue.annotation_count < k:
+    if project_issue.status == ProjectIssue.Status.FINAL:
         return None
+    if project_issue.annotation_count < k:
+        rule = AdaptiveRule.of(project)
+        if rule is None or project_issue.status != ProjectIssue.Status.OPEN:
+            return None
+        return _decide_early(project_issue, rule, project_issue.annotation_count)
     # Only the label ids are compared: no need for the annotators' and nodes' rows here.
     annotations = _current_labels(project_issue)
     if len(annotations) < k:

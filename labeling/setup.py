@@ -1,5 +1,6 @@
-"""Project setup for leads: which issues are in scope, K, the resolution policy, the pilot;
-and a new project made in one step with its members and scope (`create_project`).
+"""Project setup for leads: which issues are in scope, K, the resolution policy, the stopping
+rule (fixed K or adaptive, `labeling.stopping`), the pilot; and a new project made in one step
+with its members and scope (`create_project`).
 
 The pilot is a seeded random sample stratified by repository; it comes first in the queue and
 its annotations carry `is_pilot`, so agreement figures can leave them out. The rest of the
@@ -81,8 +82,19 @@ def configure(
     k: int,
     policy: str,
     threshold: float,
+    *,
+    stopping_rule: str | None = None,
+    min_labels: int | None = None,
+    lead_margin: int | None = None,
+    needs_more_first: bool | None = None,
 ) -> Project:
-    """Set K and the resolution policy. K may not drop below what an issue already has."""
+    """Set K, the resolution policy and the stopping rule (fixed K, or adaptive with its
+    minimum, lead and queue order; None keeps a setting as it is). K may not drop below what
+    an issue already has.
+
+    A change of rule applies from the next label on: issues decided early stay final, and an
+    open issue is looked at under the new rule when its next label arrives.
+    """
     if not 1 <= k <= MAX_ANNOTATIONS_PER_ISSUE:
         raise SetupError(f"annotations_per_issue: between 1 and {MAX_ANNOTATIONS_PER_ISSUE}")
     if policy not in Project.Policy.values:
@@ -90,6 +102,19 @@ def configure(
     # Above one half, so two labels can never both hold a majority.
     if not 0.5 < threshold <= 1:
         raise SetupError("majority_threshold: a share above 0.5 and at most 1")
+    stopping_rule = project.stopping_rule if stopping_rule is None else stopping_rule
+    if stopping_rule not in Project.StoppingRule.values:
+        raise SetupError(f"stopping_rule: unknown rule {stopping_rule!r}")
+    min_labels = project.min_labels if min_labels is None else min_labels
+    lead_margin = project.lead_margin if lead_margin is None else lead_margin
+    if stopping_rule == Project.StoppingRule.ADAPTIVE:
+        # Checked only for the rule that uses them (a K lowered under the fixed rule keeps the
+        # adaptive settings it would not allow; they are checked when the rule is chosen).
+        if not 1 <= min_labels <= k:
+            raise SetupError(f"min_labels: between 1 and K ({k})")
+        # A lead above K could never be reached before K: every issue would take K labels.
+        if not 1 <= lead_margin <= k:
+            raise SetupError(f"lead_margin: between 1 and K ({k})")
     most = (
         ProjectIssue.objects.filter(project=project).aggregate(m=Max("annotation_count"))["m"] or 0
     )
@@ -98,7 +123,22 @@ def configure(
     project.annotations_per_issue = k
     project.resolution_policy = policy
     project.majority_threshold = threshold
-    project.save(update_fields=["annotations_per_issue", "resolution_policy", "majority_threshold"])
+    project.stopping_rule = stopping_rule
+    project.min_labels = min_labels
+    project.lead_margin = lead_margin
+    if needs_more_first is not None:
+        project.needs_more_first = needs_more_first
+    project.save(
+        update_fields=[
+            "annotations_per_issue",
+            "resolution_policy",
+            "majority_threshold",
+            "stopping_rule",
+            "min_labels",
+            "lead_margin",
+            "needs_more_first",
+        ]
+    )
     return project
 
 
@@ -212,8 +252,10 @@ def create_project(
     pilot_size: int = 0,
     seed: int = 0,
     members: list[tuple[Any, str]] | None = None,
+    stopping: dict[str, Any] | None = None,
 ) -> Project:
     """A new project with its creator as lead, its members, K and policy, and its scope.
+    `stopping` holds `configure`'s stopping-rule settings (left out: the fixed rule).
 
     All or nothing: a refused member, setting or scope leaves no project behind. `scope` None
     starts the project with an empty queue (a creator who may choose no repository yet).
@@ -238,7 +280,7 @@ def create_project(
             raise SetupError(f"members: {user.username} is listed twice")
         seen.add(user.pk)
         Membership.objects.create(project=project, user=user, role=role)
-    configure(project, k, policy, threshold)
+    configure(project, k, policy, threshold, **(stopping or {}))
     if scope is not None:
         apply_scope(project, scope, pilot_size, seed)
     return project

@@ -9,6 +9,10 @@ Labels lock when the K-th arrives: from then on no annotator's revision is taken
 annotator does can re-run the comparison, move the issue out of the lead's queue or tell them
 how the others labeled (trying values until the issue turns final would). What they would
 change goes to the lead as a change request (`resolution.request_change`).
+
+Under the adaptive stopping rule (`labeling.stopping`) a new label below K may decide the issue
+early (`resolution.evaluate`); a revision below K is taken but never decides it, for the same
+reason.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from labeling.labels import Label, label_key
 from labeling.models import Annotation, FalsePositiveReason, ProjectIssue, Resolution
 from labeling.proposals import proposal_from_annotation
 from labeling.queue import _SLOTS_SQL, slot_state
+from labeling.stopping import AdaptiveRule
 from lib import sql
 from taxonomy.models import TaxonomyNode
 
@@ -178,12 +183,38 @@ def _passed_fields() -> tuple:
     return tuple(f for f in sql.insert_fields(Annotation) if f.column not in _FROM_ISSUE_ROW)
 
 
+# The adaptive stopping rule (labeling.stopping.early_decision) in SQL, for the one-call path:
+# whether the issue's current labels plus the one being sent (%(col_...)s) decide it. Labels
+# are counted by deciding key — (type, theme), or the exclusion — and the issue is decided when
+# the leader is %(lead)s votes ahead of the runner-up (a tie for first place never is) and, for
+# an exclusion, holds every one of the %(n)s labels.
+_EARLY_DECISION_SQL = """
+SELECT coalesce(max(v.votes) FILTER (WHERE v.rank = 1), 0)
+         - coalesce(max(v.votes) FILTER (WHERE v.rank = 2), 0) >= %(lead)s
+       AND (NOT coalesce(bool_or(v.fp) FILTER (WHERE v.rank = 1), false)
+            OR max(v.votes) FILTER (WHERE v.rank = 1) = %(n)s)
+FROM (SELECT k.fp, count(*) AS votes, row_number() OVER (ORDER BY count(*) DESC) AS rank
+      FROM (SELECT a.is_false_positive AS fp,
+                   CASE WHEN a.is_false_positive THEN NULL ELSE a.issue_type_id END AS type_id,
+                   CASE WHEN a.is_false_positive THEN NULL ELSE a.theme_id END AS theme_id
+            FROM annotator_annotation a
+            WHERE a.project_id = %(project)s AND a.issue_id = %(issue)s AND a.is_current
+            UNION ALL
+            SELECT %(col_is_false_positive)s,
+                   CASE WHEN %(col_is_false_positive)s THEN NULL ELSE %(col_issue_type_id)s END,
+                   CASE WHEN %(col_is_false_positive)s THEN NULL ELSE %(col_theme_id)s END) k
+      GROUP BY k.fp, k.type_id, k.theme_id) v
+"""
+
+
 @pg_functions.register
 def _submit_first_function() -> pg_functions.Function:
     """The common submission, a user's first label of an issue that stays below K labels, as
     one PL/pgSQL call: `submit`'s lock, look at the slots and writes, the same statements.
-    Returns no row for every other case, and `submit` takes its Python path, which decides it
-    under the same lock."""
+    Under the adaptive rule, a label that decides the issue is declined too (as the K-th
+    label is): the rule is checked here in SQL (`_EARLY_DECISION_SQL`), and the finalizing is
+    the Python path's `resolution.evaluate`. Returns no row for every other case, and `submit`
+    takes its Python path, which decides it under the same lock."""
     columns = [f.column for f in sql.insert_fields(Annotation)]
     values = [_FROM_ISSUE_ROW.get(column, f"arg_col_{column}") for column in columns]
     names = ", ".join(f'"{column}"' for column in columns)
@@ -196,6 +227,9 @@ def _submit_first_function() -> pg_functions.Function:
             ("user", "integer"),
             ("now", "timestamptz"),
             ("k", "integer"),
+            ("adaptive", "boolean"),
+            ("min_labels", "integer"),
+            ("lead", "integer"),
             *passed,
         ),
         returns="TABLE(out_id bigint, out_issue_id bigint, out_is_pilot boolean)",
@@ -206,6 +240,7 @@ DECLARE
   arg_issue bigint;
   arg_n integer;
   new_id bigint;
+  decided boolean;
 BEGIN
   SELECT * INTO locked FROM ({pg_functions.plpgsql(_LOCK_ITEM_SQL)} FOR UPDATE) pi;
   IF NOT FOUND OR locked.status <> '{ProjectIssue.Status.OPEN.value}' THEN
@@ -220,9 +255,16 @@ BEGIN
      OR slots.annotations + slots.reserved >= arg_k OR slots.annotations + 1 >= arg_k THEN
     RETURN;
   END IF;
+  arg_n := slots.annotations + 1;
+  -- Adaptive rule: a label that decides the issue is finalized by the Python path.
+  IF arg_adaptive AND arg_n >= arg_min_labels THEN
+    decided := ({pg_functions.plpgsql(_EARLY_DECISION_SQL).strip()});
+    IF decided THEN
+      RETURN;
+    END IF;
+  END IF;
   INSERT INTO annotator_annotation ({names}) VALUES ({", ".join(values)}) RETURNING id INTO new_id;
   {pg_functions.plpgsql(_DELETE_RESERVATION_SQL)};
-  arg_n := slots.annotations + 1;
   {pg_functions.plpgsql(_SET_COUNT_SQL)};
   RETURN QUERY SELECT new_id, locked.issue_id, locked.is_pilot;
 END""",
@@ -241,12 +283,16 @@ def _submit_first(user, project: Project, item_id: int, label: Label) -> Annotat
         project_id=project.pk, annotator=user, revision=1, **label.fields(), **label.notes()
     )
     passed = _passed_fields()
+    rule = AdaptiveRule.of(project)
     params = {
         "project": project.pk,
         "item": item_id,
         "user": user.pk,
         "now": timezone.now(),
         "k": project.annotations_per_issue,
+        "adaptive": rule is not None,
+        "min_labels": rule.min_labels if rule else 0,
+        "lead": rule.lead if rule else 0,
         **{
             f"col_{f.column}": value
             for f, value in zip(passed, sql.db_values(annotation, passed), strict=True)
@@ -310,7 +356,9 @@ def submit(user, project: Project, project_issue: ProjectIssue | int, label: Lab
             # Exact: counted under the row lock just above, plus this new annotation.
             pi.annotation_count = slots.annotations + 1
             sql.execute(_SET_COUNT_SQL, {"n": pi.annotation_count, "item": pi.pk})
-            # Only a first label can be the K-th (revisions stop at the lock above).
+            # Only a first label can be the K-th (revisions stop at the lock above), or
+            # decide the issue early under the adaptive rule: a revision never does, so no
+            # one can find out the others' labels by revising until the issue turns final.
             resolution.evaluate(pi, project)
         previous_text = current.proposed_category if current else ""
         if annotation.proposed_category and annotation.proposed_category != previous_text:

@@ -263,6 +263,7 @@ def project_setup(request, project_id: int):
                         k=data["annotations_per_issue"],
                         policy=data["resolution_policy"],
                         threshold=data["majority_threshold"],
+                        **settings_form.configure_kwargs(),
                     )
                 except setup.SetupError as exc:
                     messages.error(request, f"Not saved: {exc}")
@@ -280,6 +281,7 @@ def project_setup(request, project_id: int):
             "repositories": repositories,
             "filter_statuses": Issue.FilterStatus.choices,
             "policies": Project.Policy.choices,
+            "stopping_rules": Project.StoppingRule.choices,
             "scope": saved_scope,
             "pilot_count": ProjectIssue.objects.filter(project=project, is_pilot=True).count(),
             "issue_count": ProjectIssue.objects.filter(project=project).count(),

@@ -371,3 +371,32 @@ def test_create_project_is_all_or_nothing_when_called_directly(
             members=[(annotator, Role.ANNOTATOR)],
         )
     assert not Project.objects.exists() and not Membership.objects.exists()
+
+
+def test_a_new_project_can_start_with_the_adaptive_rule(client, admin, taxonomy_version):
+    client.force_login(admin)
+    response = client.post(
+        reverse("project_create"),
+        form_data(
+            taxonomy_version,
+            stopping_rule=Project.StoppingRule.ADAPTIVE,
+            min_labels="3",
+            lead_margin="2",
+            needs_more_first="0",
+        ),
+    )
+    assert response.status_code == 302
+    project = Project.objects.get(name="Agents study")
+    assert project.stopping_rule == Project.StoppingRule.ADAPTIVE
+    assert (project.min_labels, project.lead_margin, project.needs_more_first) == (3, 2, False)
+
+
+def test_a_minimum_above_k_is_refused_beside_its_field(client, admin, taxonomy_version):
+    client.force_login(admin)
+    response = client.post(
+        reverse("project_create"),
+        form_data(taxonomy_version, stopping_rule="adaptive", min_labels="9"),
+    )
+    assert response.status_code == 400
+    assert field_error(response.content.decode(), "min_labels")
+    assert not Project.objects.filter(name="Agents study").exists()

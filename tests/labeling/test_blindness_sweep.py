@@ -19,7 +19,7 @@ import re
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from annotator.models import Membership
+from annotator.models import Membership, Project
 from labeling.models import Annotation, ProjectIssue, Proposal
 from tests.labeling.conftest import label_item, node
 
@@ -132,7 +132,25 @@ def _state_proposal(project, item, ada, otto, tia):
     return ada_label
 
 
-@pytest.mark.parametrize("state", [_state_open, _state_disagreement, _state_proposal])
+def _state_adaptive(project, item, ada, otto, tia):
+    """Under the adaptive rule: Ada's and Tia's labels differ, so the issue needs one more
+    (and Otto is served it first); Ada's label changed to B.1 still differs from Tia's."""
+    project.annotations_per_issue = 5
+    project.stopping_rule = Project.StoppingRule.ADAPTIVE
+    project.min_labels = 2
+    project.lead_margin = 2
+    project.needs_more_first = True
+    project.save()
+    ada_label = label_item(ada, project, item, "A.1", summary=ADA_SUMMARY, note=ADA_NOTE)
+    label_item(tia, project, item, "C.2")
+    item.refresh_from_db()
+    assert (item.status, item.annotation_count) == (ProjectIssue.Status.OPEN, 2)
+    return ada_label
+
+
+@pytest.mark.parametrize(
+    "state", [_state_open, _state_disagreement, _state_proposal, _state_adaptive]
+)
 def test_another_annotator_cannot_tell_what_ada_chose(
     client, project, items, annotator, other_annotator, tia, state
 ):

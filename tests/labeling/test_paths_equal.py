@@ -9,7 +9,8 @@ first label (agreeing with the others or not), revises her label, or sends the s
 again. Each state is built in a savepoint, the action runs with the functions on, what it
 returned (or raised) and every row it may touch are captured, the savepoint is rolled back,
 and the same action runs with the functions off. Both must be identical, ids normalised to
-personas. Impossible states are skipped with the reason they cannot arise.
+personas. Impossible states are skipped with the reason they cannot arise. A second table
+(`ADAPTIVE_TABLE`) does the same for states of a project under the adaptive stopping rule.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from annotator.models import Membership, Project, Role
 from labeling import queue, resolution, submission
 from labeling.labels import Label
 from labeling.models import Annotation, ProjectIssue, QueueFrontier, Reservation, Resolution
+from labeling.stopping import AdaptiveRule, deciding_key, early_decision
 from tests.conftest import make_issue, make_user
 from tests.labeling.conftest import label_data
 
@@ -403,3 +405,193 @@ def test_the_comparison_reports_a_path_that_answers_something_else(study, settin
     state = State("open", "none", "none", "fewer", Project.Policy.MAJORITY, 2, "next issue")
     found = differences(study.run_both(state, settings))
     assert found == ["outcome: pg-functions ('issue', None) != python-only ('issue', 'target')"]
+
+
+# The adaptive stopping rule (labeling.stopping): the same comparison, from states of an
+# adaptive project. Ada meets the target issue (queue position 2, behind the fresh spare one at
+# position 1) with the others' labels already in it, in order, and the others' reservations;
+# she holds a reservation, an expired one, or a label of her own, and asks for her next issue,
+# sends a first label, or revises hers. Every state is open and undecided (the others' labels
+# came one by one, each looked at under the rule), except where a revision made the labels
+# meet the rule, which no revision ever acts on. `expect` is the target's status after the
+# action, or the issue Ada is served, worked out by hand from the rule.
+
+
+@dataclass(frozen=True)
+class AdaptiveState:
+    name: str
+    others: tuple[str, ...]  # the others' current labels, oldest first
+    action: str  # "next issue", "label <code>" (a first label) or "revise <code>"
+    expect: str  # the target's status afterwards, or the issue Ada is served
+    ada: str = "active"  # her reservation ("active", "expired", "none") or her own label's code
+    reserved: int = 0  # others' active reservations of the target
+    k: int = 5
+    min_labels: int = 2
+    lead: int = 2
+    policy: str = Project.Policy.LEAD_DECIDES
+    needs_more_first: bool = True
+    revised: bool = False  # the others' labels meet the rule only after a revision
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.action} after {self.others}"
+
+
+ADAPTIVE_TABLE = [
+    AdaptiveState("fewer than min", ("C.1",), "label C.1", "open", min_labels=3),
+    AdaptiveState("decided at min, agreeing", ("C.1",), "label C.1", "final"),
+    AdaptiveState("decided at min, sub-themes differ", ("C.1.i",), "label C.1.ii", "final"),
+    AdaptiveState("not decided at min", ("C.1",), "label C.2", "open"),
+    AdaptiveState("one ahead, not two", ("C.1", "C.2"), "label C.1", "open"),
+    AdaptiveState("three against one", ("C.1", "C.2", "C.1"), "label C.1", "final"),
+    AdaptiveState("level again", ("C.1", "C.2", "C.1"), "label C.2", "open"),
+    AdaptiveState("exclusion unanimous", ("FP",), "label FP", "final"),
+    AdaptiveState("exclusion not unanimous", ("C.1", "FP", "FP"), "label FP", "open"),
+    AdaptiveState("at K, lead decides", ("C.1", "C.2", "C.1", "C.2"), "label C.1", "disagreement"),
+    AdaptiveState(
+        "at K, majority",
+        ("C.1", "C.2", "C.1", "C.2"),
+        "label C.1",
+        "final",
+        policy=Project.Policy.MAJORITY,
+    ),
+    AdaptiveState("at K, exclusion", ("C.1", "FP", "FP", "FP"), "label FP", "disagreement"),
+    AdaptiveState("min 1, lead 1", (), "label C.1", "final", k=3, min_labels=1, lead=1),
+    AdaptiveState("expired reservation", ("C.1",), "label C.1", "final", ada="expired"),
+    AdaptiveState("no reservation", ("C.1",), "label C.1", "raised", ada="none"),
+    AdaptiveState("beside another's reservation", ("C.1", "C.2"), "label C.3", "open", reserved=1),
+    AdaptiveState("revision", ("C.1",), "revise C.1", "open", ada="C.2"),
+    AdaptiveState("revision at min", ("C.1", "C.2"), "revise C.1", "open", ada="C.3"),
+    AdaptiveState(
+        "first label after a revision", ("C.1", "C.1"), "label C.1", "final", revised=True
+    ),
+    AdaptiveState("needs more first", ("C.1", "C.2"), "next issue", "target", ada="none"),
+    AdaptiveState(
+        "queue order",
+        ("C.1", "C.2"),
+        "next issue",
+        "spare",
+        ada="none",
+        needs_more_first=False,
+    ),
+    AdaptiveState(
+        "one more at a time", ("C.1", "C.2"), "next issue", "spare", ada="none", reserved=1
+    ),
+    AdaptiveState(
+        "both below min in flight", ("C.1",), "next issue", "spare", ada="none", reserved=1
+    ),
+    AdaptiveState("second below min", ("C.1",), "next issue", "target", ada="none"),
+    AdaptiveState("fresh behind fresh", (), "next issue", "spare", ada="none", reserved=1),
+    AdaptiveState("her own reservation", ("C.1", "C.2"), "next issue", "target"),
+]
+
+
+class AdaptiveStudy(Study):
+    def build(self, state) -> None:
+        project, item = self.project, self.target
+        project.annotations_per_issue = state.k
+        project.resolution_policy = state.policy
+        project.stopping_rule = Project.StoppingRule.ADAPTIVE
+        project.min_labels = state.min_labels
+        project.lead_margin = state.lead
+        project.needs_more_first = state.needs_more_first
+        project.save()
+        ProjectIssue.objects.filter(pk=item.pk).update(position=2)
+        rule = AdaptiveRule.of(project)
+        assert rule is not None
+        keys = []
+        for other, code in zip(self.others, state.others, strict=False):
+            self._store(other, code)
+            keys.append(deciding_key(_label(project, code)))
+            # Each label was looked at when it came (a revision is not).
+            decided = early_decision(keys, rule)
+            assert decided is None or (state.revised and len(keys) == len(state.others)), state
+        assert len(state.others) + state.reserved < len(self.others), "not enough others"
+        now = timezone.now()
+        for other in self.others[len(state.others) : len(state.others) + state.reserved]:
+            Reservation.objects.create(
+                project_issue=item, annotator=other, expires_at=now + timedelta(minutes=30)
+            )
+        own = 0
+        if state.ada in ("active", "expired"):
+            minutes = 30 if state.ada == "active" else -1
+            Reservation.objects.create(
+                project_issue=item, annotator=self.ada, expires_at=now + timedelta(minutes=minutes)
+            )
+        elif state.ada != "none":
+            self._store(self.ada, state.ada)
+            own = 1
+        ProjectIssue.objects.filter(pk=item.pk).update(annotation_count=len(state.others) + own)
+
+    def act(self, state):
+        project, item = self.project, self.target
+        try:
+            with transaction.atomic():
+                if state.action == "next issue":
+                    got = queue.next_issue_id_for(self.ada, project)
+                    return ("issue", self.item_name.get(got, got))
+                _, code = state.action.split()
+                stored = submission.submit(self.ada, project, item.pk, _label(project, code))
+                return ("annotation", self._annotation(stored), stored.pk == self._pk(stored))
+        except Exception as exc:
+            return ("raised", type(exc).__name__, getattr(exc, "field", None), str(exc))
+
+
+@pytest.fixture
+def adaptive_study(project, annotator, other_annotator, third_annotator, repository):
+    others = [other_annotator, third_annotator]
+    for name in ("fay-annotator", "gus-annotator", "hal-annotator", "ivy-annotator"):
+        user = make_user(name)
+        Membership.objects.create(project=project, user=user, role=Role.ANNOTATOR)
+        others.append(user)
+    return AdaptiveStudy(project, annotator, repository, others)
+
+
+def test_both_paths_decide_every_adaptive_state_alike(adaptive_study, settings, monkeypatch):
+    study = adaptive_study
+    taken_in_one_call: list[str] = []
+    real_submit_first = submission._submit_first
+    state = None
+
+    def submit_first_watched(*args):
+        stored = real_submit_first(*args)
+        if stored is not None:
+            taken_in_one_call.append(state.name)
+        return stored
+
+    monkeypatch.setattr(submission, "_submit_first", submit_first_watched)
+    disagreeing, unexpected = [], []
+    for state in ADAPTIVE_TABLE:
+        results = study.run_both(state, settings)
+        disagreeing += [f"{state}: {d}" for d in differences(results)]
+        outcome, rows = results["python-only"]
+        if state.action == "next issue":
+            got = outcome[1] if outcome[0] == "issue" else outcome
+        elif outcome[0] == "raised":
+            got = "raised"
+        else:
+            got = next(status for name, status, *_ in rows["project issues"] if name == "target")
+        if got != state.expect:
+            unexpected.append(f"{state}: expected {state.expect}, got {got} ({outcome})")
+    assert disagreeing == [], "\n".join(disagreeing)
+    assert unexpected == [], "\n".join(unexpected)
+    # The one-call path took the labels that leave the issue open and declined every label that
+    # decides it (the Python path finalizes those) and every revision.
+    decided = {s.name for s in ADAPTIVE_TABLE if s.expect in ("final", "disagreement")}
+    assert {"fewer than min", "not decided at min", "exclusion not unanimous"} <= set(
+        taken_in_one_call
+    )
+    assert not decided & set(taken_in_one_call)
+    assert not any(name.startswith("revision") for name in taken_in_one_call)
+
+
+def test_an_early_final_label_is_recorded_the_same_on_both_paths(adaptive_study, settings):
+    """The rows behind the table's "final": method, label and the labels it is based on."""
+    state = next(s for s in ADAPTIVE_TABLE if s.name == "decided at min, sub-themes differ")
+    results = adaptive_study.run_both(state, settings)
+    assert differences(results) == []
+    _, rows = results["pg-functions"]
+    # The tie between sub-themes goes to the one chosen first (the other's, C.1.i).
+    assert rows["resolutions"] == [
+        ("target", "majority", "C.1.i", True, (("ada", 1), ("otto-annotator", 1)))
+    ]
+    assert rows["project issues"][1][:3] == ("target", "final", 2)
