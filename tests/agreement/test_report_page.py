@@ -81,3 +81,28 @@ def test_chart_draws_in_chromium(live_server, page, taxonomy_version, lead):
     assert box and box["height"] > 100
     assert page.locator("#agreement-table tbody tr").count() == 12
     assert not errors, errors
+
+
+def test_issues_with_fewer_labels_than_k_are_measured(client, study, lead, researcher):
+    """Under the adaptive rule issues stop at 2..K labels: the report, its API and Table I still
+    answer, with Fleiss' kappa over the issues that have a full panel or over what there is."""
+    from labeling.models import Annotation
+
+    study.stopping_rule = Project.StoppingRule.ADAPTIVE
+    study.save()
+    issue_ids = sorted(
+        set(Annotation.objects.filter(project=study).values_list("issue", flat=True))
+    )
+    # Every other issue keeps only its first two labels, as if decided early.
+    for issue_id in issue_ids[::2]:
+        extra = Annotation.objects.filter(project=study, issue_id=issue_id).order_by("id")[2:]
+        Annotation.objects.filter(pk__in=[a.pk for a in extra]).delete()
+    client.force_login(lead)
+    page = client.get(reverse("agreement_report", args=[study.pk]))
+    assert page.status_code == 200
+    api = client.get(reverse("api_agreement", args=[study.pk]))
+    assert api.status_code == 200
+    kappas = [v["kappa"] for g in api.json()["groups"] for v in g["levels"].values() if v["kappa"]]
+    assert kappas and all(-1 <= k <= 1 for k in kappas)
+    client.force_login(researcher)
+    assert client.get(reverse("table_one", args=[study.pk])).status_code == 200
