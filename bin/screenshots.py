@@ -60,6 +60,12 @@ def main(base: str, password: str, out_dir: str) -> None:
         shot(lead, out, "resolve")
         visit(lead, f"{base}{project}agreement/")
         shot(lead, out, "agreement")
+        visit(lead, f"{base}{project}audit/")
+        shot(lead, out, "audit")
+        visit(lead, f"{base}{project}simulate/")
+        lead.locator("#simulator button[type=submit]").click()
+        lead.wait_for_selector("#tradeoff-chart circle", timeout=60_000)
+        shot(lead, out, "simulator")
 
         annotator = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
         log_in(annotator, base, "demo-annotator-1", password)

@@ -30,6 +30,21 @@ from taxonomy.models import TaxonomyNode
 
 DATA_FILE = Path(__file__).resolve().parent / "demo_data" / "issues.json"
 DEMO_PROJECT = "Demo: LLM issues in DL frameworks"
+# The demo's guideline, as a lead would write one: annotators see it above every issue.
+DEMO_GUIDELINE = """\
+**Read the whole issue first**, the maintainers' replies included: they often say what the
+problem really was.
+
+1. **Not LLM-related** (`n`) only when nothing in the issue is about a large language model:
+   a small CNN, a keyword in a user name or file path, a component named like an LLM part.
+2. **Type**: a *Question* (`q`) asks how to do something; a *Requirement* (`r`) asks for
+   something that does not exist yet; a *Bug* (`b`) reports behaviour that is wrong.
+3. **Theme and sub-theme**: the panel on the right shows each one's description and examples
+   for the type and theme you chose. When two fit, choose the one the reporter is blocked by.
+4. Write a one-line **summary** of the symptom, intent or expectation in your own words.
+
+Unsure? Label your best guess and say why in the note; the lead reads notes on disagreements.
+"""
 DEMO_ACCOUNTS = [
     ("demo-lead", Role.LEAD),
     ("demo-annotator-1", Role.ANNOTATOR),
@@ -99,6 +114,7 @@ def load_demo(seed: int = 7, history: bool = False) -> DemoResult:
         annotations_per_issue=3,
         description="Invented issue reports shaped like the study's, to try labeling, "
         "resolving disagreements and exporting. Not real forge data.",
+        guideline=DEMO_GUIDELINE,
     )
     issues = []
     for spec in data["issues"]:

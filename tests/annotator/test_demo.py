@@ -64,6 +64,8 @@ def test_the_demo_comes_with_some_labeling_history(settings, tmp_path):
     assert len(days) >= 5
     newcomer = User.objects.get(username="demo-annotator-1")
     assert queue.next_issue_id_for(newcomer, project) == items[8].pk
+    # The lead's guideline is there for the newcomer to read above the issue.
+    assert "Not LLM-related" in project.guideline
 
 
 @pytest.mark.django_db
