@@ -5,10 +5,17 @@ Each issue's current non-pilot labels are replayed in random rater orders (`orde
 from `seed`; each issue gets its own random order in each replay, as volunteers pick issues up in
 no fixed order). Under the adaptive rule (`labeling.stopping.AdaptiveRule(min, lead, k)`) an
 issue takes labels in that order until `labeling.stopping.early_decision` decides it, or until
-it has K = `k` labels, where the fixed rule decides (`panel_decision`: unanimity; else a strict
-plurality holding at least `threshold` of the K votes, as `labeling.resolution.evaluate`'s
-majority policy; a false-positive exclusion only when unanimous; else the issue needs the lead).
-A fixed panel of n raters is the first n labels of the same orders, decided by `panel_decision`.
+it has K = `k` labels, where a fixed rule decides (`panel_decision`: unanimity; else a strict
+plurality holding at least `threshold` of the K votes; a false-positive exclusion only when
+unanimous; else the issue needs the lead). A fixed panel of n raters is the first n labels of
+the same orders, decided by `panel_decision`.
+
+`panel_decision` is the study's majority vote at the deciding level, not the project's own rule
+at K: `labeling.resolution.evaluate` compares full labels (sub-theme included) and applies the
+project's policy and threshold, so on a project whose labels often differ only in the sub-theme,
+or that lets the lead decide every disagreement, the simulator's "needs lead" is lower and its
+"same final" higher than the app would give. `threshold` (the command's `--threshold`) brings
+the majority's bar up to a project's; 1 is unanimity only.
 
 Labels are compared at the deciding level, `labeling.stopping.deciding_key`: (type, theme), or
 FP. "Same final" is the share of (issue, order) replays whose automatic outcome equals the key

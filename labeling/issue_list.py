@@ -334,8 +334,11 @@ def project_issue(project: Project, item_id: int) -> ProjectIssue | None:
     )
 
 
-def issue_record(item: ProjectIssue) -> IssueRecord:
-    """The labels and final labels of one issue of the list, people named by pseudonym."""
+def issue_record(item: ProjectIssue, with_open_labels: bool) -> IssueRecord:
+    """The labels and final labels of one issue of the list, people named by pseudonym.
+
+    The annotators' labels of an issue that is not final only `with_open_labels` (for leads):
+    researchers read final data, as through the API and the exports."""
     pseudonyms = dict(
         Membership.objects.filter(project_id=item.project_id).values_list("user_id", "pseudonym")
     )
@@ -353,7 +356,9 @@ def issue_record(item: ProjectIssue) -> IssueRecord:
     return IssueRecord(
         status=list_status(item),
         level=level_label(item),
-        labels=[(name(a.annotator_id), a) for a in current_annotations(item)],
+        labels=[(name(a.annotator_id), a) for a in current_annotations(item)]
+        if with_open_labels or item.status == ProjectIssue.Status.FINAL
+        else [],
         final=next((r for r, _, _ in history if r.is_current), None),
         history=history,
     )

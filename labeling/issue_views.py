@@ -59,11 +59,12 @@ def issue_detail(request, project_id: int, item_id: int):
     item = issues.project_issue(project, item_id) if sql.is_row_id(item_id) else None
     if item is None:
         raise Http404
+    is_lead = membership.role in LEAD_ROLES
     context = {
         "project": project,
         "item": item,
-        "record": issues.issue_record(item),
-        "is_lead": membership.role in LEAD_ROLES,
+        "record": issues.issue_record(item, with_open_labels=is_lead),
+        "is_lead": is_lead,
         **issue_context(item.issue),
     }
     return render(request, "labeling/issue_detail.html", context)

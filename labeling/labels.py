@@ -19,8 +19,10 @@ LABEL_FIELDS = (
 )
 NOTE_FIELDS = ("summary", "note", "proposed_category")
 
-# A label as compared: ("FP",) for a false positive, else (type, theme, sub-theme) node ids.
+# A label as compared: FP for a false positive, else (type, theme, sub-theme) node ids.
 LabelKey = tuple
+# The key of a false positive (an exclusion), at every level of comparison.
+FP: tuple[str] = ("FP",)
 
 
 @dataclass
@@ -55,5 +57,5 @@ class Label:
 def label_key(row) -> LabelKey:
     """What the comparison counts for an annotation, a resolution or a `Label`."""
     if row.is_false_positive:
-        return ("FP",)
+        return FP
     return (row.issue_type_id, row.theme_id, row.sub_theme_id)

@@ -21,7 +21,7 @@ from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from annotator.models import Project
-from labeling.labels import Label, LabelKey, label_key
+from labeling.labels import FP, Label, LabelKey, label_key
 from labeling.models import (
     DISAGREEMENT_LEVEL_NAMES,
     Annotation,
@@ -227,7 +227,7 @@ def evaluate(project_issue: ProjectIssue, project: Project | None = None) -> Res
     if (
         project.resolution_policy == Project.Policy.MAJORITY
         and key is not None
-        and key != ("FP",)  # exclusion needs unanimity
+        and key != FP  # exclusion needs unanimity
         and count / k >= project.majority_threshold
     ):
         return _finalize(project_issue, annotations, key, Resolution.Method.MAJORITY)

@@ -22,7 +22,9 @@ from django.utils import timezone
 
 from annotator.models import Membership, Project, Role
 from ingest.models import Issue, Repository
+from labeling import resolution
 from labeling.models import Annotation, ProjectIssue, QueueFrontier
+from labeling.stopping import AdaptiveRule
 from lib.inputlimits import integer_range
 
 # K: more labels per issue than any study asks of its volunteers is a typo, not a design.
@@ -92,8 +94,9 @@ def configure(
     minimum, lead and queue order; None keeps a setting as it is). K may not drop below what
     an issue already has.
 
-    A change of rule applies from the next label on: issues decided early stay final, and an
-    open issue is looked at under the new rule when its next label arrives.
+    Issues decided early stay final; open issues the new settings make due (K lowered to what
+    they have, the adaptive minimum reached) are compared at once (`settle_open_issues`), the
+    others when their next label arrives.
     """
     if not 1 <= k <= MAX_ANNOTATIONS_PER_ISSUE:
         raise SetupError(f"annotations_per_issue: between 1 and {MAX_ANNOTATIONS_PER_ISSUE}")
@@ -139,7 +142,29 @@ def configure(
             "needs_more_first",
         ]
     )
+    settle_open_issues(project)
     return project
+
+
+def settle_open_issues(project: Project) -> int:
+    """Compare the open issues the settings now say are due: K lowered to what an issue has, or
+    the adaptive rule chosen for issues past its minimum. Without this they would wait for a
+    label nobody can give (no slot is free at K). Returns how many were looked at."""
+    rule = AdaptiveRule.of(project)
+    due = min(rule.min_labels if rule else project.annotations_per_issue,
+              project.annotations_per_issue)  # fmt: skip
+    ids = list(
+        ProjectIssue.objects.filter(
+            project=project, status=ProjectIssue.Status.OPEN, annotation_count__gte=due
+        ).values_list("pk", flat=True)
+    )
+    for pk in ids:
+        with transaction.atomic():
+            # The lock a submission takes: a label arriving now waits, then sees the outcome.
+            item = ProjectIssue.objects.select_for_update().get(pk=pk)
+            if item.status == ProjectIssue.Status.OPEN:
+                resolution.evaluate(item, project)
+    return len(ids)
 
 
 def stratified_sample(items_by_stratum: Mapping[Any, list[int]], n: int, seed: int) -> list[int]:

@@ -20,8 +20,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-# The deciding key of a false positive (an exclusion), as `labeling.labels.label_key` writes it.
-FP: tuple[str] = ("FP",)
+from labeling.labels import FP
 
 
 class _Labelled(Protocol):

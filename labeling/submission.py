@@ -375,11 +375,16 @@ LOCKED_MESSAGE = (
 
 
 def is_locked(project_issue: ProjectIssue, project: Project) -> bool:
-    """True once the issue has its K labels (or is final): no annotator may revise theirs."""
-    return (
-        project_issue.status != ProjectIssue.Status.OPEN
-        or project_issue.annotation_count >= project.annotations_per_issue
-    )
+    """True once the issue has its K labels (or is final): no annotator may revise theirs.
+
+    Under the adaptive rule, already once it has `min_labels`: from then on the rule has looked
+    at it, and an issue still open tells its annotators that the labels differ; a revision then
+    would be a way to follow the others."""
+    if project_issue.status != ProjectIssue.Status.OPEN:
+        return True
+    rule = AdaptiveRule.of(project)
+    enough = rule.min_labels if rule else project.annotations_per_issue
+    return project_issue.annotation_count >= min(enough, project.annotations_per_issue)
 
 
 def revisions(project: Project, issue_id: int, annotator=None):

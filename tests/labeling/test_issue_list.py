@@ -190,6 +190,23 @@ def test_a_leads_disagreement_opens_the_resolve_page_a_researchers_the_issue_pag
     assert resolve not in client.get(detail).content.decode()
 
 
+def test_a_researcher_reads_the_labels_of_final_issues_only(
+    client, project, study, lead, researcher, annotator
+):
+    """Researchers read final data (as through the API and the exports): an open or disputed
+    issue's labels and summaries are the lead's to read until the issue is final."""
+    disputed = reverse("issue_detail", args=[project.pk, study["disputed"].pk])
+    final = reverse("issue_detail", args=[project.pk, study["final"].pk])
+    client.force_login(researcher)
+    page = client.get(disputed).content.decode()
+    assert 'id="labels-withheld"' in page and 'id="label-table"' not in page
+    assert "2 of 2 labels" in page
+    assert 'id="label-table"' in client.get(final).content.decode()
+    client.force_login(lead)
+    page = client.get(disputed).content.decode()
+    assert 'id="label-table"' in page and 'id="labels-withheld"' not in page
+
+
 # --- filters ----------------------------------------------------------------------------------
 
 

@@ -81,3 +81,39 @@ def test_configure_validates(project, items, annotator, other_annotator):
     label_item(other_annotator, project, items[0], "C.1")
     with pytest.raises(setup.SetupError, match="annotations_per_issue"):
         setup.configure(project, 1, "lead_decides", 0.8)
+
+
+def test_lowering_k_to_what_an_issue_has_compares_it_at_once(
+    project, items, annotator, other_annotator
+):
+    """K 3 → 2 with an issue holding two agreeing labels: no third slot will ever open, so the
+    issue is compared now (final), not left open waiting for a label nobody can give."""
+    setup.configure(project, 3, Project.Policy.MAJORITY, 0.8)
+    label_item(annotator, project, items[0], "C.1")
+    label_item(other_annotator, project, items[0], "C.1")
+    label_item(annotator, project, items[1], "C.1")
+    items[0].refresh_from_db()
+    assert items[0].status == ProjectIssue.Status.OPEN
+    setup.configure(project, 2, Project.Policy.MAJORITY, 0.8)
+    items[0].refresh_from_db()
+    items[1].refresh_from_db()
+    assert items[0].status == ProjectIssue.Status.FINAL
+    assert items[1].status == ProjectIssue.Status.OPEN  # one label of two: still open
+
+
+def test_choosing_the_adaptive_rule_decides_issues_already_past_its_minimum(
+    project, items, annotator, other_annotator
+):
+    setup.configure(project, 5, Project.Policy.MAJORITY, 0.8)
+    label_item(annotator, project, items[0], "C.1")
+    label_item(other_annotator, project, items[0], "C.1")
+    label_item(annotator, project, items[1], "C.1")
+    label_item(other_annotator, project, items[1], "C.2")
+    setup.configure(
+        project, 5, Project.Policy.MAJORITY, 0.8, stopping_rule="adaptive", min_labels=2,
+        lead_margin=2,
+    )  # fmt: skip
+    items[0].refresh_from_db()
+    items[1].refresh_from_db()
+    assert items[0].status == ProjectIssue.Status.FINAL  # 2 - 0
+    assert items[1].status == ProjectIssue.Status.OPEN  # 1 - 1: one more label

@@ -6,7 +6,7 @@ import pytest
 from labeling.stopping import FP, AdaptiveRule, early_decision
 
 # The labeling package's shared fixtures (the study taxonomy) need the test database.
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.one_path]
 
 RULE = AdaptiveRule(min_labels=2, lead=2, k=7)
 A, B, C = ("Q", "Q.1"), ("Q", "Q.2"), ("B", "B.3")
