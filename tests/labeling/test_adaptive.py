@@ -179,15 +179,30 @@ def test_at_k_the_majority_policy_or_the_lead_decides(adaptive, items, crowd, po
 
 def test_a_revision_never_decides_the_issue(adaptive, items, crowd):
     """Revising until the issue turns final would tell an annotator the others' labels."""
+    adaptive.min_labels = 3
+    adaptive.save(update_fields=["min_labels"])
     ada, otto, tia = crowd[:3]
     item = items[0]
     label_item(ada, adaptive, item, "C.1")
     label_item(otto, adaptive, item, "C.2")
-    label_item(otto, adaptive, item, "C.1")  # a revision: now both say C.1
+    label_item(otto, adaptive, item, "C.1")  # a revision below the minimum: both say C.1 now
     assert state(item) == ("open", 2)
     label_item(tia, adaptive, item, "C.1")  # the next new label is looked at under the rule
     assert state(item) == ("final", 3)
     assert final_of(item).method == "unanimous"
+
+
+def test_labels_lock_at_the_minimum(adaptive, items, crowd):
+    """Past the minimum an issue still open says the labels differ: a revision then would be a
+    way to follow the others, so labels lock there (under the fixed rule, at K)."""
+    ada, otto = crowd[:2]
+    item = items[0]
+    label_item(ada, adaptive, item, "C.1")
+    label_item(otto, adaptive, item, "C.2")
+    assert state(item) == ("open", 2)
+    with pytest.raises(submission.LabelError, match="locked"):
+        label_item(otto, adaptive, item, "C.1")
+    assert state(item) == ("open", 2)
 
 
 def test_the_queue_serves_issues_that_need_one_more_label_first(adaptive, items, crowd):

@@ -459,8 +459,10 @@ ADAPTIVE_TABLE = [
     AdaptiveState("expired reservation", ("C.1",), "label C.1", "final", ada="expired"),
     AdaptiveState("no reservation", ("C.1",), "label C.1", "raised", ada="none"),
     AdaptiveState("beside another's reservation", ("C.1", "C.2"), "label C.3", "open", reserved=1),
-    AdaptiveState("revision", ("C.1",), "revise C.1", "open", ada="C.2"),
-    AdaptiveState("revision at min", ("C.1", "C.2"), "revise C.1", "open", ada="C.3"),
+    AdaptiveState("revision below min", ("C.1",), "revise C.1", "open", ada="C.2", min_labels=3),
+    # From the minimum on an open issue tells its annotators the labels differ: locked.
+    AdaptiveState("revision at min", ("C.1",), "revise C.1", "raised", ada="C.2"),
+    AdaptiveState("revision past min", ("C.1", "C.2"), "revise C.1", "raised", ada="C.3"),
     AdaptiveState(
         "first label after a revision", ("C.1", "C.1"), "label C.1", "final", revised=True
     ),
