@@ -30,6 +30,13 @@ def first_error(form: forms.BaseForm) -> str:
     return ""
 
 
+def _check_date_range(form: forms.Form) -> None:
+    """A `created_from`..`created_to` window (scope, issue list) may not end before it starts."""
+    start, end = form.cleaned_data.get("created_from"), form.cleaned_data.get("created_to")
+    if start and end and start > end:
+        form.add_error("created_to", "ends before it starts")
+
+
 def _range_messages(text: str) -> dict[str, str]:
     return {"min_value": text, "max_value": text, "invalid": text, "required": text}
 
@@ -114,9 +121,7 @@ class ScopeForm(forms.Form):
     def clean(self):
         super().clean()
         data = self.cleaned_data
-        start, end = data.get("created_from"), data.get("created_to")
-        if start and end and start > end:
-            self.add_error("created_to", "ends before it starts")
+        _check_date_range(self)
         for name in ("pilot_size", "seed"):
             if name in data and data[name] is None:
                 data[name] = 0
@@ -421,11 +426,8 @@ class IssueListForm(forms.Form):
 
     def clean(self):
         super().clean()
-        data = self.cleaned_data
-        start, end = data.get("created_from"), data.get("created_to")
-        if start and end and start > end:
-            self.add_error("created_to", "ends before it starts")
-        return data
+        _check_date_range(self)
+        return self.cleaned_data
 
     def filters(self) -> issue_list.IssueFilters:
         """The validated filters (call after `is_valid()`)."""

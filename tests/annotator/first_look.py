@@ -3,38 +3,21 @@ demo issues on the embedded SQLite database. Run as a separate process by
 tests/annotator/test_first_look.py, since the test suite itself runs on PostgreSQL; exits
 non-zero, saying what went wrong, if labeling does not work there."""
 
-import os
 import sys
 from pathlib import Path
 
-for name in ("DATABASE_URL", "REDIS_URL"):
-    os.environ.pop(name, None)
-os.environ.update(
-    DATA_DIR=sys.argv[1],
-    DEBUG="0",
-    ALLOWED_HOSTS="testserver",
-    SECURE_SSL_REDIRECT="0",
-    SESSION_COOKIE_SECURE="0",
-    CSRF_COOKIE_SECURE="0",
-    DJANGO_SETTINGS_MODULE="config.settings",
-)
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import django  # noqa: E402
+from tests.embedded import start
 
-django.setup()
+start(sys.argv[1])  # migrates and loads the demo
 
-from django.core.management import call_command  # noqa: E402
-from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 
 from annotator.models import Membership  # noqa: E402
 from labeling.models import Annotation  # noqa: E402
 from taxonomy.models import TaxonomyNode  # noqa: E402
 
-assert connection.vendor == "sqlite", connection.vendor
-call_command("migrate", verbosity=0)
-call_command("load_demo", verbosity=0)
 membership = Membership.objects.select_related("project", "user").filter(role="annotator").first()
 project, volunteer = membership.project, membership.user
 theme = TaxonomyNode.objects.filter(version_id=project.taxonomy_version_id, level=2).first()

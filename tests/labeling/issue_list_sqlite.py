@@ -3,39 +3,22 @@ search index migration does nothing there, and the search falls back to a substr
 title or body. Run as a separate process by tests/labeling/test_issue_list.py (the suite runs
 on PostgreSQL); exits non-zero, saying what went wrong."""
 
-import os
 import re
 import sys
 from pathlib import Path
 
-for name in ("DATABASE_URL", "REDIS_URL"):
-    os.environ.pop(name, None)
-os.environ.update(
-    DATA_DIR=sys.argv[1],
-    DEBUG="0",
-    ALLOWED_HOSTS="testserver",
-    SECURE_SSL_REDIRECT="0",
-    SESSION_COOKIE_SECURE="0",
-    CSRF_COOKIE_SECURE="0",
-    DJANGO_SETTINGS_MODULE="config.settings",
-)
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import django  # noqa: E402
+from tests.embedded import start
 
-django.setup()
+start(sys.argv[1])  # migrates (ingest 0006 must pass over SQLite without a word) and loads the demo
 
-from django.core.management import call_command  # noqa: E402
-from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 
 from annotator.models import Membership  # noqa: E402
 from ingest.models import Issue  # noqa: E402
 from labeling.models import ProjectIssue  # noqa: E402
 
-assert connection.vendor == "sqlite", connection.vendor
-call_command("migrate", verbosity=0)  # ingest 0006 must pass over SQLite without a word
-call_command("load_demo", verbosity=0)
 lead = Membership.objects.select_related("project", "user").filter(role="lead").first()
 project = lead.project
 repository = ProjectIssue.objects.filter(project=project).first().issue.repository
