@@ -284,19 +284,11 @@ def issue_page(project: Project, filters: IssueFilters, number: Any = 1) -> Page
             item=item,
             status=list_status(item),
             final_code=finals.get(item.issue_id, ""),
-            level=level_label(item),
+            level=item.level_name,
         )
         for item in items
     ]
     return page
-
-
-def level_label(item: ProjectIssue) -> str:
-    """Where the K labels first differ, in words; "" where they agreed or are not all in."""
-    if item.disagreement_level:
-        return LEVEL_NAMES.get(item.disagreement_level, item.disagreement_level)
-    # In the queue with labels that agree: a lead reopened a final label.
-    return "reopened" if item.status == ProjectIssue.Status.DISAGREEMENT else ""
 
 
 def list_status(item: ProjectIssue) -> str:
@@ -355,7 +347,7 @@ def issue_record(item: ProjectIssue, with_open_labels: bool) -> IssueRecord:
     ]
     return IssueRecord(
         status=list_status(item),
-        level=level_label(item),
+        level=item.level_name,
         labels=[(name(a.annotator_id), a) for a in current_annotations(item)]
         if with_open_labels or item.status == ProjectIssue.Status.FINAL
         else [],

@@ -75,8 +75,11 @@ class ProjectIssue(models.Model):
 
     @property
     def level_name(self) -> str:
-        """Where the labels first differ; a disputed issue with none was reopened by a lead."""
-        return DISAGREEMENT_LEVEL_NAMES.get(self.disagreement_level, "reopened")
+        """Where the labels first differ, in words; a disputed issue whose labels agree was
+        reopened by a lead; "" where they agreed or are not all in."""
+        if self.disagreement_level:
+            return DISAGREEMENT_LEVEL_NAMES.get(self.disagreement_level, self.disagreement_level)
+        return "reopened" if self.status == self.Status.DISAGREEMENT else ""
 
 
 class FalsePositiveReason(models.TextChoices):
