@@ -32,6 +32,24 @@ def setup() -> None:
     connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=True)
 
 
+def setup_stage(db: str, *, debug: bool = False, broker: str | None = None) -> None:
+    """Set up Django in a benchmark's stage process on the PostgreSQL database `db` (made by
+    `migrated_database`); with `broker`, that Redis URL unless REDIS_URL is set, else no broker
+    (nothing is queued, the cache is local)."""
+    os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{db}"
+    os.environ.setdefault("SECRET_KEY", "bench")
+    os.environ.setdefault("DEBUG", "1" if debug else "0")
+    if broker:
+        os.environ.setdefault("REDIS_URL", broker)
+    else:
+        os.environ.pop("REDIS_URL", None)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+
+
 def migrated_database(db: str, *, debug: bool = False, broker: bool = False) -> dict[str, str]:
     """Create (if missing) and migrate the PostgreSQL database `db` for a benchmark's stages;
     return the environment its child processes run with (without `broker`, no REDIS_URL:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import random
 import resource
 import statistics
@@ -27,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from _django import migrated_database
+from _django import migrated_database, setup_stage
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path("/tmp/bench-audit")
@@ -40,15 +39,7 @@ SEED = 20251125
 
 
 def _django(db: str) -> None:
-    os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{db}"
-    os.environ.setdefault("SECRET_KEY", "bench")
-    os.environ.setdefault("DEBUG", "0")
-    os.environ.pop("REDIS_URL", None)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
+    setup_stage(db)
 
 
 def _codes() -> list[str]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import statistics
 import subprocess
@@ -22,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from _django import migrated_database
+from _django import migrated_database, setup_stage
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path("/tmp/bench-dataset")
@@ -30,15 +29,7 @@ PROJECT = "Synthetic study"
 
 
 def _django(db: str) -> None:
-    os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{db}"
-    os.environ.setdefault("SECRET_KEY", "bench")
-    os.environ.setdefault("DEBUG", "1")
-    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/6")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
+    setup_stage(db, debug=True, broker="redis://127.0.0.1:6379/6")
 
 
 def _reset() -> None:

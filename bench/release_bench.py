@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import statistics
 import subprocess
@@ -25,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _django import migrated_database
+from _django import migrated_database, setup_stage
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path("/tmp/bench-dataset")
@@ -33,15 +32,7 @@ PROJECT = "Synthetic study"
 
 
 def _django(db: str) -> None:
-    os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{db}"
-    os.environ.setdefault("SECRET_KEY", "bench")
-    os.environ.setdefault("DEBUG", "0")
-    os.environ.pop("REDIS_URL", None)  # no broker: nothing is queued, the cache is local
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
+    setup_stage(db)
 
 
 def prepare() -> dict:

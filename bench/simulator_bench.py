@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import resource
 import statistics
@@ -26,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from _django import migrated_database
+from _django import migrated_database, setup_stage
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = "Synthetic study (simulator)"
@@ -35,15 +34,7 @@ RATERS = 7
 
 
 def _django(db: str) -> None:
-    os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{db}"
-    os.environ.setdefault("SECRET_KEY", "bench")
-    os.environ.setdefault("DEBUG", "0")
-    os.environ.pop("REDIS_URL", None)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
+    setup_stage(db)
 
 
 def seed() -> dict:
