@@ -1,5 +1,10 @@
 """Shared fixtures: the study's taxonomy, personas of a labeling project, and a browser.
 
+The harness keeps these cheap (docs/CONVENTIONS.md, "Fast tests"; `tests/test_harness.py`
+checks it): passwords hash with MD5 (`tests/settings.py`), and the study taxonomy is loaded
+once per session into the test database (`tests/harness.py`), so `taxonomy_version` and
+`project` cost a query, not 2 s.
+
 Personas, as in the tests of healthchecks: `lead` runs the study, `annotator` and
 `other_annotator` label, `researcher` reads final data, `outsider` belongs to no project and
 must get 404 everywhere.
@@ -9,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 
 import pytest
 from django.contrib.auth.models import User
@@ -16,7 +22,9 @@ from django.contrib.auth.models import User
 from annotator.models import Membership, Project, Role
 from ingest.models import Issue, Repository
 from labeling.models import ProjectIssue
-from taxonomy.loader import load_study_taxonomy
+from taxonomy.models import Taxonomy, TaxonomyVersion
+
+from . import harness
 
 # Playwright's sync API runs an event loop in the test thread; the ORM calls in the same test
 # are still synchronous, so Django's async-safety guard must be told.
@@ -34,9 +42,43 @@ CHROMIUM_ARGS = [
 ]
 
 
+STUDY_TAXONOMY_ID = pytest.StashKey[int]()
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker, request) -> Iterator[None]:
+    """The test database (one per xdist worker), with the study taxonomy loaded once."""
+    with django_db_blocker.unblock():
+        request.config.stash[STUDY_TAXONOMY_ID] = harness.install()
+    yield
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
+    """After a test's teardown (a transactional test's flush included), the study taxonomy is
+    back for the next test."""
+    result = yield
+    version_id = item.config.stash.get(STUDY_TAXONOMY_ID, None)
+    if version_id is not None and nextitem is not None:
+        from pytest_django.plugin import blocking_manager_key
+
+        with item.config.stash[blocking_manager_key].unblock():
+            harness.restore(version_id)
+    return result
+
+
 @pytest.fixture
-def taxonomy_version(db):
-    return load_study_taxonomy()
+def taxonomy_version(db, request) -> TaxonomyVersion:
+    """The study's taxonomy (loaded once per session: never load it again in a test)."""
+    return TaxonomyVersion.objects.get(pk=request.config.stash[STUDY_TAXONOMY_ID])
+
+
+@pytest.fixture
+def no_taxonomy(db) -> None:
+    """For a test of loading a taxonomy into an empty database: the shared one is deleted in
+    the test's transaction (and back when it rolls back)."""
+    TaxonomyVersion.objects.all().delete()
+    Taxonomy.objects.all().delete()
 
 
 def make_user(username: str, **extra) -> User:

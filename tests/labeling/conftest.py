@@ -1,16 +1,17 @@
 """Helpers for the labeling tests: labels by taxonomy code, and handing issues out.
 
-Every test here runs twice, once on each labeling path (`both_paths`): with the PL/pgSQL
-functions (`DB_FUNCTIONS` on, the queue's reservation and a first label in one call each) and
-on the Python path alone (`DB_FUNCTIONS` off, what SQLite and a database without the
-functions run). A test that chooses its path itself (a `functions` parameter, or the
-`one_path` marker) and the browser tests run once.
+A test where the labeling path matters (the queue, a submission, resolution: modules marked
+`both_paths`) runs twice, once on each path: with the PL/pgSQL functions (`DB_FUNCTIONS` on,
+the queue's reservation and a first label in one call each) and on the Python path alone
+(`DB_FUNCTIONS` off, what SQLite and a database without the functions run). Every other test
+runs once, on the default path: `test_paths_equal.py` proves both paths agree on every state.
+A test that chooses its path itself (a `functions` parameter, or the `one_path` marker) and
+the browser tests run once even in a `both_paths` module.
 """
 
 from __future__ import annotations
 
 import pytest
-from django.db import connections
 
 from annotator.models import Project
 from labeling import queue, submission
@@ -65,14 +66,6 @@ def label_item(user, project: Project, item: ProjectIssue, code: str, **extra) -
 PATHS = {"pg-functions": True, "python-only": False}
 
 
-def pytest_configure(config) -> None:
-    config.addinivalue_line(
-        "markers",
-        "one_path: the test sets DB_FUNCTIONS itself (or needs one path only): the labeling "
-        "suite's both-paths fixture does not run it twice",
-    )
-
-
 def _one_path(metafunc) -> bool:
     definition = metafunc.definition
     uses_database = (
@@ -90,7 +83,7 @@ def _one_path(metafunc) -> bool:
 
 
 def pytest_generate_tests(metafunc) -> None:
-    if "both_paths" in metafunc.fixturenames and not _one_path(metafunc):
+    if metafunc.definition.get_closest_marker("both_paths") is not None and not _one_path(metafunc):
         metafunc.parametrize(
             "both_paths", list(PATHS.values()), ids=list(PATHS), indirect=True, scope="function"
         )
@@ -98,49 +91,12 @@ def pytest_generate_tests(metafunc) -> None:
 
 @pytest.fixture(autouse=True)
 def both_paths(request, settings) -> bool | None:
-    """Runs the test on the path its parameter names (DB_FUNCTIONS on or off); a one-path
-    test gets None and keeps the settings as they are."""
+    """Runs a `both_paths` test on the path its parameter names (DB_FUNCTIONS on or off);
+    any other test gets None and keeps the settings as they are."""
     functions = getattr(request, "param", None)
     if functions is not None:
         settings.DB_FUNCTIONS = functions
     return functions
-
-
-@pytest.fixture(scope="package", autouse=True)
-def _shared_taxonomy_id(django_db_setup, django_db_blocker):
-    """The study taxonomy loaded once for this package's tests (loading takes ~2 s).
-
-    Package-scoped and autouse, so it is committed before any test's transaction starts, and
-    removed when the package's tests are done, so other apps' tests never see it.
-    """
-    from taxonomy.loader import load_study_taxonomy
-    from taxonomy.models import TaxonomyVersion
-
-    with django_db_blocker.unblock():
-        version = load_study_taxonomy()
-    yield version.pk
-    with django_db_blocker.unblock():
-        # A transactional test may have emptied the tables already.
-        version = TaxonomyVersion.objects.filter(pk=version.pk).first()
-        if version is not None:
-            taxonomy = version.taxonomy
-            version.delete()
-            if not taxonomy.versions.exists():
-                taxonomy.delete()
-        # The test database is torn down next; an open connection would block that.
-        connections.close_all()
-
-
-@pytest.fixture
-def taxonomy_version(request, _shared_taxonomy_id, db):
-    from taxonomy.loader import load_study_taxonomy
-    from taxonomy.models import TaxonomyVersion
-
-    marker = request.node.get_closest_marker("django_db")
-    if marker and marker.kwargs.get("transaction"):
-        # Transactional tests empty the database afterwards: load a copy of their own.
-        return load_study_taxonomy()
-    return TaxonomyVersion.objects.get(pk=_shared_taxonomy_id)
 
 
 @pytest.fixture
@@ -156,12 +112,6 @@ def third_annotator(project):
 @pytest.fixture
 def items(issues_in_project, project):
     return list(ProjectIssue.objects.filter(project=project).order_by("position"))
-
-
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    # Personas are created for every test; PBKDF2's deliberate slowness costs seconds here.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture(autouse=True)

@@ -28,6 +28,9 @@ from labeling.stopping import AdaptiveRule, deciding_key, early_decision
 from tests.conftest import make_issue, make_user
 from tests.labeling.conftest import label_data, label_item, node
 
+# The queue, a submission or resolution: the labeling path matters, so each test runs on both.
+pytestmark = pytest.mark.both_paths
+
 K = 5
 
 

@@ -20,6 +20,9 @@ from labeling.models import Annotation, ProjectIssue, QueueFrontier, Reservation
 from tests.conftest import make_issue
 from tests.labeling.conftest import label_item, take_and_label
 
+# The queue, a submission or resolution: the labeling path matters, so each test runs on both.
+pytestmark = pytest.mark.both_paths
+
 
 @pytest.fixture(params=[True, False], ids=["pg-functions", "python-only"])
 def path(request, settings):

@@ -6,6 +6,9 @@ from labeling import queue, submission
 from labeling.models import Annotation, ProjectIssue, Reservation
 from tests.labeling.conftest import label_data, label_item, take_and_label
 
+# The queue, a submission or resolution: the labeling path matters, so each test runs on both.
+pytestmark = pytest.mark.both_paths
+
 
 def test_a_label_is_stored_with_summary_note_and_proposal(project, items, annotator):
     a = take_and_label(

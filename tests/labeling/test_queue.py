@@ -2,12 +2,16 @@
 
 from datetime import timedelta
 
+import pytest
 import time_machine
 from django.utils import timezone
 
 from labeling import queue, setup
 from labeling.models import ProjectIssue, Reservation
 from tests.labeling.conftest import label_item, take_and_label
+
+# The queue, a submission or resolution: the labeling path matters, so each test runs on both.
+pytestmark = pytest.mark.both_paths
 
 
 def test_annotator_gets_issues_in_queue_order_with_the_pilot_first(project, items, annotator):

@@ -7,6 +7,9 @@ from labeling import resolution, submission
 from labeling.models import ProjectIssue, Resolution
 from tests.labeling.conftest import label_item
 
+# The queue, a submission or resolution: the labeling path matters, so each test runs on both.
+pytestmark = pytest.mark.both_paths
+
 
 @pytest.fixture
 def raters(annotator, other_annotator, third_annotator):

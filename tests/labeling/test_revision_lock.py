@@ -12,6 +12,9 @@ from django.urls import reverse
 from labeling.models import Annotation, DiscussionMessage, ProjectIssue, Resolution
 from tests.labeling.conftest import label_data
 
+# The queue, a submission or resolution: the labeling path matters, so each test runs on both.
+pytestmark = pytest.mark.both_paths
+
 PROBES = ("B.1", "FP", "A.1")
 
 

@@ -59,7 +59,6 @@ def _quiet(caplog):
 
 @pytest.fixture(autouse=True)
 def _fast_and_small(settings, tmp_path):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.EXPORT_ROOT = tmp_path / "exports"
     # The limit is what is tested, not the size: 1 MB keeps the oversized uploads quick.
     settings.MAX_UPLOAD_BYTES = 1_000_000

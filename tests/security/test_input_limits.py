@@ -25,11 +25,6 @@ from taxonomy.models import Taxonomy, TaxonomyVersion
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def lena(client, lead, project):
     client.force_login(lead)
@@ -131,7 +126,7 @@ def test_a_bad_taxonomy_file_names_the_fault_and_stores_nothing(taxonomy_version
     assert not Taxonomy.objects.filter(name__startswith="TTT").exists()
 
 
-def test_import_taxonomy_says_what_is_wrong_in_one_line(tmp_path, settings):
+def test_import_taxonomy_says_what_is_wrong_in_one_line(no_taxonomy, tmp_path, settings):
     settings.MAX_UPLOAD_BYTES = 1000
     path = tmp_path / "large.json"
     path.write_text(json.dumps(_taxonomy(note="x" * 2000)))

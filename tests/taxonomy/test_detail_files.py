@@ -83,7 +83,7 @@ def test_no_study_detail_or_cell_is_formula_like():
 
 
 @pytest.mark.django_db
-def test_export_then_load_through_the_commands_gives_the_same_files_again(db, tmp_path):
+def test_export_then_load_through_the_commands_gives_the_same_files_again(no_taxonomy, tmp_path):
     call_command("load_taxonomy", str(DEFAULT_DIR))
     first = TaxonomyVersion.objects.get()
     call_command("export_taxonomy", str(first.pk), "--csv", str(tmp_path))

@@ -93,7 +93,7 @@ def _file(**changes):
         ),
     ],
 )
-def test_bad_files_name_the_fault_and_store_nothing(text, message):
+def test_bad_files_name_the_fault_and_store_nothing(no_taxonomy, text, message):
     with pytest.raises(TaxonomyJSONError) as err:
         import_json(text)
     assert message in str(err.value)

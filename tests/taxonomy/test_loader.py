@@ -26,7 +26,7 @@ def test_shipped_copy_is_the_studys_files():
 
 
 @pytest.mark.django_db
-def test_command_loads_three_types_eighteen_themes_seventy_sub_themes(capsys):
+def test_command_loads_three_types_eighteen_themes_seventy_sub_themes(no_taxonomy, capsys):
     call_command("load_taxonomy", str(DEFAULT_DIR))
     version = TaxonomyVersion.objects.get()
     by_level = {lvl: version.nodes.filter(level=lvl) for lvl in TaxonomyNode.Level}
@@ -128,7 +128,7 @@ def test_malformed_file_names_file_and_line(text, line, fragment):
 
 
 @pytest.mark.django_db
-def test_a_malformed_file_loads_nothing(tmp_path):
+def test_a_malformed_file_loads_nothing(no_taxonomy, tmp_path):
     for name in ["question_intents.csv", "requirement_expections.csv"]:
         (tmp_path / name).write_bytes((DEFAULT_DIR / name).read_bytes())
     # The third file, read last, is broken on its fourth line.
@@ -142,7 +142,7 @@ def test_a_malformed_file_loads_nothing(tmp_path):
 
 
 @pytest.mark.django_db
-def test_loading_twice_makes_a_second_version_and_if_missing_does_not():
+def test_loading_twice_makes_a_second_version_and_if_missing_does_not(no_taxonomy):
     call_command("load_taxonomy")
     call_command("load_taxonomy")
     assert list(TaxonomyVersion.objects.values_list("number", flat=True)) == [1, 2]
