@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from collections.abc import Iterator
 
 import pytest
@@ -79,6 +80,26 @@ def no_taxonomy(db) -> None:
     the test's transaction (and back when it rolls back)."""
     TaxonomyVersion.objects.all().delete()
     Taxonomy.objects.all().delete()
+
+
+class SlowTierOnly(RuntimeError):
+    """A test outside the slow tier started a process."""
+
+
+@pytest.fixture(autouse=True)
+def _processes_only_in_the_slow_tier(request, monkeypatch) -> None:
+    """A subprocess (a fresh interpreter, a Celery worker, bin/serve) costs seconds: a test
+    that starts one is marked `slow` (or `browser`), so `bin/test --fast` never waits on it."""
+    if request.node.get_closest_marker("slow") or request.node.get_closest_marker("browser"):
+        return
+
+    def refuse(self, args, *rest, **kwargs):
+        raise SlowTierOnly(
+            f"{request.node.nodeid} starts a process ({args!r}): mark it slow "
+            "(@pytest.mark.slow) so that bin/test --fast leaves it out"
+        )
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse)
 
 
 def make_user(username: str, **extra) -> User:

@@ -18,7 +18,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
+# Fresh interpreters, one per scenario: the slow tier (not in bin/test --fast).
+pytestmark = pytest.mark.slow
 HEAVY = ("statsmodels", "scipy", "pandas", "numpy", "krippendorff")
 
 REPORT = f"import json, sys; print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))"

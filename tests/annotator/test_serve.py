@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,7 +51,8 @@ def test_sigterm_stops_the_server_and_its_workers(tmp_path, with_workers):
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
     env.update(DATA_DIR=str(tmp_path), PORT=str(port), DEBUG="1")
     if with_workers:
-        env["REDIS_URL"] = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/14")
+        # This test process's own Redis database (one per xdist worker, tests/settings.py).
+        env["REDIS_URL"] = settings.REDIS_URL
     serve = subprocess.Popen(
         ["bin/serve"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
@@ -59,7 +61,7 @@ def test_sigterm_stops_the_server_and_its_workers(tmp_path, with_workers):
         while not _listening(port):
             assert serve.poll() is None, "bin/serve ended before it served"
             assert time.monotonic() < deadline, "bin/serve did not listen in 240 s"
-            time.sleep(0.5)
+            time.sleep(0.05)  # poll often: the test waits on this loop, not on a fixed pause
         # The probe sees what it must: bin/serve (exec'd into the server on the first look),
         # and with workers also the worker and beat.
         assert len(_processes_of(tmp_path)) >= (3 if with_workers else 1)
@@ -68,7 +70,7 @@ def test_sigterm_stops_the_server_and_its_workers(tmp_path, with_workers):
         serve.wait(timeout=30)
         deadline = time.monotonic() + 15
         while (_listening(port) or _processes_of(tmp_path)) and (time.monotonic() < deadline):
-            time.sleep(0.5)
+            time.sleep(0.05)
         assert not _listening(port), "the server still listens after SIGTERM"
         assert not _processes_of(tmp_path), "a process of bin/serve outlived it"
     finally:

@@ -58,12 +58,14 @@ def test_env_int_and_list(monkeypatch):
         env_int("N", 3)
 
 
+@pytest.mark.slow  # a fresh interpreter reads the production settings
 def test_production_refuses_to_start_without_secret_key(tmp_path):
     result = run_settings({"DATA_DIR": str(tmp_path)})
     assert result.returncode != 0
     assert "SECRET_KEY is not set" in result.stderr
 
 
+@pytest.mark.slow  # a fresh interpreter reads the production settings
 def test_debug_defaults_to_off_and_urls_configure_database_and_celery(tmp_path):
     result = run_settings(
         {
@@ -83,6 +85,7 @@ def test_debug_defaults_to_off_and_urls_configure_database_and_celery(tmp_path):
     assert second == "redis://cache.example:6380/2 False ['annotate.example']"
 
 
+@pytest.mark.slow  # a fresh interpreter reads the production settings
 def test_embedded_default_is_sqlite_under_data_dir_with_in_process_tasks(tmp_path):
     result = run_settings(
         {"DATA_DIR": str(tmp_path), "DEBUG": "1"},
@@ -97,6 +100,7 @@ def test_embedded_default_is_sqlite_under_data_dir_with_in_process_tasks(tmp_pat
     assert (tmp_path / "secret_key").stat().st_size > 40
 
 
+@pytest.mark.slow  # a fresh interpreter reads the production settings
 def test_check_deploy_passes_with_production_settings(tmp_path):
     env = {
         "DATA_DIR": str(tmp_path),

@@ -148,6 +148,7 @@ def _state_adaptive(project, item, ada, otto, tia):
     return ada_label
 
 
+@pytest.mark.slow  # every route of the site, once per state
 @pytest.mark.parametrize(
     "state", [_state_open, _state_disagreement, _state_proposal, _state_adaptive]
 )

@@ -211,6 +211,7 @@ def _fuzz_api(prober: fuzz.Prober, route_list: list[str], values: dict) -> None:
                         prober.send("lead", method, url, name, probe, data={name: value})
 
 
+@pytest.mark.slow  # every form and endpoint, with every hostile value
 def test_no_input_makes_a_500_and_a_refusal_writes_nothing(study, settings):
     values, users = study
     stats = fuzz.Stats()

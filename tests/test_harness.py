@@ -1,0 +1,144 @@
+"""The suite stays fast as it grows (issue 22): what made it take 17 minutes cannot come back.
+
+- Passwords hash with MD5 in tests (PBKDF2's 1,000,000 iterations cost ~0.3 s per persona),
+  while the production settings keep the strong hasher.
+- The study taxonomy is loaded once per session (`tests/harness.py`), and is still there
+  after a transactional test emptied the tables; no test module loads it again (~2 s each)
+  unless it needs a second version, and then it is listed here with its reason.
+- A test that starts a process is in the slow tier (`tests/conftest.py` refuses a subprocess
+  to a test not marked `slow` or `browser`), so `bin/test --fast` never waits on one.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.conf import global_settings, settings
+from django.contrib.auth.hashers import get_hasher
+
+from taxonomy.models import TaxonomyVersion
+from tests import conftest, harness
+
+TESTS = Path(__file__).resolve().parent
+
+# Loading the study's CSVs again is 2 s; these tests need a second, separate version of it.
+LOADS_A_SECOND_VERSION = {
+    "tests/harness.py": "the one load per session",
+    "tests/labeling/test_labeling.py": "a label from another project's taxonomy version",
+    "tests/taxonomy/test_history.py": "only_if_missing finds the study version after an edit",
+    "tests/dataset/test_import_labels.py": "published labels imported into a newer version",
+}
+# Tests about passwords themselves may choose a real hasher.
+CHOOSES_A_HASHER = {
+    "tests/settings.py": "the fast hasher of every test",
+    "tests/annotator/test_accounts_security.py": "password upgrades and token rotation",
+}
+LOAD = re.compile(r"\bload_study_taxonomy\(")
+HASHERS = re.compile(r"\bPASSWORD_HASHERS\b")
+
+
+def offenders(pattern: re.Pattern[str], allowed: dict[str, str]) -> list[str]:
+    """Test files (relative to the checkout) whose text matches, beyond the allowed ones."""
+    found = []
+    for path in sorted(TESTS.rglob("*.py")):
+        name = path.relative_to(TESTS.parent).as_posix()
+        if path != Path(__file__) and name not in allowed and pattern.search(path.read_text()):
+            found.append(name)
+    return found
+
+
+def test_tests_hash_passwords_fast_and_production_keeps_the_strong_hasher():
+    assert get_hasher().algorithm == "md5"
+    import config.settings as production
+
+    hashers = getattr(production, "PASSWORD_HASHERS", global_settings.PASSWORD_HASHERS)
+    assert hashers[0] == "django.contrib.auth.hashers.PBKDF2PasswordHasher"
+    # The strong hashers still verify here: a user a subprocess made with the site's settings.
+    assert settings.PASSWORD_HASHERS[1:] == list(global_settings.PASSWORD_HASHERS)
+
+
+@pytest.mark.django_db
+def test_a_persona_costs_a_fast_hash(lead):
+    assert lead.password.startswith("md5$")
+    assert lead.check_password(conftest.PASSWORD)
+
+
+@pytest.mark.django_db
+def test_the_study_taxonomy_is_the_one_loaded_for_the_session(taxonomy_version, request):
+    assert taxonomy_version.pk == request.config.stash[conftest.STUDY_TAXONOMY_ID]
+    # Loaded once: no test before this one left another version behind.
+    assert list(TaxonomyVersion.objects.values_list("pk", flat=True)) == [taxonomy_version.pk]
+    assert taxonomy_version.nodes.count() == 3 + 18 + 70
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_transactional_test_sees_it_too(taxonomy_version):
+    assert taxonomy_version.nodes.count() == 3 + 18 + 70
+
+
+@pytest.mark.django_db
+def test_and_it_is_back_after_a_transactional_test_emptied_the_tables(taxonomy_version):
+    # The test above ran first (pytest keeps a module's order) and its flush emptied them.
+    assert taxonomy_version.nodes.count() == 3 + 18 + 70
+
+
+@pytest.mark.django_db
+def test_restore_puts_back_an_emptied_taxonomy_with_the_same_ids(taxonomy_version):
+    nodes = set(taxonomy_version.nodes.values_list("pk", "code"))
+    assert harness.restore(taxonomy_version.pk) is False  # still there: nothing to do
+    TaxonomyVersion.objects.all().delete()
+    assert harness.restore(taxonomy_version.pk) is True
+    assert set(taxonomy_version.nodes.values_list("pk", "code")) == nodes
+
+
+def test_no_test_module_loads_the_study_taxonomy_again():
+    assert offenders(LOAD, LOADS_A_SECOND_VERSION) == [], (
+        "use the `taxonomy_version` or `project` fixture: the study taxonomy is loaded once "
+        "per session (tests/harness.py)"
+    )
+
+
+def test_no_test_module_chooses_its_own_password_hasher():
+    assert offenders(HASHERS, CHOOSES_A_HASHER) == [], (
+        "tests/settings.py sets the fast hasher for every test"
+    )
+
+
+def test_the_scans_notice_an_offender(tmp_path, monkeypatch):
+    # The probe can fire: a module that loads the taxonomy in a fixture is found.
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_new.py").write_text(
+        "@pytest.fixture\ndef version(db):\n    return load_study_taxonomy()\n"
+        "def test_x(settings):\n    settings.PASSWORD_HASHERS = []\n"
+    )
+    monkeypatch.setattr(sys.modules[__name__], "TESTS", tmp_path / "tests")
+    assert offenders(LOAD, LOADS_A_SECOND_VERSION) == ["tests/test_new.py"]
+    assert offenders(HASHERS, CHOOSES_A_HASHER) == ["tests/test_new.py"]
+
+
+def test_a_fast_test_may_not_start_a_process():
+    with pytest.raises(conftest.SlowTierOnly, match="mark it slow"):
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+
+
+@pytest.mark.slow
+def test_a_slow_test_may():
+    assert subprocess.run([sys.executable, "-c", "pass"], check=True).returncode == 0
+
+
+def test_the_labeling_tests_run_twice_only_where_the_path_matters(request):
+    twice = {
+        item.path.relative_to(TESTS.parent).as_posix()
+        for item in request.session.items
+        if "[pg-functions" in item.nodeid or "[python-only" in item.nodeid
+    }
+    marked = {
+        item.path.relative_to(TESTS.parent).as_posix()
+        for item in request.session.items
+        if item.get_closest_marker("both_paths") or "functions" in item.fixturenames
+    }
+    assert twice <= marked
