@@ -7,50 +7,28 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from annotator.models import Membership, Role
 from labeling.demo import load_demo
-from labeling.models import Annotation, ProjectIssue, Resolution
+from labeling.models import ProjectIssue
 from taxonomy.models import TaxonomyNode
+from tests.builders import final_issue
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def _label(project, count: int) -> None:
-    """The three demo annotators label `count` issues: all agree on most, two against one on
-    every third; the majority's theme is final (K = 3 in the demo)."""
-    annotators = [
-        m.user
-        for m in Membership.objects.filter(project=project, role=Role.ANNOTATOR)
-        .select_related("user")
-        .order_by("user_id")
-    ]
+    """The three demo annotators label `count` issues through the real submission: all agree on
+    most, two against one on every third, which the demo's policy (or its lead) makes final."""
     themes = list(
         TaxonomyNode.objects.filter(
             version=project.taxonomy_version, level=TaxonomyNode.Level.THEME
-        ).order_by("code")[:4]
+        )
+        .order_by("code")
+        .values_list("code", flat=True)[:4]
     )
     items = ProjectIssue.objects.filter(project=project).order_by("position")[:count]
     for n, item in enumerate(items):
         theme = themes[n % 3]
-        for a, user in enumerate(annotators):
-            chosen = themes[3] if (n % 3 == 0 and a == 2) else theme
-            Annotation.objects.create(
-                project=project,
-                issue=item.issue,
-                annotator=user,
-                issue_type=chosen.parent,
-                theme=chosen,
-            )
-        Resolution.objects.create(
-            project=project,
-            issue=item.issue,
-            method=Resolution.Method.MAJORITY if n % 3 == 0 else Resolution.Method.UNANIMOUS,
-            issue_type=theme.parent,
-            theme=theme,
-        )
-        item.status = ProjectIssue.Status.FINAL
-        item.annotation_count = len(annotators)
-        item.save()
+        final_issue(project, item, theme, theme, themes[3] if n % 3 == 0 else theme)
 
 
 def test_the_demo_lead_sees_the_trade_off_chart(page, live_server):

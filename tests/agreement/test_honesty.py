@@ -16,8 +16,8 @@ from annotator.models import Membership, Project, Role
 from dataset.exports import write_agreement_csv
 from dataset.importer import import_labels
 from labeling.models import ProjectIssue
+from tests.builders import final_issue
 from tests.dataset.helpers import SAMPLES
-from tests.taxonomy.labels import annotate, resolve
 
 pytestmark = pytest.mark.django_db
 
@@ -41,11 +41,9 @@ def pilot(project, issues_in_project, annotator, other_annotator):
         ("C.5", "C.3", "C.5"),
         ("A.1", "A.1", "A.1"),
     ]
-    for issue, (ada, otto, final) in zip(issues_in_project, labels, strict=True):
-        annotate(project, issue, annotator, ada)
-        annotate(project, issue, other_annotator, otto)
-        resolve(project, issue, final)
-        ProjectIssue.objects.filter(project=project, issue=issue).update(status="final")
+    items = ProjectIssue.objects.filter(project=project).order_by("position")
+    for item, (ada, otto, final) in zip(items, labels, strict=True):
+        final_issue(project, item, ada, otto, final=final)
     return project
 
 
@@ -94,11 +92,11 @@ def test_thirty_issues_are_enough_to_read(project, annotator, other_annotator):
     )
     codes = ["C.1", "C.3", "C.5"]
     for n in range(MIN_ISSUES):
-        issue = make_issue(repository, n + 1)
-        ProjectIssue.objects.create(project=project, issue=issue, position=n, status="final")
-        annotate(project, issue, annotator, codes[n % 3])
-        annotate(project, issue, other_annotator, codes[n % 3] if n % 5 else "C.9")
-        resolve(project, issue, codes[n % 3])
+        item = ProjectIssue.objects.create(
+            project=project, issue=make_issue(repository, n + 1), position=n
+        )
+        ada, otto = codes[n % 3], codes[n % 3] if n % 5 else "C.9"
+        final_issue(project, item, ada, otto, final=codes[n % 3])
     bug = group(agreement_report(project, use_cache=False), "C")["levels"]["theme"]
     assert bug["issues"] == MIN_ISSUES and bug["too_few"] is False
     assert bug["reading"] in {"moderate", "substantial", "almost perfect"}

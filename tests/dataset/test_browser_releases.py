@@ -11,51 +11,28 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from annotator.models import Membership, Role
 from dataset.models import Release
 from dataset.releases import build_release
 from labeling.demo import load_demo
-from labeling.models import Annotation, ProjectIssue, Resolution
+from labeling.models import ProjectIssue
 from taxonomy.models import TaxonomyNode
+from tests.builders import final_issue
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def _label_some(project, count: int) -> None:
-    """Three demo annotators agree on a few issues, which become final (as the queue would)."""
-    annotators = [
-        m.user
-        for m in Membership.objects.filter(project=project, role=Role.ANNOTATOR).select_related(
-            "user"
-        )
-    ]
+    """Three demo annotators agree on a few issues through the real submission, which makes
+    them final."""
     themes = list(
         TaxonomyNode.objects.filter(
             version=project.taxonomy_version, level=TaxonomyNode.Level.THEME
-        ).select_related("parent")[:3]
+        ).values_list("code", flat=True)[:3]
     )
-    for n, item in enumerate(ProjectIssue.objects.filter(project=project).order_by("position")):
-        if n == count:
-            break
+    items = ProjectIssue.objects.filter(project=project).order_by("position")[:count]
+    for n, item in enumerate(items):
         theme = themes[n % len(themes)]
-        for user in annotators:
-            Annotation.objects.create(
-                project=project,
-                issue=item.issue,
-                annotator=user,
-                issue_type=theme.parent,
-                theme=theme,
-            )
-        Resolution.objects.create(
-            project=project,
-            issue=item.issue,
-            method=Resolution.Method.UNANIMOUS,
-            issue_type=theme.parent,
-            theme=theme,
-        )
-        item.status = ProjectIssue.Status.FINAL
-        item.annotation_count = len(annotators)
-        item.save()
+        final_issue(project, item, theme, theme, theme)
 
 
 def test_the_demo_researcher_downloads_a_release_that_validates(

@@ -16,7 +16,7 @@ from rest_framework.test import APIClient
 from dataset.exports import export_path, run_export_job
 from dataset.models import ExportJob
 from labeling.models import ProjectIssue
-from tests.taxonomy.labels import annotate, resolve
+from tests.builders import final_issue, label_item
 
 pytestmark = pytest.mark.django_db
 
@@ -25,14 +25,15 @@ pytestmark = pytest.mark.django_db
 def labeled(project, issues_in_project, annotator, other_annotator, settings, tmp_path):
     """#100 final (C.5), #101 in disagreement (B.2 / C.1), #102 labeled once, the rest open."""
     settings.EXPORT_ROOT = tmp_path / "exports"
-    first, second, third = issues_in_project[:3]
-    for issue, labels in [(first, ("C.5", "C.5")), (second, ("B.2", "C.1"))]:
-        for user, code in zip((annotator, other_annotator), labels, strict=True):
-            annotate(project, issue, user, code)
-    annotate(project, third, annotator, "A.1")
-    resolve(project, first, "C.5")
-    ProjectIssue.objects.filter(project=project, issue=first).update(status="final")
-    ProjectIssue.objects.filter(project=project, issue=second).update(status="disagreement")
+    project.annotations_per_issue = 2  # Ada and Otto are the panel
+    project.save(update_fields=["annotations_per_issue"])
+    first, second, third = ProjectIssue.objects.filter(project=project).order_by("position")[:3]
+    final_issue(project, first, "C.5", "C.5")  # unanimous: final
+    label_item(annotator, project, second, "B.2")
+    label_item(other_annotator, project, second, "C.1")
+    label_item(annotator, project, third, "A.1")
+    second.refresh_from_db()
+    assert second.status == ProjectIssue.Status.DISAGREEMENT
     return project, issues_in_project
 
 

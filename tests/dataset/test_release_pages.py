@@ -15,8 +15,10 @@ from annotator.models import Membership, Project, Role
 from dataset.importer import import_labels
 from dataset.models import Release
 from dataset.releases import build_release, create_release
-from labeling.models import Resolution
-from taxonomy.models import TaxonomyNode
+from labeling import resolution as labeling_resolution
+from labeling import submission
+from labeling.models import ProjectIssue, Resolution
+from tests.builders import label_data
 from tests.dataset.helpers import MINDSPEED
 
 pytestmark = pytest.mark.django_db
@@ -94,16 +96,11 @@ def test_the_researcher_lists_compares_and_downloads_but_cannot_create(
     resolution = Resolution.objects.filter(project=study, is_current=True).order_by("pk")[0]
     old_code = resolution.label_code
     target = "B.1" if old_code != "B.1" else "A.1"
-    theme = TaxonomyNode.objects.get(version=study.taxonomy_version, code=target)
-    Resolution.objects.filter(pk=resolution.pk).update(is_current=False)
-    Resolution.objects.create(
-        project=study,
-        issue=resolution.issue,
-        method=Resolution.Method.CONSENSUS,
-        decided_by=lead,
-        issue_type=theme.parent,
-        theme=theme,
-    )
+    # The lead reopens the final label and decides another, as on the resolve page.
+    item = ProjectIssue.objects.get(project=study, issue=resolution.issue)
+    labeling_resolution.reopen(item, lead)
+    label = submission.parse_label(study, label_data(study, target))
+    labeling_resolution.resolve(item, lead, label, Resolution.Method.CONSENSUS)
     second = _done(study, lead, "1.1.0")
 
     client.force_login(researcher)

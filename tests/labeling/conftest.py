@@ -16,48 +16,15 @@ import pytest
 from annotator.models import Project
 from labeling import queue, submission
 from labeling.models import Annotation, ProjectIssue
-from taxonomy.models import TaxonomyNode
+from tests.builders import label_data, label_item, node
 
-
-def node(project: Project, code: str) -> TaxonomyNode:
-    return TaxonomyNode.objects.get(version_id=project.taxonomy_version_id, code=code)
-
-
-def label_data(project: Project, code: str, **extra) -> dict:
-    """Form data for a label given by its most specific code ("C.3", "C.3.i") or "FP"."""
-    if code == "FP":
-        return {"is_false_positive": "1", "false_positive_reason": "keyword_in_names", **extra}
-    parts = code.split(".")
-    data = {"issue_type": str(node(project, parts[0]).pk)}
-    data["theme"] = str(node(project, ".".join(parts[:2])).pk)
-    if len(parts) > 2:
-        data["sub_theme"] = str(node(project, code).pk)
-    data.update(extra)
-    return data
+__all__ = ["label_data", "label_item", "node", "take_and_label"]
 
 
 def take_and_label(user, project: Project, code: str, **extra) -> Annotation:
     """The user asks for the next issue and labels it with the code."""
     item = queue.next_issue_for(user, project)
     assert item is not None, f"{user} got no issue"
-    return submission.submit(
-        user, project, item, submission.parse_label(project, label_data(project, code, **extra))
-    )
-
-
-def label_item(user, project: Project, item: ProjectIssue, code: str, **extra) -> Annotation:
-    """The user labels this particular issue (reserving it first, as the queue would)."""
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    from labeling.models import Reservation
-
-    Reservation.objects.get_or_create(
-        project_issue=item,
-        annotator=user,
-        defaults={"expires_at": timezone.now() + timedelta(minutes=30)},
-    )
     return submission.submit(
         user, project, item, submission.parse_label(project, label_data(project, code, **extra))
     )
