@@ -216,7 +216,7 @@ def main() -> None:
         return
     with transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute("DROP INDEX ingest_issue_search_english")
+            cursor.execute("DROP INDEX ingest_issue_search_document")
         for name in ("search, rare word (segfaults)", "search, common word (memory)"):
             median, times, result = timed(cases[name], args.runs)
             print(f"{name}, WITHOUT the index: median {median * 1000:.1f} ms "
