@@ -31,6 +31,9 @@ def add_column(apps, schema_editor) -> None:
         f"CREATE INDEX IF NOT EXISTS {INDEX} ON ingest_issue USING gin ({COLUMN})"
     )
     schema_editor.execute(f"DROP INDEX IF EXISTS {OLD_INDEX}")
+    # The new column has no statistics until autovacuum gets to it: without them the planner
+    # takes every word for a rare one (200 rows of 40,000 for a word in 36,777).
+    schema_editor.execute("ANALYZE ingest_issue")
 
 
 def drop_column(apps, schema_editor) -> None:
