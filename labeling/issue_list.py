@@ -187,23 +187,30 @@ def time_limit() -> Iterator[Callable[[], None]]:
     """Run a search's queries in here: on PostgreSQL each runs under a statement timeout, and
     together they get `settings.SEARCH_TIMEOUT_MS` (call the yielded `renew()` before the next
     query: it gives that query what time is left). Out of time, the database cancels the query
-    and this raises `SearchTimedOut`. The timeout is `SET LOCAL` in a transaction (or
-    savepoint) of its own, gone with it. 0 disables the limit."""
+    and this raises `SearchTimedOut`. The timeout is set locally in a transaction (or
+    savepoint) of its own and set back at its end (a released savepoint would keep it for the
+    rest of an enclosing transaction). 0 disables the limit."""
     limit_ms = settings.SEARCH_TIMEOUT_MS
     if limit_ms <= 0 or connection.vendor != "postgresql":
         yield lambda: None
         return
     deadline = time.monotonic() + limit_ms / 1000
 
-    def renew() -> None:
-        left = max(1, round((deadline - time.monotonic()) * 1000))
+    def set_timeout(value: str) -> None:
         with connection.cursor() as cursor:
-            cursor.execute(f"SET LOCAL statement_timeout = {int(left)}")
+            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [value])
+
+    def renew() -> None:
+        set_timeout(str(max(1, round((deadline - time.monotonic()) * 1000))))
 
     try:
         with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT current_setting('statement_timeout')")
+                (before,) = cursor.fetchone() or ("0",)
             renew()
             yield renew
+            set_timeout(before)
     except OperationalError as error:
         # psycopg's QueryCanceled, whose SQLSTATE says why: a timeout (or a cancelled query).
         if getattr(error.__cause__, "sqlstate", None) == QUERY_CANCELED:

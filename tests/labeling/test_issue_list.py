@@ -491,6 +491,10 @@ def test_a_search_out_of_time_says_so_and_holds_no_worker(
         assert cursor.fetchone() == ("0",)  # the limit went with the search's savepoint
     settings.SEARCH_TIMEOUT_MS = 2000
     assert len(listed(client, project, "?" + urlencode(query))) == 50
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW statement_timeout")
+        # Set back after a search that answered too, though the test's transaction goes on.
+        assert cursor.fetchone() == ("0",)
 
 
 def test_the_search_function_raises_its_timeout_for_every_caller(
