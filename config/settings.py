@@ -301,3 +301,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 2_621_440)
 # Labeling defaults.
 DEFAULT_ANNOTATIONS_PER_ISSUE = 3
 RESERVATION_MINUTES = env_int("RESERVATION_MINUTES", 30)
+
+# The issue list's search (labeling.issue_list.time_limit): the database cancels it after this
+# many milliseconds, and the page says so, rather than hold a web worker (0: no limit).
+SEARCH_TIMEOUT_MS = env_int("SEARCH_TIMEOUT_MS", 2000)

@@ -424,6 +424,14 @@ class IssueListForm(forms.Form):
         if isinstance(field, forms.ChoiceField):
             field.choices = [("", empty), *choices]
 
+    def clean_q(self) -> str:
+        q = self.cleaned_data["q"].strip()
+        try:
+            issue_list.read_search(q)
+        except issue_list.SearchRefused as refused:
+            raise forms.ValidationError(str(refused)) from None
+        return q
+
     def clean(self):
         super().clean()
         _check_date_range(self)
@@ -440,7 +448,7 @@ class IssueListForm(forms.Form):
             level=data["level"],
             created_from=data["created_from"],
             created_to=data["created_to"],
-            q=data["q"].strip(),
+            q=data["q"],
             sort=data["sort"] or self.DEFAULTS["sort"],
             descending=(data["order"] or self.DEFAULTS["order"]) == "desc",
         )

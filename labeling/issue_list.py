@@ -9,28 +9,33 @@ fewer than K), *disagreement* (waiting for a lead) or *final*. Only leads and re
 this list: it shows label counts and final labels, which annotators must not see before an
 issue is final.
 
-Search: on PostgreSQL a full-text search (English stemming: "crashes" finds "crash") over the
-title and body, on exactly the expression of the GIN index of
-`ingest/migrations/0006_issue_search_index.py`, so the planner can use it (and, inside
-`index_search`, must); on SQLite (the embedded first look) a case-insensitive substring match
-on either.
+Search: the search box's syntax (words, "a phrase", -not, or) is read once, by
+`lib.websearch`, for both databases. `read_search` refuses a search of more than
+`MAX_SEARCH_WORDS` words, or one with nothing to find but -excluded words (it would read every
+issue). On PostgreSQL it is a full-text search (English stemming: "crashes" finds "crash") of
+the issue's stored document, `ingest_issue.search_document` (title and body, a generated column
+with a GIN index: ingest migration 0007), under a statement timeout (`time_limit`,
+`SEARCH_TIMEOUT_MS`); on SQLite (the embedded first look) the same terms as case-insensitive
+substrings of the title or body (no stemming).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+from django.conf import settings
 from django.core.paginator import Page, Paginator
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 from django.db.models import (
     Case,
     Exists,
+    Expression,
     F,
-    Func,
     IntegerField,
     OuterRef,
     Q,
@@ -39,11 +44,14 @@ from django.db.models import (
     Value,
     When,
 )
+from django.db.models.expressions import Col
 from django.db.models.functions import Length
 
 from annotator.models import Membership, Project
+from ingest.models import Issue
 from labeling.models import DISAGREEMENT_LEVEL_NAMES, Annotation, ProjectIssue, Resolution
 from labeling.resolution import current_annotations, resolution_history
+from lib import websearch
 from taxonomy.codes import FALSE_POSITIVE
 
 PER_PAGE = 50
@@ -66,9 +74,13 @@ SORTS = {
     "last_label": "last label",
 }
 
-# The search document: the same text as the index's expression in ingest migration 0006 (the
-# planner matches an expression index only on an identical expression).
+# The search: the text search configuration of the stored document (ingest migration 0007),
+# its column, and the most words a search may name (each costs a look-up in the index and a
+# test of every issue found).
 SEARCH_CONFIG = "english"
+SEARCH_DOCUMENT = "search_document"
+MAX_SEARCH_WORDS = 12
+QUERY_CANCELED = "57014"  # PostgreSQL's SQLSTATE for a statement cancelled (by its timeout)
 
 
 @dataclass(frozen=True)
@@ -87,73 +99,123 @@ class IssueFilters:
     descending: bool = True
 
 
-class SearchDocument(Func):
-    """`to_tsvector('english', coalesce(title,'') || ' ' || coalesce(body,''))` of an issue:
-    spelled out so that it is the index's expression token for token (Django's SearchVector
-    adds casts the index does not have)."""
+class SearchError(ValueError):
+    """A search the list will not run, with the reason for the `q` field."""
 
-    arity = 2
-    template = f"to_tsvector('{SEARCH_CONFIG}'::regconfig, COALESCE(%(expressions)s, ''))"
-    arg_joiner = ", '') || ' ' || COALESCE("
 
-    def __init__(self, title: Any, body: Any) -> None:
+class SearchRefused(SearchError):
+    """Refused before it runs: too many words, or nothing to find but excluded words."""
+
+
+class SearchTimedOut(SearchError):
+    """Cancelled by the database after `SEARCH_TIMEOUT_MS`."""
+
+
+TIMED_OUT = "the search took too long: use fewer or rarer words"
+
+
+def read_search(q: str) -> websearch.WebSearch:
+    """`q` read as the search box's syntax, or `SearchRefused` when it would read issue by
+    issue (nothing to find but -excluded words) or names more than `MAX_SEARCH_WORDS`."""
+    parsed = websearch.parse(q)
+    if parsed.words > MAX_SEARCH_WORDS:
+        raise SearchRefused(f"at most {MAX_SEARCH_WORDS} words (this search has {parsed.words})")
+    if parsed.only_excludes:
+        raise SearchRefused(
+            "a word to find is needed besides the -excluded ones"
+            ' (on each side of an "or"): excluding alone would read every issue'
+        )
+    return parsed
+
+
+class StoredDocument(Expression):
+    """The issue's stored search document, `ingest_issue.search_document` (a generated column
+    of PostgreSQL, migration ingest 0007, not a model field: SQLite has none), reached through
+    the relation `issue` of the queryset's model."""
+
+    def __init__(self, issue: str) -> None:
         from django.contrib.postgres.search import SearchVectorField
 
-        super().__init__(title, body, output_field=SearchVectorField())
+        super().__init__(output_field=SearchVectorField())
+        self.issue = issue
+
+    def resolve_expression(self, *args: Any, **kwargs: Any) -> Any:
+        # A column of the issue's table, joined as any field would be (not its id, which
+        # Django reads from the foreign key without the join), then the document beside it:
+        # a column Django knows, so the join and a subquery's renamed aliases stay right.
+        title = F(f"{self.issue}__title").resolve_expression(*args, **kwargs)
+        assert isinstance(title, Col), title
+        return Col(title.alias, _DOCUMENT_COLUMN, self.output_field)
+
+
+def _document_column() -> Any:
+    from django.contrib.postgres.search import SearchVectorField
+
+    # A field of the issue's table that the model does not declare (it is not on SQLite).
+    column = SearchVectorField()
+    column.set_attributes_from_name(SEARCH_DOCUMENT)
+    column.model = Issue
+    return column
+
+
+_DOCUMENT_COLUMN = _document_column()
 
 
 def search(queryset: QuerySet[ProjectIssue], q: str) -> QuerySet[ProjectIssue]:
-    """Project issues whose issue's title or body matches `q` (the database's way)."""
+    """Project issues whose issue's title or body matches `q` (the database's way); raises
+    `SearchRefused` for a search `read_search` refuses."""
     if not q:
         return queryset
+    parsed = read_search(q)
     if connection.vendor == "postgresql":
-        return _full_text(queryset, q)
-    return substring_search(queryset, q)
+        return _full_text(queryset, parsed)
+    return queryset.filter(websearch.to_q(parsed, ["issue__title", "issue__body"]))
 
 
-def _full_text(queryset: QuerySet[ProjectIssue], q: str) -> QuerySet[ProjectIssue]:
+def _full_text(
+    queryset: QuerySet[ProjectIssue], parsed: websearch.WebSearch
+) -> QuerySet[ProjectIssue]:
     from django.contrib.postgres.search import SearchQuery
 
-    # websearch syntax never fails to parse ("quoted phrases", or, -not): any text is a query.
-    query = SearchQuery(q, search_type="websearch", config=SEARCH_CONFIG)
-    return queryset.alias(document=SearchDocument("issue__title", "issue__body")).filter(
-        document=query
-    )
-
-
-# Planner settings for a search's queries: no plain scan of a table, sequential or by an
-# index, so the issues are found through the GIN index (bitmap scans remain).
-_INDEX_SEARCH_SETTINGS = ("enable_seqscan", "enable_indexscan")
+    # PostgreSQL reads the search as written out again from what `read_search` read.
+    query = SearchQuery(parsed.websearch_text(), search_type="websearch", config=SEARCH_CONFIG)
+    return queryset.alias(document=StoredDocument("issue")).filter(document=query)
 
 
 @contextmanager
-def index_search(active: bool = True) -> Iterator[None]:
-    """Evaluate a search's queries in here (PostgreSQL): the planner is steered to the GIN index.
-
-    Why: PostgreSQL costs `to_tsvector` at a few microseconds a row, while on issue text it
-    takes a few hundred. For a common word it then prefers computing it for every issue of the
-    project (a sequential scan, or a full scan of any other index of the table: 8 to 17 s at
-    40,000 issues) to reading the index, which answers without recomputing anything (0.2 s).
-    Without plain scans, what is left for the issues is the index or a lookup per project row,
-    which the planner costs per row. The settings are `SET LOCAL` in a transaction (or
-    savepoint) of their own: set back at the end of the block, undone with it if it fails.
-    """
-    if not active or connection.vendor != "postgresql":
-        yield
+def time_limit() -> Iterator[Callable[[], None]]:
+    """Run a search's queries in here: on PostgreSQL each runs under a statement timeout, and
+    together they get `settings.SEARCH_TIMEOUT_MS` (call the yielded `renew()` before the next
+    query: it gives that query what time is left). Out of time, the database cancels the query
+    and this raises `SearchTimedOut`. The timeout is set locally in a transaction (or
+    savepoint) of its own and set back at its end (a released savepoint would keep it for the
+    rest of an enclosing transaction). 0 disables the limit."""
+    limit_ms = settings.SEARCH_TIMEOUT_MS
+    if limit_ms <= 0 or connection.vendor != "postgresql":
+        yield lambda: None
         return
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            for name in _INDEX_SEARCH_SETTINGS:
-                cursor.execute(f"SET LOCAL {name} = off")
-        yield
-        with connection.cursor() as cursor:
-            for name in _INDEX_SEARCH_SETTINGS:
-                cursor.execute(f"SET LOCAL {name} TO DEFAULT")
+    deadline = time.monotonic() + limit_ms / 1000
 
+    def set_timeout(value: str) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [value])
 
-def substring_search(queryset: QuerySet[ProjectIssue], q: str) -> QuerySet[ProjectIssue]:
-    """The fallback without full-text search (SQLite): `q` anywhere in the title or body."""
-    return queryset.filter(Q(issue__title__icontains=q) | Q(issue__body__icontains=q))
+    def renew() -> None:
+        set_timeout(str(max(1, round((deadline - time.monotonic()) * 1000))))
+
+    try:
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT current_setting('statement_timeout')")
+                (before,) = cursor.fetchone() or ("0",)
+            renew()
+            yield renew
+            set_timeout(before)
+    except OperationalError as error:
+        # psycopg's QueryCanceled, whose SQLSTATE says why: a timeout (or a cancelled query).
+        if getattr(error.__cause__, "sqlstate", None) == QUERY_CANCELED:
+            raise SearchTimedOut(TIMED_OUT) from error
+        raise
 
 
 def _final(project: Project, **label: Any) -> Exists:
@@ -269,9 +331,10 @@ class IssueRow:
 def issue_page(project: Project, filters: IssueFilters, number: Any = 1) -> Page[Any]:
     """One page (`PER_PAGE` rows) of `issue_list` as `IssueRow`s; `number` as given in the URL
     (a page out of range or not a number gives the nearest page)."""
-    with index_search(bool(filters.q)):
+    with time_limit() if filters.q else nullcontext(lambda: None) as renew:
         # (Page[Any]: its rows become IssueRows below.)
         page: Page[Any] = Paginator(issue_list(project, filters), PER_PAGE).get_page(number)
+        renew()
         items: list[ProjectIssue] = list(page.object_list)
     finals = {
         r.issue_id: r.label_code

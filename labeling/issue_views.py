@@ -35,18 +35,23 @@ def issue_list(request, project_id: int):
     membership = membership_or_404(request.user, project_id, roles=ISSUE_LIST_ROLES)
     project = membership.project
     form = IssueListForm(request.GET, project=project)
-    valid = form.is_valid()
+    page = None
+    if form.is_valid():
+        try:
+            page = issues.issue_page(project, form.filters(), request.GET.get("page"))
+        except issues.SearchTimedOut as timed_out:
+            form.add_error("q", str(timed_out))
+    # A bad filter, or a search out of time, shows its error and no rows: never an unfiltered
+    # list taken for it.
+    valid = page is not None
     context = {
         "project": project,
         "form": form,
         "values": form.values(),
-        # A bad filter shows its error and no rows: never an unfiltered list taken for it.
-        "page": issues.issue_page(project, form.filters(), request.GET.get("page"))
-        if valid
-        else None,
+        "page": page,
         "filter_query": form.query_string() if valid else "",
         "is_lead": membership.role in LEAD_ROLES,
-        "searching": valid and bool(form.cleaned_data["q"].strip()),
+        "searching": valid and bool(form.cleaned_data["q"]),
     }
     return render(request, "labeling/issue_list.html", context, status=200 if valid else 400)
 

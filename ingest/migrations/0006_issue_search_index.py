@@ -3,7 +3,7 @@
 The index is on an expression, not a column: the search query must repeat exactly this
 expression (`labeling.issue_list.SEARCH_DOCUMENT_SQL` builds it from the same text) for the
 planner to use it. SQLite (the embedded first look) has no such index; the issue list searches
-there with `icontains`.
+there with `icontains`. Superseded by 0007 (a stored document column with its own index).
 """
 
 from django.db import migrations
