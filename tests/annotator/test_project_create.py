@@ -1,7 +1,8 @@
 """Scenario: a new project made on its page, with its scope, K and members, all at once.
 
 Adam (a superuser) and Lena (a lead an admin gave `annotator.add_project`) create projects;
-Ada (an annotator) and Oscar (an outsider) get 404 and see no link. Refused input comes back
+Ada (an annotator) and Oscar (an outsider) see no link but a word on who creates projects,
+and the page tells them (403) that they may not and whom to ask. Refused input comes back
 beside its field, and nothing is saved of a refused form.
 """
 
@@ -205,11 +206,19 @@ def test_only_admins_and_holders_of_the_permission_see_the_link_and_open_the_pag
         client.force_login(user)
         assert 'id="new-project"' in client.get(reverse("home")).content.decode()
         assert client.get(url).status_code == 200
+        assert 'id="who-creates-projects"' not in client.get(reverse("home")).content.decode()
     for user in (annotator, outsider):
         client.force_login(user)
-        assert 'id="new-project"' not in client.get(reverse("home")).content.decode()
-        assert client.get(url).status_code == 404
-        assert client.post(url, {"name": "Sneaky"}).status_code == 404
+        home = client.get(reverse("home")).content.decode()
+        # No link, but a word on who creates projects.
+        assert 'id="new-project"' not in home and 'id="who-creates-projects"' in home
+        # The page outside every project says why not and whom to ask, with a 403.
+        refused = client.get(url)
+        assert refused.status_code == 403
+        text = refused.content.decode()
+        assert "You may not create projects" in text and "Ask an admin" in text
+        assert 'name="name"' not in text  # no form
+        assert client.post(url, {"name": "Sneaky"}).status_code == 403
     assert not Project.objects.filter(name="Sneaky").exists()
     client.logout()
     assert client.get(url).status_code == 302  # to the login page
