@@ -3,9 +3,9 @@
 import pytest
 from django.urls import reverse
 
+from annotator.models import Membership, Role
 from ingest.models import Repository
 from ingest.permissions import attach
-from annotator.models import Membership, Role
 from labeling import resolution
 from labeling.forms import LeadActionForm
 from labeling.models import Annotation, DiscussionMessage, ProjectIssue, Resolution
@@ -252,9 +252,7 @@ def test_the_lead_actions_are_a_form_and_functions_of_the_resolution_module(
     assert (final.label_code, final.note, final.decided_by) == ("C.2", "agreed", lead)
 
 
-def test_a_bad_lead_action_is_named_on_the_page_and_saves_nothing(
-    client, lead, project, disputed
-):
+def test_a_bad_lead_action_is_named_on_the_page_and_saves_nothing(client, lead, project, disputed):
     client.force_login(lead)
     url = reverse("resolve_issue", args=[project.pk, disputed.pk])
     data = {"action": "resolve", "source": "new", "method": "lead_decision"}
