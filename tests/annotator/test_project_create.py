@@ -400,6 +400,30 @@ def test_a_new_project_can_start_with_the_adaptive_rule(client, admin, taxonomy_
     assert (project.min_labels, project.lead_margin, project.needs_more_first) == (3, 2, False)
 
 
+def test_a_new_project_with_the_minimum_at_k_is_made_with_a_warning(
+    client, admin, taxonomy_version
+):
+    client.force_login(admin)
+    warning = "behaves like the fixed rule"
+    adaptive = {"stopping_rule": "adaptive", "lead_margin": "2"}
+    # The probe: a minimum below K (5) makes no such remark.
+    below = client.post(
+        reverse("project_create"),
+        form_data(taxonomy_version, min_labels="4", **adaptive),
+        follow=True,
+    )
+    assert "Project Agents study created" in below.content.decode()
+    assert warning not in below.content.decode()
+    at_k = client.post(
+        reverse("project_create"),
+        form_data(taxonomy_version, name="At K", min_labels="5", **adaptive),
+        follow=True,
+    )
+    text = at_k.content.decode()
+    assert "Project At K created" in text and warning in text
+    assert Project.objects.get(name="At K").min_labels == 5
+
+
 def test_a_minimum_above_k_is_refused_beside_its_field(client, admin, taxonomy_version):
     client.force_login(admin)
     response = client.post(
