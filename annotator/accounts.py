@@ -14,7 +14,8 @@ Two account rules live here, enforced wherever a ``User`` is saved (signals conn
 * API tokens are revoked when the password changes (any path through ``set_password``, or a
   new hash saved directly) or the account is deactivated: a token obtained with a leaked
   password must not outlive the password. A hash upgrade at login (Django re-hashing with more
-  iterations) is not a change. The owner gets a new token from ``/api/token/``.
+  iterations) is not a change. The owner gets a new token on the account's API token page
+  (``/account/api-token/``: created, shown once, revoked there) or from ``/api/token/``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -274,3 +276,26 @@ def connect_signals() -> None:
     """Called once from AnnotatorConfig.ready."""
     pre_save.connect(_before_user_save, sender=User, dispatch_uid="annotator.accounts.pre_save")
     post_save.connect(_after_user_save, sender=User, dispatch_uid="annotator.accounts.post_save")
+
+
+# API tokens on the account page (`annotator.views.api_token`); DRF's `TokenAuthentication`
+# reads them. One token per user: a new one replaces the old.
+
+
+def create_api_token(user: User) -> str:
+    """A new API token for `user`, replacing any older one; the key is returned once, for the
+    page to show once (it is never shown again)."""
+    with transaction.atomic():
+        Token.objects.filter(user=user).delete()
+        return Token.objects.create(user=user).key
+
+
+def revoke_api_token(user: User) -> bool:
+    """Delete the user's API token; whether there was one."""
+    deleted, _ = Token.objects.filter(user=user).delete()
+    return bool(deleted)
+
+
+def api_token_created(user: User) -> datetime | None:
+    """When the user's current API token was made (None without one); never the key."""
+    return Token.objects.filter(user=user).values_list("created", flat=True).first()

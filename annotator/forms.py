@@ -149,3 +149,12 @@ class PseudonymForm(forms.Form):
 
     def clean_pseudonym(self) -> str:
         return check_pseudonym(self.membership, self.cleaned_data["pseudonym"])
+
+
+class ApiTokenForm(forms.Form):
+    """The API token page's two buttons."""
+
+    action = forms.ChoiceField(
+        choices=[("create", "create"), ("revoke", "revoke")],
+        error_messages={"invalid_choice": "must be create or revoke", "required": "missing"},
+    )

@@ -1,4 +1,5 @@
-"""Accepting an invite: a volunteer sets a password and joins a project with a role.
+"""Accepting an invite: a volunteer sets a password and joins a project with a role; and the
+account's API token page.
 
 The lead's side (creating invites and accounts) lives on the project page, in
 `labeling.project_views`.
@@ -8,11 +9,20 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
 
-from annotator.accounts import InviteUnusable, accept_invite, check_invite
-from annotator.forms import AcceptInviteForm
+from annotator.accounts import (
+    InviteUnusable,
+    accept_invite,
+    api_token_created,
+    check_invite,
+    create_api_token,
+    revoke_api_token,
+)
+from annotator.forms import AcceptInviteForm, ApiTokenForm
 
 
 def invite(request, token: str):
@@ -46,4 +56,37 @@ def invite(request, token: str):
         "registration/accept_invite.html",
         {"form": form, "invite": invitation},
         status=status,
+    )
+
+
+@login_required
+@never_cache
+def api_token(request):
+    """The signed-in user's API token: create (or replace) it, see it once, revoke it.
+
+    The key is shown only in the response to "Create": later visits show only when the token
+    was made. The API reads it as `Authorization: Token <key>`.
+    """
+    key = None
+    if request.method == "POST":
+        form = ApiTokenForm(request.POST)
+        if not form.is_valid():
+            return render(
+                request,
+                "annotator/api_token.html",
+                {
+                    "created": api_token_created(request.user),
+                    "error": f"action: {form.errors['action'][0]}",
+                },
+                status=400,
+            )
+        if form.cleaned_data["action"] == "revoke":
+            if revoke_api_token(request.user):
+                messages.success(request, "Token revoked: it no longer opens the API.")
+            return redirect("api_token_page")
+        key = create_api_token(request.user)
+    return render(
+        request,
+        "annotator/api_token.html",
+        {"created": api_token_created(request.user), "key": key},
     )

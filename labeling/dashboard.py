@@ -9,7 +9,8 @@ study's 38,742 issues with 271,194 annotations (`bench/dashboard_bench.py`):
   the final labels of their final issues (theme and type level), open reservations and the
   last time they did something;
 * per repository: issues final by the type of their final label (and false positives), in the
-  disagreement queue, open and in progress (some labels, fewer than K), with a totals row;
+  disagreement queue, open (no label yet) and in progress (some labels, not yet final or
+  disputed) as the issue list counts them, with a totals row;
 * per day since the first label: cumulative labels and cumulative final issues.
 
 A label is counted on the day of its first revision (a revision is a change, not a new label),
@@ -30,6 +31,7 @@ from django.utils import timezone
 
 from annotator.models import Membership, Project
 from ingest.models import Repository
+from labeling.issue_list import IN_PROGRESS, OPEN, status_filter
 from labeling.models import (
     DISAGREEMENT_LEVEL_NAMES,
     Annotation,
@@ -100,8 +102,10 @@ class RepositoryRow:
     final_by_type: dict[str, int] = field(default_factory=dict)  # type code or "FP" -> issues
     final: int = 0
     disagreement: int = 0
+    # The issue list's words (`labeling.issue_list.status_filter`): open = no label yet,
+    # in progress = some labels but not yet compared; the two never overlap.
     open: int = 0
-    in_progress: int = 0  # open, with at least one label and fewer than K
+    in_progress: int = 0
     final_cells: list[int] = field(default_factory=list)  # final_by_type in column order
 
     def add(self, other: RepositoryRow) -> None:
@@ -320,7 +324,6 @@ def repository_rows(
     """Per repository: issues by status (final ones by their final label's type), in progress;
     the totals row; the columns of final types: `type_codes` (the pinned taxonomy's), any
     other type a final label has (from another taxonomy version), then "FP"."""
-    k = project.annotations_per_issue
     by_repo: dict[int, RepositoryRow] = {}
 
     def repo_row(repository_id: int) -> RepositoryRow:
@@ -343,7 +346,8 @@ def repository_rows(
         )
         .annotate(
             n=Count("id"),
-            started=Count("id", filter=Q(annotation_count__gt=0, annotation_count__lt=k)),
+            unlabeled=Count("id", filter=status_filter(OPEN)),
+            started=Count("id", filter=status_filter(IN_PROGRESS)),
         )
         .order_by()
     )
@@ -363,7 +367,7 @@ def repository_rows(
         elif g["status"] == ProjectIssue.Status.DISAGREEMENT:
             row.disagreement += g["n"]
         else:
-            row.open += g["n"]
+            row.open += g["unlabeled"]
             row.in_progress += g["started"]
     names = {r.pk: r.full_name for r in Repository.objects.filter(pk__in=list(by_repo))}
     rows = sorted(by_repo.values(), key=lambda r: names.get(r.repository_id or 0, "").lower())

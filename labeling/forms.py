@@ -14,7 +14,8 @@ from django import forms
 from annotator.forms import MembersField, grantable_roles
 from annotator.models import Project, Role
 from ingest.models import Issue, Repository
-from labeling import guideline, issue_list, resolution
+from labeling import guideline, issue_list, resolution, submission
+from labeling.labels import Label
 from labeling.resolution import MAX_MESSAGE
 from labeling.setup import MAX_ANNOTATIONS_PER_ISSUE, Scope
 from labeling.taxonomy_history import global_version, visible_to
@@ -256,24 +257,65 @@ class NewProjectForm(SettingsForm):
         return name
 
 
-class MessageForm(forms.Form):
-    body = forms.CharField(max_length=MAX_MESSAGE)
+class LeadActionForm(forms.Form):
+    """One of the lead's actions on a disputed issue (the resolve page's three forms): post a
+    message (`body`), reopen a final label (`note`), or record the final label (`source`: an
+    annotation's id or "new", with the label fields; `method`; `note`).
 
+    Valid, `lead_action()` is the `resolution.LeadAction` that `resolution.apply_lead_action`
+    carries out; the chosen annotation is looked up there, within the issue. An error names its
+    field (the label's own fields for a new label, through `submission.parse_label`).
+    """
 
-class ReopenForm(forms.Form):
-    note = forms.CharField(max_length=MAX_MESSAGE, required=False)
+    ACTIONS = ("message", "reopen", "resolve")
 
-
-class ResolveForm(forms.Form):
-    """The lead's final label: one of the annotations ("source" is its id) or a new label
-    (source "new", with the label fields parsed by `submission.parse_label`)."""
-
-    source = forms.CharField(max_length=20, initial="new")
-    method = forms.ChoiceField(
-        choices=[(m, m) for m in resolution.LEAD_METHODS],
-        error_messages={"invalid_choice": "must be one of " + ", ".join(resolution.LEAD_METHODS)},
+    action = forms.ChoiceField(
+        choices=[(a, a) for a in ACTIONS],
+        error_messages={"invalid_choice": "unknown action"},
     )
+    body = forms.CharField(max_length=MAX_MESSAGE, required=False)
     note = forms.CharField(max_length=MAX_MESSAGE, required=False)
+    source = forms.CharField(max_length=20, required=False, initial="new")
+    method = forms.CharField(max_length=40, required=False)
+
+    def __init__(self, *args, project: Project, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.project = project
+        self._label: Label | None = None
+
+    def clean(self) -> dict:
+        data = super().clean() or {}
+        action = data.get("action")
+        if action == "message" and not (data.get("body") or "").strip():
+            self.add_error("body", "write something first.")
+        elif action == "resolve":
+            if data.get("method") not in set(resolution.LEAD_METHODS):
+                self.add_error("method", "must be one of " + ", ".join(resolution.LEAD_METHODS))
+            source = data.get("source") or "new"
+            if source == "new":
+                try:
+                    self._label = submission.parse_label(self.project, self.data)
+                except submission.LabelError as exc:
+                    self.add_error(None, str(exc))
+            elif row_id(source) is None:
+                self.add_error("source", "not an annotation of this issue")
+        return data
+
+    def lead_action(self) -> resolution.LeadAction:
+        data = self.cleaned_data
+        action = data["action"]
+        if action == "message":
+            return resolution.LeadAction(action, text=data["body"])
+        if action == "reopen":
+            return resolution.LeadAction(action, text=data["note"])
+        source = data.get("source") or "new"
+        return resolution.LeadAction(
+            action,
+            text=data["note"],
+            method=data["method"],
+            annotation_id=None if source == "new" else row_id(source),
+            label=self._label,
+        )
 
 
 class QueueFilterForm(forms.Form):

@@ -8,7 +8,6 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Q
-from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -98,11 +97,12 @@ def _scope_preview(scope_form: NewProjectScopeForm) -> dict:
 def project_create(request):
     """A new project: name, taxonomy, K and policy, scope (with a preview), and members.
 
-    Admins and users with the permission `annotator.add_project`; others get 404, as on every
-    page they may not open. Everything is made by `labeling.setup.create_project`, at once.
+    Admins and users with the permission `annotator.add_project`. Anyone else gets a 403 page
+    that says who may create projects and whom to ask (this page is outside every project, so
+    it reveals nothing). Everything is made by `labeling.setup.create_project`, at once.
     """
     if not may_create_project(request.user):
-        raise Http404
+        return render(request, "labeling/project_create_refused.html", status=403)
     if request.method != "POST":
         form, scope_form = _creation_forms(request)
         return _creation_page(request, form, scope_form)
@@ -148,6 +148,8 @@ def project_create(request):
                 f"Project {project.name} created with {count} issues in scope and "
                 f"{project.memberships.count()} members.",
             )
+            if warning := setup.stopping_warning(project):
+                messages.warning(request, warning)
             return redirect("project_detail", project_id=project.pk)
     return _creation_page(request, form, scope_form, status=400)
 

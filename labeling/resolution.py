@@ -270,6 +270,53 @@ def resolve(
     return resolution
 
 
+@dataclass(frozen=True)
+class LeadAction:
+    """What a lead does on the resolve page, validated (`labeling.forms.LeadActionForm`):
+    "message" (`text` is the body), "reopen" (`text` is the note) or "resolve" (`method`,
+    `text` as the note, and either `annotation_id`, an annotation to adopt, or `label`)."""
+
+    kind: str
+    text: str = ""
+    method: str = ""
+    annotation_id: int | None = None
+    label: Label | None = None
+
+
+def adopted_label(project_issue: ProjectIssue, annotation_id: int) -> Label:
+    """The label proper of one of the issue's current annotations, for a lead to adopt."""
+    chosen = Annotation.objects.filter(
+        pk=annotation_id,
+        project_id=project_issue.project_id,
+        issue_id=project_issue.issue_id,
+        is_current=True,
+    ).first()
+    if chosen is None:
+        raise ResolutionError("source: not an annotation of this issue")
+    return Label.from_annotation(chosen, with_notes=False)
+
+
+def apply_lead_action(project_issue: ProjectIssue, lead, action: LeadAction) -> str:
+    """Carry out a lead's action on an issue; returns what to tell the lead ("" for nothing).
+    Raises ResolutionError when it does not apply to the issue as it stands."""
+    if action.kind == "message":
+        add_message(project_issue, lead, action.text)
+        return ""
+    if action.kind == "reopen":
+        reopen(project_issue, lead, action.text)
+        return "Reopened; the old final label is kept in the history."
+    if action.kind == "resolve":
+        if action.annotation_id is not None:
+            label = adopted_label(project_issue, action.annotation_id)
+        elif action.label is not None:
+            label = action.label
+        else:
+            raise ResolutionError("source: choose an annotation or a new label")
+        resolve(project_issue, lead, label, action.method, action.text)
+        return f"Final label recorded for {project_issue.issue}."
+    raise ResolutionError("action: unknown action")
+
+
 def reopen(project_issue: ProjectIssue, lead, note: str = "") -> Resolution:
     """Take back a final label: it stays as history and the issue returns to the lead queue."""
     with transaction.atomic():

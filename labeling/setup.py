@@ -146,6 +146,22 @@ def configure(
     return project
 
 
+def stopping_warning(project: Project) -> str:
+    """What a lead should know of settings that are accepted but do less than they seem to
+    ("" when nothing): the adaptive rule with its minimum at K decides nothing early, so it
+    behaves like the fixed rule."""
+    if (
+        project.stopping_rule == Project.StoppingRule.ADAPTIVE
+        and project.min_labels >= project.annotations_per_issue
+    ):
+        return (
+            f"The adaptive rule's minimum equals K ({project.annotations_per_issue}): every "
+            "issue gets K labels before anything is decided, so it behaves like the fixed rule. "
+            "Lower the minimum to let issues be decided early."
+        )
+    return ""
+
+
 def settle_open_issues(project: Project) -> int:
     """Compare the open issues the settings now say are due: K lowered to what an issue has, or
     the adaptive rule chosen for issues past its minimum. Without this they would wait for a

@@ -26,10 +26,8 @@ from ingest.models import Issue, Repository
 from ingest.permissions import is_ingest_admin
 from labeling import guideline, queue, resolution, setup, submission
 from labeling.forms import (
-    MessageForm,
+    LeadActionForm,
     QueueFilterForm,
-    ReopenForm,
-    ResolveForm,
     ScopeForm,
     SettingsForm,
     first_error,
@@ -40,7 +38,6 @@ from labeling.issue_context import (
     taxonomy_nodes,
     taxonomy_payload,
 )
-from labeling.labels import Label
 from labeling.models import Annotation, FalsePositiveReason, ProjectIssue, Resolution
 from labeling.permissions import LABELER_ROLES, scope_repositories
 from lib import sql
@@ -163,7 +160,8 @@ def label_previous(request, project_id: int):
 @login_required
 @require_POST
 def request_change(request, project_id: int, item_id: int):
-    """An annotator asks the lead to change their locked label (nothing else changes)."""
+    """An annotator asks the lead to change their label of a locked or a final issue (nothing
+    else changes; the lead sees it in the disagreement queue's change requests)."""
     membership = membership_or_404(request.user, project_id, roles=LABELER_ROLES)
     item = _project_issue_or_404(membership.project, item_id)
     if submission.own_annotation(request.user, item) is None:
@@ -269,6 +267,8 @@ def project_setup(request, project_id: int):
                     messages.error(request, f"Not saved: {exc}")
                 else:
                     messages.success(request, "Settings saved.")
+                    if warning := setup.stopping_warning(project):
+                        messages.warning(request, warning)
             else:
                 messages.error(request, f"Not saved: {first_error(settings_form)}")
         return redirect("project_setup", project_id=project_id)
@@ -282,6 +282,7 @@ def project_setup(request, project_id: int):
             "filter_statuses": Issue.FilterStatus.choices,
             "policies": Project.Policy.choices,
             "stopping_rules": Project.StoppingRule.choices,
+            "stopping_warning": setup.stopping_warning(project),
             "scope": saved_scope,
             "pilot_count": ProjectIssue.objects.filter(project=project, is_pilot=True).count(),
             "issue_count": ProjectIssue.objects.filter(project=project).count(),
@@ -315,46 +316,6 @@ def disagreement_queue(request, project_id: int):
     return render(request, template, context)
 
 
-def _valid(form):
-    """The form's data, or a LabelError naming its first field at fault."""
-    if not form.is_valid():
-        field, errors = next(iter(form.errors.items()))
-        raise submission.LabelError(field, str(errors[0]))
-    return form.cleaned_data
-
-
-def _lead_action(request, project: Project, item: ProjectIssue) -> None:
-    action = request.POST.get("action")
-    if action == "message":
-        data = _valid(MessageForm(request.POST))
-        resolution.add_message(item, request.user, data["body"])
-    elif action == "reopen":
-        data = _valid(ReopenForm(request.POST))
-        resolution.reopen(item, request.user, data["note"])
-        messages.success(request, "Reopened; the old final label is kept in the history.")
-    elif action == "resolve":
-        data = _valid(ResolveForm(request.POST))
-        source = data["source"]
-        if source != "new":
-            source_id = row_id(source)
-            chosen = (
-                Annotation.objects.filter(
-                    pk=source_id, project=project, issue_id=item.issue_id, is_current=True
-                ).first()
-                if source_id is not None
-                else None
-            )
-            if chosen is None:
-                raise submission.LabelError("source", "not an annotation of this issue")
-            label = Label.from_annotation(chosen, with_notes=False)
-        else:
-            label = submission.parse_label(project, request.POST)
-        resolution.resolve(item, request.user, label, data["method"], data["note"])
-        messages.success(request, f"Final label recorded for {item.issue}.")
-    else:
-        raise submission.LabelError("action", "unknown action")
-
-
 @login_required
 @_issue_images
 def resolve_issue(request, project_id: int, item_id: int):
@@ -367,11 +328,17 @@ def resolve_issue(request, project_id: int, item_id: int):
     query = filter_form.query_string()
     here = reverse("resolve_issue", args=[project_id, item_id]) + (f"?{query}" if query else "")
     if request.method == "POST":
+        form = LeadActionForm(request.POST, project=project)
+        if not form.is_valid():
+            messages.error(request, f"Not saved: {first_error(form)}")
+            return redirect(here)
         try:
-            _lead_action(request, project, item)
-        except (submission.LabelError, resolution.ResolutionError) as exc:
+            done = resolution.apply_lead_action(item, request.user, form.lead_action())
+        except resolution.ResolutionError as exc:
             messages.error(request, f"Not saved: {exc}")
             return redirect(here)
+        if done:
+            messages.success(request, done)
         if request.POST.get("then") == "next":
             following = filter_form.queue(project).exclude(pk=item.pk).first()
             if following is not None:

@@ -1,6 +1,7 @@
 // Label form behaviour: themes and sub-themes filtered by the choice above, sub-theme search by
-// name and example details, the taxonomy panel that follows the choice, the guideline's
-// remembered open/closed state, click-to-load images, and (on the labeling page) the keyboard.
+// name and example details, the taxonomy panel that follows the choice, the guideline (open
+// the first time a text is shown, then closed unless reopened), click-to-load images, and the
+// keyboard (on the labeling page, and on the resolve page with digits to adopt an annotation).
 (() => {
   const dataTag = document.getElementById("taxonomy-data");
   const nodes = dataTag ? JSON.parse(dataTag.textContent) : [];
@@ -60,7 +61,16 @@
     } catch {
       /* storage off */
     }
-    remembered(guideline, key);
+    // Open the first time this text is shown; after that closed (read once), unless the
+    // annotator opens it again, which is remembered like a close.
+    const state = storage.get(key);
+    guideline.open = state === null || state === "open";
+    if (state === null) storage.set(key, "seen");
+    const summary = guideline.querySelector("summary");
+    // The reader's own toggles only (a toggle event fires for the line above too).
+    summary?.addEventListener("click", () =>
+      setTimeout(() => storage.set(key, guideline.open ? "open" : "closed")),
+    );
   }
   const guidePanel = document.getElementById("taxonomy-guide");
   remembered(guidePanel, "taxonomy-guide");
@@ -316,6 +326,37 @@
     }
   }
 
+  // The resolve page: a digit adopts the n-th annotation (its label fills the form and is
+  // recorded as that annotation's), until a type key (q r b) or n starts a new label, after
+  // which digits pick themes as on the labeling page.
+  const adoptable = resolveForm
+    ? [...resolveForm.querySelectorAll("input[name=source][data-adopt]")]
+    : [];
+  let buildingNew = false;
+  const adopt = (n) => {
+    const radio = adoptable[n - 1];
+    if (!radio) return false;
+    const d = radio.dataset;
+    setFalsePositive(d.fp === "1");
+    if (d.fp === "1") {
+      for (const reason of resolveForm.querySelectorAll("input[name=false_positive_reason]")) {
+        reason.checked = reason.value === d.reason;
+      }
+    } else {
+      typeSelect.value = d.type;
+      syncLevels();
+      themeSelect.value = d.theme;
+      filterOptions(subSelect, d.theme);
+      subSelect.value = d.sub || "";
+      renderGuide();
+    }
+    radio.checked = true; // after the fields, whose own changes choose "a new label"
+    for (const card of document.querySelectorAll(".annotation-card")) {
+      card.classList.toggle("adopted", card.dataset.adopt === String(n));
+    }
+    return true;
+  };
+
   // Themes by number: a digit picks the n-th theme at once; a second digit within DIGIT_DELAY
   // makes a two-digit number (1 then 0 is the 10th theme) when the type has that many.
   const DIGIT_DELAY = 700;
@@ -378,6 +419,7 @@
       }
     } else if (key === "n") {
       event.preventDefault();
+      buildingNew = true;
       setFalsePositive(!fpBox.checked);
       newLabel();
     } else if (key === "w") {
@@ -389,6 +431,8 @@
     } else if (key === "/") {
       event.preventDefault();
       search?.focus();
+    } else if (/^[1-9]$/.test(key) && adoptable.length && !buildingNew && adopt(Number(key))) {
+      event.preventDefault();
     } else if (/^[0-9]$/.test(key)) {
       event.preventDefault();
       if (fpBox?.checked) {
@@ -407,6 +451,7 @@
       const option = [...typeSelect.options].find((o) => o.dataset.key === key.toLowerCase());
       if (option && key.length === 1) {
         event.preventDefault();
+        buildingNew = true;
         typeSelect.value = option.value;
         setFalsePositive(false);
         syncLevels();

@@ -1,7 +1,8 @@
 """Scenario: a new project made on its page, with its scope, K and members, all at once.
 
 Adam (a superuser) and Lena (a lead an admin gave `annotator.add_project`) create projects;
-Ada (an annotator) and Oscar (an outsider) get 404 and see no link. Refused input comes back
+Ada (an annotator) and Oscar (an outsider) see no link but a word on who creates projects,
+and the page tells them (403) that they may not and whom to ask. Refused input comes back
 beside its field, and nothing is saved of a refused form.
 """
 
@@ -205,11 +206,19 @@ def test_only_admins_and_holders_of_the_permission_see_the_link_and_open_the_pag
         client.force_login(user)
         assert 'id="new-project"' in client.get(reverse("home")).content.decode()
         assert client.get(url).status_code == 200
+        assert 'id="who-creates-projects"' not in client.get(reverse("home")).content.decode()
     for user in (annotator, outsider):
         client.force_login(user)
-        assert 'id="new-project"' not in client.get(reverse("home")).content.decode()
-        assert client.get(url).status_code == 404
-        assert client.post(url, {"name": "Sneaky"}).status_code == 404
+        home = client.get(reverse("home")).content.decode()
+        # No link, but a word on who creates projects.
+        assert 'id="new-project"' not in home and 'id="who-creates-projects"' in home
+        # The page outside every project says why not and whom to ask, with a 403.
+        refused = client.get(url)
+        assert refused.status_code == 403
+        text = refused.content.decode()
+        assert "You may not create projects" in text and "Ask an admin" in text
+        assert 'name="name"' not in text  # no form
+        assert client.post(url, {"name": "Sneaky"}).status_code == 403
     assert not Project.objects.filter(name="Sneaky").exists()
     client.logout()
     assert client.get(url).status_code == 302  # to the login page
@@ -389,6 +398,30 @@ def test_a_new_project_can_start_with_the_adaptive_rule(client, admin, taxonomy_
     project = Project.objects.get(name="Agents study")
     assert project.stopping_rule == Project.StoppingRule.ADAPTIVE
     assert (project.min_labels, project.lead_margin, project.needs_more_first) == (3, 2, False)
+
+
+def test_a_new_project_with_the_minimum_at_k_is_made_with_a_warning(
+    client, admin, taxonomy_version
+):
+    client.force_login(admin)
+    warning = "behaves like the fixed rule"
+    adaptive = {"stopping_rule": "adaptive", "lead_margin": "2"}
+    # The probe: a minimum below K (5) makes no such remark.
+    below = client.post(
+        reverse("project_create"),
+        form_data(taxonomy_version, min_labels="4", **adaptive),
+        follow=True,
+    )
+    assert "Project Agents study created" in below.content.decode()
+    assert warning not in below.content.decode()
+    at_k = client.post(
+        reverse("project_create"),
+        form_data(taxonomy_version, name="At K", min_labels="5", **adaptive),
+        follow=True,
+    )
+    text = at_k.content.decode()
+    assert "Project At K created" in text and warning in text
+    assert Project.objects.get(name="At K").min_labels == 5
 
 
 def test_a_minimum_above_k_is_refused_beside_its_field(client, admin, taxonomy_version):

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 
 from ingest.hydration import hydrate_issue, hydrate_issues
 from ingest.models import Comment, Issue, Repository, SyncRun
-from ingest.urllists import parse_files
+from ingest.urllists import import_refs, parse_files
 
 LISTS = Path(__file__).parent / "data" / "url-lists"  # the study's lists, copied
 GITEE_URLS = sum(
@@ -121,3 +122,62 @@ def test_hydrating_a_url_list_is_recorded_as_a_run_per_repository(fake, make_rep
     assert Comment.objects.filter(issue__repository=megatron).count() == 6
     # The run's page shows it like any sync.
     assert done.figures()["kind"] == "hydrate" and not SyncRun.objects.filter(parts__isnull=False)
+
+
+def _lists(folder, n: int, year: int = 2024) -> list:
+    """n URLs over three repositories (two on GitHub, one on Gitee with alphanumeric numbers)."""
+    folder.mkdir(exist_ok=True)
+    files = []
+    for name, host, owner, number in [
+        ("Megatron-LM", "github.com", "NVIDIA", lambda i: str(1000 + i)),
+        ("vllm", "github.com", "vllm-project", lambda i: str(5000 + i)),
+        ("MindSpeed", "gitee.com", "ascend", lambda i: f"IB{i:04d}X"),
+    ]:
+        path = folder / f"{name}_{year}.txt"
+        path.write_text(
+            "".join(f"https://{host}/{owner}/{name}/issues/{number(i)}\n" for i in range(n))
+        )
+        files.append(path)
+    return files
+
+
+def test_the_import_takes_the_same_few_queries_for_30_urls_as_for_900_urls(db, tmp_path):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    counts = []
+    for n in (10, 300):
+        folder = tmp_path / str(n)
+        result = parse_files(_lists(folder, n))
+        with CaptureQueriesContext(connection) as queries:
+            import_refs(result)
+        counts.append(len(queries))
+        assert (result.created_issues, result.study_years_set) == (3 * n, 3 * n)
+        assert len(result.issue_ids) == 3 * n
+        Issue.objects.all().delete()
+        Repository.objects.all().delete()
+    # Per repository a get_or_create; then one read, one COPY, one read of the new ids.
+    assert counts[0] == counts[1], counts
+    assert counts[1] < 30, counts
+
+
+def test_a_list_read_again_under_another_year_moves_its_issues_and_queues_only_unfetched(
+    db, tmp_path
+):
+    first = import_refs(parse_files(_lists(tmp_path / "a", 5, year=2023)))
+    ids = sorted(first.issue_ids)
+    fetched = Issue.objects.get(number="1002")
+    fetched.fetched_at = timezone.now()
+    fetched.save(update_fields=["fetched_at"])
+    again = import_refs(parse_files(_lists(tmp_path / "b", 6, year=2024)))
+    # Three new issues (one per repository), fifteen moved from 2023 to 2024.
+    assert (again.created_issues, again.created_repositories) == (3, 0)
+    assert again.study_years_set == 3 + 15
+    assert set(Issue.objects.values_list("study_year", flat=True)) == {2024}
+    # The same rows as before (no duplicate), and the fetched one is not queued again.
+    assert Issue.objects.count() == 18
+    assert set(ids) - set(again.issue_ids) == {fetched.pk}
+    assert len(again.issue_ids) == 17
+    # Read again unchanged: nothing to do.
+    same = import_refs(parse_files(_lists(tmp_path / "c", 6, year=2024)))
+    assert (same.created_issues, same.study_years_set) == (0, 0)

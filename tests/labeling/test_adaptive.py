@@ -449,3 +449,32 @@ def test_annotators_at_once_over_http_never_overfill_and_stop_at_the_deciding_la
     # lead 2 an issue is decided at 2 or 4 labels: at 3 the leader is at most 2 to 1.)
     assert len(decided_at) > ISSUES // 3 and set(decided_at) <= {2, 4}, decided_at
     assert max(labels_per_issue) > 2, labels_per_issue
+
+
+def test_a_minimum_equal_to_k_is_accepted_with_a_word_that_it_is_the_fixed_rule(
+    client, lead, project
+):
+    client.force_login(lead)
+    url = reverse("project_setup", args=[project.pk])
+    base = {
+        "action": "settings",
+        "annotations_per_issue": "5",
+        "resolution_policy": "lead_decides",
+        "majority_threshold": "0.6",
+        "stopping_rule": "adaptive",
+        "lead_margin": "2",
+    }
+    warning = "behaves like the fixed rule"
+    # The probe: a minimum below K says nothing of the kind.
+    text = client.post(url, {**base, "min_labels": "4"}, follow=True).content.decode()
+    assert "Settings saved." in text and warning not in text
+    # At K: saved, and the message and the page itself say what it amounts to.
+    text = client.post(url, {**base, "min_labels": "5"}, follow=True).content.decode()
+    assert "Settings saved." in text and warning in text
+    project.refresh_from_db()
+    assert (project.stopping_rule, project.min_labels) == ("adaptive", 5)
+    page = client.get(url).content.decode()
+    assert 'id="stopping-warning"' in page and warning in page
+    # The fixed rule with the same numbers needs no word.
+    client.post(url, {**base, "stopping_rule": "fixed", "min_labels": "5"})
+    assert 'id="stopping-warning"' not in client.get(url).content.decode()

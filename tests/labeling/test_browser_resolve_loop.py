@@ -60,3 +60,63 @@ def test_lead_resolves_three_disagreements_by_keyboard(
     # In the queue's order (sort=position): the three pages were the three issues in turn.
     assert [u.rstrip("/").rsplit("/", 1)[-1] for u in seen] == [str(i.pk) for i in disputed]
     assert problems == []
+
+
+def test_lead_adopts_an_annotation_by_its_number_and_records_it(
+    page, live_server, project, items, lead, annotator, other_annotator, third_annotator
+):
+    item = items[0]
+    for user, code in [(annotator, "C.1"), (other_annotator, "C.2.i"), (third_annotator, "B.1")]:
+        label_item(user, project, item, code)
+    problems: list[str] = []
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    log_in(page, live_server, lead.username)
+    page.goto(live_server.url + reverse("resolve_issue", args=[project.pk, item.pk]))
+    page.locator("body[data-labeling-ready]").wait_for(state="attached")
+    # The hint says so, and the cards carry their numbers.
+    assert page.locator("#adopt-hint").is_visible()
+    assert page.locator(".annotation-card[data-adopt='2'] h3").inner_text().startswith("2")
+    # The probe: before any key, nothing of Otto's is in the form.
+    assert page.locator("#id_theme").input_value() == ""
+
+    page.keyboard.press("2")  # Otto's, the second card
+    otto = page.locator(".annotation-card[data-adopt='2']")
+    assert otto.get_attribute("data-annotator") == other_annotator.username
+    assert "adopted" in (otto.get_attribute("class") or "")
+    assert page.locator("#id_issue_type option:checked").inner_text().startswith("C ")
+    assert page.locator("#id_theme option:checked").inner_text().startswith("C.2 ")
+    assert page.locator("#id_sub_theme option:checked").inner_text().startswith("C.2.i ")
+    assert page.locator("input[name=source][data-adopt='2']").is_checked()
+    assert not page.locator("#source-new").is_checked()
+    # Another number adopts another card; a number past the last one changes nothing.
+    page.keyboard.press("3")
+    assert page.locator("#id_theme option:checked").inner_text().startswith("B.1 ")
+    page.keyboard.press("9")
+    assert page.locator("input[name=source][data-adopt='3']").is_checked()
+    page.keyboard.press("2")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/disagreements/**")  # nothing left
+    final = Resolution.objects.get(project=project, issue=item.issue, is_current=True)
+    assert (final.label_code, final.decided_by) == ("C.2.i", lead)
+    assert problems == []
+
+
+def test_a_type_key_after_adopting_starts_a_new_label_where_digits_pick_themes(
+    page, live_server, project, items, lead, annotator, other_annotator, third_annotator
+):
+    item = items[0]
+    for user, code in [(annotator, "C.1"), (other_annotator, "C.2"), (third_annotator, "B.1")]:
+        label_item(user, project, item, code)
+    log_in(page, live_server, lead.username)
+    page.goto(live_server.url + reverse("resolve_issue", args=[project.pk, item.pk]))
+    page.locator("body[data-labeling-ready]").wait_for(state="attached")
+    page.keyboard.press("1")
+    assert page.locator("input[name=source][data-adopt='1']").is_checked()
+    for key in "q3":
+        page.keyboard.press(key)
+    assert page.locator("#source-new").is_checked()
+    assert page.locator("#id_theme option:checked").inner_text().startswith("A.3 ")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/disagreements/**")
+    final = Resolution.objects.get(project=project, issue=item.issue, is_current=True)
+    assert final.label_code == "A.3"

@@ -63,3 +63,36 @@ def test_pages_fit_a_360_pixel_screen(
             assert box is not None and box["x"] + box["width"] <= 360, (url, box)
     finally:
         context.close()
+
+
+def test_on_a_phone_the_labeling_form_comes_first(browser, live_server, project, items, annotator):
+    """At 360 px Ada sees the form on her first screen, above a long guideline and the issue;
+    at 1280 px the guideline and the issue come first, the form beside the issue."""
+    project.guideline = "# Guideline\n\n" + "Read the whole issue before labeling.\n\n" * 40
+    project.save(update_fields=["guideline"])
+    for width, form_first in ((1280, False), (360, True)):
+        context = browser.new_context(viewport={"width": width, "height": 740})
+        page = context.new_page()
+        page.set_default_timeout(10_000)
+        try:
+            log_in(page, live_server, annotator.username)
+            page.goto(live_server.url + reverse("label_next", args=[project.pk]))
+            page.locator("body[data-labeling-ready]").wait_for(state="attached")
+            boxes = {
+                name: page.locator(selector).bounding_box()
+                for name, selector in (
+                    ("form", "#label-form"),
+                    ("guideline", "#guideline"),
+                    ("issue", "#issue"),
+                )
+            }
+            assert all(boxes.values()), boxes
+            form, guideline, issue = boxes["form"], boxes["guideline"], boxes["issue"]
+            if form_first:
+                assert form["y"] < guideline["y"] and form["y"] < issue["y"], boxes
+                assert form["y"] < 740, boxes  # on the first screen
+                assert _fits(page)["fits"]
+            else:
+                assert guideline["y"] < form["y"] and guideline["y"] < issue["y"], boxes
+        finally:
+            context.close()

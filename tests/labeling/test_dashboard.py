@@ -28,7 +28,7 @@ from django.urls import reverse
 
 from annotator.models import Membership, Role
 from ingest.models import Repository
-from labeling import dashboard
+from labeling import dashboard, issue_list
 from labeling.models import Annotation, ProjectIssue, Reservation, Resolution
 from tests.conftest import make_issue, make_user
 from tests.labeling.conftest import node
@@ -274,17 +274,40 @@ def test_issues_per_repository_with_a_totals_row(scenario, project):
     rows = {row.name: row for row in board.repositories}
     assert list(rows) == ["deepspeedai/DeepSpeed", "NVIDIA/Megatron-LM"]
     m, d = rows["NVIDIA/Megatron-LM"], rows["deepspeedai/DeepSpeed"]
+    # Open = no label yet, in progress = some labels (the issue list's words): never both.
     #                                      total final  A  B  C  FP  disp. open in progress
     assert (m.total, m.final, m.final_cells, m.disagreement, m.open, m.in_progress) == (
-        4, 2, [0, 0, 1, 1], 1, 1, 1,
+        4, 2, [0, 0, 1, 1], 1, 0, 1,
     )  # fmt: skip
     assert (d.total, d.final, d.final_cells, d.disagreement, d.open, d.in_progress) == (
-        3, 1, [0, 1, 0, 0], 0, 2, 1,
+        3, 1, [0, 1, 0, 0], 0, 1, 1,
     )  # fmt: skip
     t = board.totals
     assert (t.total, t.final, t.final_cells, t.disagreement, t.open, t.in_progress) == (
-        7, 3, [0, 1, 1, 1], 1, 3, 2,
+        7, 3, [0, 1, 1, 1], 1, 1, 2,
     )  # fmt: skip
+
+
+def test_the_dashboard_and_the_issue_list_count_open_and_in_progress_alike(
+    client, scenario, project, lead, repository, deepspeed
+):
+    """Lena reads "open" and "in progress" on the dashboard and filters the issue list by the
+    same words: the numbers agree, per repository and in total."""
+    board, _ = _rows(project)
+    by_repo = {row.repository_id: row for row in board.repositories}
+    for status, attribute in (("open", "open"), ("in_progress", "in_progress")):
+        listed = issue_list.issue_list(project, issue_list.IssueFilters(status=status))
+        assert listed.count() == getattr(board.totals, attribute), status
+        for repo in (repository, deepspeed):
+            in_repo = issue_list.issue_list(
+                project, issue_list.IssueFilters(status=status, repository_id=repo.pk)
+            )
+            assert in_repo.count() == getattr(by_repo[repo.pk], attribute), (status, repo)
+    # The page says what the words mean.
+    client.force_login(lead)
+    with time_machine.travel(NOW, tick=False):
+        page = client.get(_url(project)).content.decode()
+    assert "open: no label yet" in page
 
 
 def test_links_into_the_disagreement_queue(client, scenario, project, lead):

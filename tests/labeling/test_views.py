@@ -3,9 +3,13 @@
 import pytest
 from django.urls import reverse
 
+from annotator.models import Membership, Role
 from ingest.models import Repository
 from ingest.permissions import attach
-from labeling.models import Annotation, ProjectIssue, Resolution
+from labeling import resolution
+from labeling.forms import LeadActionForm
+from labeling.models import Annotation, DiscussionMessage, ProjectIssue, Resolution
+from tests.conftest import make_user
 from tests.labeling.conftest import label_data, label_item
 
 
@@ -210,3 +214,97 @@ def test_sub_theme_search_data_is_served_to_members_only(client, project, annota
     assert client.get(wrong_version).status_code == 404
     client.force_login(outsider)
     assert client.get(url).status_code == 404
+
+
+def test_the_lead_actions_are_a_form_and_functions_of_the_resolution_module(
+    lead, project, disputed, items, other_annotator
+):
+    """What the resolve page posts, without the page: `LeadActionForm` validates it and
+    `resolution.apply_lead_action` carries it out, so a script could do the same."""
+    otto = Annotation.objects.get(issue=disputed.issue, annotator=other_annotator)
+    # Refused before anything is looked up: each error names its field.
+    for data, error in [
+        ({"action": "shout"}, "action"),
+        ({"action": "message", "body": "  "}, "body"),
+        ({"action": "resolve", "source": "new", "method": "vote"}, "method"),
+        ({"action": "resolve", "source": "x1", "method": "consensus"}, "source"),
+    ]:
+        form = LeadActionForm(data, project=project)
+        assert not form.is_valid() and error in form.errors, data
+    # An annotation of another issue is not one a lead can adopt here.
+    elsewhere = label_item(other_annotator, project, items[1], "A.1")
+    form = LeadActionForm(
+        {"action": "resolve", "source": str(elsewhere.pk), "method": "consensus"}, project=project
+    )
+    assert form.is_valid()
+    with pytest.raises(resolution.ResolutionError, match="source: not an annotation"):
+        resolution.apply_lead_action(disputed, lead, form.lead_action())
+    assert not Resolution.objects.filter(issue=disputed.issue).exists()
+    # Otto's is: adopted, it is the final label, with the lead's note.
+    form = LeadActionForm(
+        {"action": "resolve", "source": str(otto.pk), "method": "consensus", "note": "agreed"},
+        project=project,
+    )
+    assert form.is_valid()
+    said = resolution.apply_lead_action(disputed, lead, form.lead_action())
+    assert said.startswith("Final label recorded")
+    final = Resolution.objects.get(issue=disputed.issue, is_current=True)
+    assert (final.label_code, final.note, final.decided_by) == ("C.2", "agreed", lead)
+
+
+def test_a_bad_lead_action_is_named_on_the_page_and_saves_nothing(client, lead, project, disputed):
+    client.force_login(lead)
+    url = reverse("resolve_issue", args=[project.pk, disputed.pk])
+    data = {"action": "resolve", "source": "new", "method": "lead_decision"}
+    page = client.post(url, data | {"theme": "999999"}, follow=True).content.decode()
+    assert "Not saved: theme: not a choice of this project&#x27;s taxonomy" in page
+    page = client.post(url, {"action": "explode"}, follow=True).content.decode()
+    assert "Not saved: action: unknown action" in page
+    assert not Resolution.objects.filter(issue=disputed.issue).exists()
+
+
+@pytest.fixture
+def final_issue(project, items, annotator, other_annotator, third_annotator):
+    for user in (annotator, other_annotator, third_annotator):
+        label_item(user, project, items[2], "B.1")
+    items[2].refresh_from_db()
+    assert items[2].status == ProjectIssue.Status.FINAL
+    return items[2]
+
+
+def test_an_annotator_asks_for_a_change_on_a_final_issue_and_the_lead_sees_it(
+    client, project, final_issue, annotator, lead
+):
+    client.force_login(annotator)
+    url = reverse("label_issue", args=[project.pk, final_issue.pk])
+    page = client.get(url).content.decode()
+    assert 'id="final-label"' in page and 'id="change-request-form"' in page
+    send = reverse("request_change", args=[project.pk, final_issue.pk])
+    body = "B.1.ii fits better: the log shows a timeout"
+    page = client.post(send, {"body": body}, follow=True).content.decode()
+    assert "Sent to the lead." in page and body in page  # under "You asked"
+    request = DiscussionMessage.objects.get(project_issue=final_issue)
+    assert request.is_change_request and request.author == annotator
+    # Nothing else changed: the issue stays final.
+    final_issue.refresh_from_db()
+    assert final_issue.status == ProjectIssue.Status.FINAL
+    client.force_login(lead)
+    queue = client.get(reverse("disagreement_queue", args=[project.pk])).content.decode()
+    assert "Change requests on final issues" in queue and body in queue
+
+
+def test_only_an_annotator_of_the_final_issue_may_ask_for_a_change(
+    client, project, final_issue, annotator
+):
+    finn = make_user("finn-annotator")
+    Membership.objects.create(project=project, user=finn, role=Role.ANNOTATOR)
+    send = reverse("request_change", args=[project.pk, final_issue.pk])
+    # The probe fires: Ada, who labeled it, may.
+    client.force_login(annotator)
+    assert client.post(send, {"body": "please look again"}).status_code == 302
+    # Finn did not label it: as if it did not exist.
+    client.force_login(finn)
+    assert client.post(send, {"body": "me too"}).status_code == 404
+    page = reverse("label_issue", args=[project.pk, final_issue.pk])
+    assert client.get(page).status_code == 404
+    assert DiscussionMessage.objects.filter(project_issue=final_issue).count() == 1

@@ -1,0 +1,73 @@
+"""In Chromium: Ada (an annotator) gets an API token on her account page, sees it once, uses it
+against the API from a script (a context with no session), then revokes it and is refused (401)."""
+
+import pytest
+from django.urls import reverse
+from rest_framework.authtoken.models import Token
+
+from tests.conftest import log_in
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_an_annotator_creates_sees_once_uses_and_revokes_an_api_token(
+    browser, live_server, project, annotator
+):
+    context = browser.new_context()
+    script = browser.new_context()  # another client: no session cookie, only the token
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    problems: list[str] = []
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    api = f"{live_server.url}{reverse('api_projects')}"
+    try:
+        log_in(page, live_server, annotator.username)
+        page.click("#nav-api-token")
+        page.wait_for_url(f"**{reverse('api_token_page')}")
+        assert page.locator("#token-status").inner_text() == "You have no API token."
+        # The probe fires: without a token the script is refused.
+        assert script.request.get(api).status == 401
+
+        page.click("#create-token")
+        page.locator("#new-token").wait_for()
+        key = page.locator("#new-token").inner_text().strip()
+        assert key == Token.objects.get(user=annotator).key and len(key) == 40
+
+        # Used from the script, it opens the API as Ada: her project is listed.
+        response = script.request.get(api, headers={"Authorization": f"Token {key}"})
+        assert response.status == 200
+        assert [p["name"] for p in response.json()["results"]] == [project.name]
+
+        # Shown once: a later visit says a token exists, never what it is.
+        page.goto(f"{live_server.url}{reverse('api_token_page')}")
+        assert "You have a token, created" in page.locator("#token-status").inner_text()
+        assert key not in page.content()
+
+        page.click("#revoke-token")
+        page.wait_for_url(f"**{reverse('api_token_page')}")
+        assert "Token revoked" in page.content()
+        assert page.locator("#token-status").inner_text() == "You have no API token."
+        response = script.request.get(api, headers={"Authorization": f"Token {key}"})
+        assert response.status == 401
+        assert not Token.objects.filter(user=annotator).exists()
+        assert problems == []
+    finally:
+        context.close()
+        script.close()
+
+
+def test_the_token_page_is_for_signed_in_users_and_refuses_an_unknown_action(client, annotator):
+    url = reverse("api_token_page")
+    assert client.get(url).status_code == 302  # to the login page
+    client.force_login(annotator)
+    response = client.post(url, {"action": "print"})
+    assert response.status_code == 400
+    assert "action: must be create or revoke" in response.content.decode()
+    assert not Token.objects.filter(user=annotator).exists()
+    # Each creation replaces the one before: one token per user.
+    client.post(url, {"action": "create"})
+    first = Token.objects.get(user=annotator).key
+    response = client.post(url, {"action": "create"})
+    second = Token.objects.get(user=annotator).key
+    assert first != second and second in response.content.decode()
+    assert "no-store" in response["Cache-Control"] or "no-cache" in response["Cache-Control"]
