@@ -380,20 +380,21 @@ def repository_rows(
 
 
 def disagreement_levels(project: Project) -> list[tuple[str, str, int]]:
-    """Disputed issues by the level where their labels first differ (then reopened ones)."""
+    """Disputed issues by the level where their labels first differ (then reopened ones),
+    named by `ProjectIssue.name_of_level`."""
+    disputed = ProjectIssue.Status.DISAGREEMENT
     counts = {
         c["disagreement_level"]: c["n"]
-        for c in ProjectIssue.objects.filter(
-            project=project, status=ProjectIssue.Status.DISAGREEMENT
-        )
+        for c in ProjectIssue.objects.filter(project=project, status=disputed)
         .values("disagreement_level")
         .annotate(n=Count("id"))
+        .order_by()
     }
-    names = DISAGREEMENT_LEVEL_NAMES
-    levels = [(level, name, counts.get(level, 0)) for level, name in names.items()]
-    if counts.get(""):
-        levels.append(("", "reopened by a lead", counts[""]))
-    return levels
+    levels = [*DISAGREEMENT_LEVEL_NAMES, *([""] if counts.get("") else [])]
+    return [
+        (level, ProjectIssue.name_of_level(level, disputed), counts.get(level, 0))
+        for level in levels
+    ]
 
 
 def disputed_by_type(project: Project) -> dict[int, int]:
