@@ -27,7 +27,8 @@ from agreement.measures import agreement_report
 from agreement.permissions import AGREEMENT_ROLES
 from annotator.models import LEAD_ROLES, Membership, Project, Role
 from annotator.permissions import membership_or_404
-from dataset.exports import LABEL_IDS, export_path, pseudonyms
+from annotator.pseudonyms import pseudonyms
+from dataset.exports import LABEL_IDS, export_path
 from dataset.models import ExportJob
 from dataset.permissions import (
     EXPORT_ROLES,

@@ -48,7 +48,8 @@ from django.utils import timezone
 
 from agreement.measures import agreement_report, report_rows
 from agreement.table_one import TYPE_COLUMNS, YEARS, table_one
-from annotator.models import Membership, Project
+from annotator.models import Project
+from annotator.pseudonyms import natural_order, pseudonyms, unnamed
 from dataset.forges import study_issue_url
 from dataset.models import ExportJob
 from ingest.models import Comment, Issue, Repository
@@ -63,21 +64,6 @@ CHUNK = 2000
 Progress = Callable[[str, int, int], None]
 
 
-def pseudonyms(project: Project, real_names: bool = False) -> dict[int, str]:
-    """How each member appears in exports: the stored pseudonym (or the username for admins)."""
-    out = {}
-    for user_id, username, pseudonym in Membership.objects.filter(project=project).values_list(
-        "user_id", "user__username", "pseudonym"
-    ):
-        out[user_id] = username if real_names else (pseudonym or f"annotator-{user_id}")
-    return out
-
-
-def _natural(text: str) -> tuple:
-    head, _, tail = text.rpartition("-")
-    return (head, int(tail)) if tail.isdigit() else (text, 0)
-
-
 def rater_columns(project: Project) -> list[int]:
     """User ids of the project's annotators in Label-column order (rater-1, rater-2, …)."""
     names = pseudonyms(project)
@@ -87,7 +73,7 @@ def rater_columns(project: Project) -> list[int]:
         .values_list("annotator_id", flat=True)
         .distinct()
     )
-    return sorted(labeled, key=lambda u: _natural(names.get(u, f"annotator-{u}")))
+    return sorted(labeled, key=lambda u: natural_order(names.get(u) or unnamed(u)))
 
 
 # A label cell of the study's files: "FP" or a code such as A, C.5, C.5.ii (letters and digits
@@ -296,7 +282,7 @@ def unmapped_labels(project_or_context: Project | ExportContext) -> list[dict]:
             out.append(
                 {
                     "issue": row[0],
-                    "label": names.get(row[5], f"annotator-{row[5]}") if who else "final",
+                    "label": names.get(row[5]) or unnamed(row[5]) if who else "final",
                     "original_code": label.original_code,
                     "original_version": ctx.version_name(label.original.version_id),
                 }
@@ -427,7 +413,7 @@ def write_jsonl(
         ):
             annotations[row["issue_id"]].append(
                 {
-                    "annotator": names.get(row["annotator_id"], f"annotator-{row['annotator_id']}"),
+                    "annotator": names.get(row["annotator_id"]) or unnamed(row["annotator_id"]),
                     "revision": row["revision"],
                     "is_current": row["is_current"],
                     **_label_values(ctx, row),

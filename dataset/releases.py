@@ -46,12 +46,12 @@ from django.utils import timezone
 
 from agreement.measures import agreement_report, report_rows
 from annotator.models import Project
+from annotator.pseudonyms import pseudonyms, unnamed
 from dataset import datasheet, metadata
 from dataset.exports import (
     LABEL_IDS,
     ExportContext,
     cell_code,
-    pseudonyms,
     rater_columns,
     repositories,
     study_filename,
@@ -250,7 +250,7 @@ def write_final_labels(ctx: ExportContext, out: TextIO) -> int:
                 "true" if is_pilot else "false",
                 "true" if probe is not None else "false",
                 final["method"] if final else "",
-                names.get(decider, f"annotator-{decider}") if decider else "",
+                names.get(decider) or unnamed(decider) if decider else "",
                 final["decided_at"].isoformat() if final and final["decided_at"] else "",
             ]
         )
