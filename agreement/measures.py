@@ -34,6 +34,7 @@ from django.utils import timezone
 
 from annotator.models import Project
 from annotator.pseudonyms import names_of, natural_order
+from labeling.labels import NODE_FIELDS
 from labeling.models import Annotation, Resolution
 from taxonomy.lineage import Translator
 from taxonomy.models import TaxonomyNode, TaxonomyVersion
@@ -237,14 +238,9 @@ def _label_rows(queryset, *first: str) -> np.ndarray:
     """Rows of (first..., is_false_positive, type, theme, sub-theme ids; 0 for none) as ints."""
     import numpy as np
 
+    nodes = {f"_{name}": Coalesce(name, 0) for name in NODE_FIELDS}
     rows = list(
-        queryset.order_by()
-        .annotate(
-            _t=Coalesce("issue_type_id", 0),
-            _h=Coalesce("theme_id", 0),
-            _s=Coalesce("sub_theme_id", 0),
-        )
-        .values_list(*first, "is_false_positive", "_t", "_h", "_s")
+        queryset.order_by().annotate(**nodes).values_list(*first, "is_false_positive", *nodes)
     )
     return np.array(rows, dtype=np.int64).reshape(-1, len(first) + 4)
 

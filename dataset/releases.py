@@ -49,7 +49,6 @@ from annotator.models import Project
 from annotator.pseudonyms import pseudonyms, unnamed
 from dataset import datasheet, metadata
 from dataset.exports import (
-    LABEL_IDS,
     ExportContext,
     cell_code,
     rater_columns,
@@ -64,6 +63,7 @@ from dataset.exports import (
 )
 from dataset.models import Release
 from dataset.release_diff import ReleaseDiff, diff_labels, write_changes
+from labeling.labels import KEY_FIELDS, LABEL_FIELDS
 from labeling.models import Annotation, ProjectIssue, Resolution
 from lib import csvsafe
 from taxonomy.detail_files import (
@@ -214,9 +214,7 @@ def write_final_labels(ctx: ExportContext, out: TextIO) -> int:
             project=ctx.project, is_current=True, issue_id__in=ctx.scope().values("issue_id")
         )
         .order_by()
-        .values(
-            "issue_id", "method", "decided_by_id", "decided_at", "false_positive_reason", *LABEL_IDS
-        )
+        .values("issue_id", "method", "decided_by_id", "decided_at", *LABEL_FIELDS)
     }
     rows = 0
     for issue_id, url, owner, name, number, is_pilot, probe in (
@@ -234,7 +232,7 @@ def write_final_labels(ctx: ExportContext, out: TextIO) -> int:
         .iterator(chunk_size=2000)
     ):
         final = finals.get(issue_id)
-        label = None if final is None else ctx.label(*(final[k] for k in LABEL_IDS))
+        label = None if final is None else ctx.label(*(final[k] for k in KEY_FIELDS))
         decider = final["decided_by_id"] if final else None
         writer.writerow(
             [
@@ -312,7 +310,7 @@ def release_counts(ctx: ExportContext) -> dict[str, Any]:
         project=ctx.project, is_current=True, issue_id__in=scope.values("issue_id")
     )
     types: Counter[str] = Counter()
-    for ids, n in Counter(finals.order_by().values_list(*LABEL_IDS)).items():
+    for ids, n in Counter(finals.order_by().values_list(*KEY_FIELDS)).items():
         label = ctx.label(*ids)
         key = (
             "FP" if label.is_false_positive else (label.issue_type.code if label.issue_type else "")
