@@ -18,7 +18,7 @@ reason.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.core.cache import cache
 from django.db import connection, transaction
@@ -27,8 +27,9 @@ from django.utils import timezone
 
 from annotator.models import Project
 from labeling import pg_functions, resolution
+from labeling.final_agreement import FinalAgreement, agreement_of
 from labeling.issue_context import nodes_by_id
-from labeling.labels import Label, label_key
+from labeling.labels import Label
 from labeling.models import Annotation, FalsePositiveReason, ProjectIssue, Resolution
 from labeling.proposals import proposal_from_annotation
 from labeling.queue import _SLOTS_SQL, slot_state
@@ -403,10 +404,16 @@ class Progress:
     left: int
     total: int
     project_final: int
-    compared: int = 0
-    matched_type: int = 0
-    matched_theme: int = 0
-    matched_label: int = 0
+    # With agreement: their labels on final issues and how many agree with the final label.
+    agreement: FinalAgreement = field(default_factory=FinalAgreement)
+
+    @property
+    def compared(self) -> int:
+        return self.agreement.compared
+
+    @property
+    def matched_label(self) -> int:
+        return self.agreement.matched_label
 
     @property
     def percent(self) -> int:
@@ -416,10 +423,6 @@ class Progress:
     @property
     def project_percent(self) -> int:
         return round(100 * self.project_final / self.total) if self.total else 0
-
-
-def _share(part: int, whole: int) -> int | None:
-    return round(100 * part / whole) if whole else None
 
 
 def project_counts(project: Project) -> dict[str, int]:
@@ -470,39 +473,14 @@ def progress_of(user, project: Project, with_agreement: bool = False) -> Progres
     left = max(counts["needing"] - mine_needing, 0)
     progress = Progress(labeled, left, counts["total"], counts["final"])
     if with_agreement:
-        finals = {
-            r.issue_id: r
-            for r in Resolution.objects.filter(
-                project=project,
-                is_current=True,
-                issue_id__in=Annotation.objects.filter(
-                    project=project, annotator=user, is_current=True
-                ).values("issue_id"),
-            )
-        }
-        for a in Annotation.objects.filter(
-            project=project, annotator=user, is_current=True, issue_id__in=list(finals)
-        ):
-            final = finals[a.issue_id]
-            progress.compared += 1
-            progress.matched_type += (a.is_false_positive, a.issue_type_id) == (
-                final.is_false_positive,
-                final.issue_type_id,
-            )
-            progress.matched_theme += (a.is_false_positive, a.theme_id) == (
-                final.is_false_positive,
-                final.theme_id,
-            )
-            progress.matched_label += label_key(a) == label_key(final)
+        progress.agreement = agreement_of(project, user.pk)
     return progress
 
 
 def agreement_shares(progress: Progress) -> dict[str, int | None]:
-    return {
-        "type": _share(progress.matched_type, progress.compared),
-        "theme": _share(progress.matched_theme, progress.compared),
-        "label": _share(progress.matched_label, progress.compared),
-    }
+    """Percent of the user's labels on final issues agreeing with the final label at type,
+    theme and label level (`labeling.final_agreement`, as on the lead's dashboard)."""
+    return progress.agreement.shares()
 
 
 def previous_item_id(user, project: Project, item_id: int | None) -> int | None:
