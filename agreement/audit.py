@@ -26,8 +26,8 @@ from django.core.cache import cache
 
 from agreement import dawid_skene as ds
 from agreement.measures import CACHE_SECONDS, cache_key, load_labels
-from agreement.measures import _natural as natural_order
-from annotator.models import Membership, Project
+from annotator.models import Project
+from annotator.pseudonyms import names_of, natural_order
 from labeling.models import ProjectIssue
 from taxonomy.models import TaxonomyVersion
 
@@ -154,17 +154,12 @@ def _fit(project: Project, version: TaxonomyVersion | None = None) -> _Model:
     )
 
 
-def _pseudonyms(project: Project, user_ids: list[int]) -> list[str]:
-    names = dict(Membership.objects.filter(project=project).values_list("user_id", "pseudonym"))
-    return [names.get(u) or f"annotator-{u}" for u in user_ids]
-
-
 def rater_accuracies(project: Project, version: TaxonomyVersion | None = None) -> dict[str, float]:
     """The model's accuracy per annotator pseudonym (for the agreement page's lead column)."""
     model = _fit(project, version)
     if model.fit is None:
         return {}
-    names = _pseudonyms(project, model.rater_ids)
+    names = names_of(project, model.rater_ids)
     return dict(zip(names, (float(a) for a in model.fit.accuracy), strict=True))
 
 
@@ -239,7 +234,7 @@ def audit(
                 votes=votes,
             )
         )
-    names = _pseudonyms(project, model.rater_ids)
+    names = names_of(project, model.rater_ids)
     result.annotators = sorted(
         (
             RaterAccuracy(pseudonym=name, accuracy=float(acc), labels=count)

@@ -32,7 +32,9 @@ from django.db.models import Count, Max
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from annotator.models import Membership, Project
+from annotator.models import Project
+from annotator.pseudonyms import names_of, natural_order
+from labeling.labels import NODE_FIELDS
 from labeling.models import Annotation, Resolution
 from taxonomy.lineage import Translator
 from taxonomy.models import TaxonomyNode, TaxonomyVersion
@@ -236,14 +238,9 @@ def _label_rows(queryset, *first: str) -> np.ndarray:
     """Rows of (first..., is_false_positive, type, theme, sub-theme ids; 0 for none) as ints."""
     import numpy as np
 
+    nodes = {f"_{name}": Coalesce(name, 0) for name in NODE_FIELDS}
     rows = list(
-        queryset.order_by()
-        .annotate(
-            _t=Coalesce("issue_type_id", 0),
-            _h=Coalesce("theme_id", 0),
-            _s=Coalesce("sub_theme_id", 0),
-        )
-        .values_list(*first, "is_false_positive", "_t", "_h", "_s")
+        queryset.order_by().annotate(**nodes).values_list(*first, "is_false_positive", *nodes)
     )
     return np.array(rows, dtype=np.int64).reshape(-1, len(first) + 4)
 
@@ -414,10 +411,7 @@ def compute(project: Project, version: TaxonomyVersion | None = None) -> dict:
 
     version = version or project.taxonomy_version
     labels, names = load_labels(project, version)
-    memberships = dict(
-        Membership.objects.filter(project=project).values_list("user_id", "pseudonym")
-    )
-    pseudonym = [memberships.get(u) or f"annotator-{u}" for u in labels.raters]
+    pseudonym = names_of(project, labels.raters)
     tables = {level: count_table(labels, level) for level in LEVELS}
 
     # Groups: each type of final label (in taxonomy order), false positives, then all issues.
@@ -499,7 +493,7 @@ def compute(project: Project, version: TaxonomyVersion | None = None) -> dict:
                 ],
             }
         )
-    annotators.sort(key=lambda a: _natural(a["pseudonym"]))
+    annotators.sort(key=lambda a: natural_order(a["pseudonym"]))
 
     # Theme confusions: rater pairs on one issue choosing themes x and y (x != y) is
     # sum over issues of count_x * count_y, i.e. the off-diagonal of T'T.
@@ -543,11 +537,6 @@ def compute(project: Project, version: TaxonomyVersion | None = None) -> dict:
             "top": top[:15],
         },
     }
-
-
-def _natural(text: str) -> tuple:
-    head, _, tail = text.rpartition("-")
-    return (head, int(tail)) if tail.isdigit() else (text, 0)
 
 
 def cache_key(project: Project, version_id: int | None = None) -> str:

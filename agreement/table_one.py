@@ -17,10 +17,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from annotator.models import Project
+from labeling.labels import NODE_FIELDS
 from labeling.models import ProjectIssue, Resolution
 from taxonomy.lineage import Translator
-
-LABEL_NODE_IDS = ("issue_type_id", "theme_id", "sub_theme_id")
 
 YEARS = (2023, 2024, 2025)
 TYPE_COLUMNS = (("A", "Question"), ("C", "Bug"), ("B", "Requirement"))  # the paper's order
@@ -66,7 +65,7 @@ def table_one(project: Project) -> tuple[list[TableOneRow], TableOneRow]:
     finals = {}
     for issue_id, is_fp, type_code, *ids in Resolution.objects.filter(
         project=project, is_current=True
-    ).values_list("issue_id", "is_false_positive", "issue_type__code", *LABEL_NODE_IDS):
+    ).values_list("issue_id", "is_false_positive", "issue_type__code", *NODE_FIELDS):
         mapped = translate.label_from_ids(is_fp, *ids).issue_type
         finals[issue_id] = (is_fp, mapped.code if mapped is not None else type_code)
     scope = ProjectIssue.objects.filter(project=project).values_list(

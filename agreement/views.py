@@ -3,26 +3,19 @@ label audit (leads and admins) and the policy simulator (leads)."""
 
 from __future__ import annotations
 
-from itertools import pairwise
-
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, render
 
-from agreement.audit import ACCURACY_DEFINITION, audit, cached_rater_accuracies
+from agreement.audit import ACCURACY_DEFINITION, audit
 from agreement.forms import DEFAULT_AUDIT_ROWS, MAX_AUDIT_ROWS, AuditForm, SimulatorForm
-from agreement.measures import LANDIS_KOCH, LEVEL_NAMES, agreement_report, report_rows
 from agreement.permissions import AGREEMENT_ROLES, AUDIT_ROLES, TABLE_ONE_ROLES
+from agreement.report_page import report_page
 from agreement.simulation import SimulationError, cached_tradeoff, chart
 from agreement.table_one import TYPE_COLUMNS, YEARS, table_one
 from annotator.models import LEAD_ROLES
 from annotator.permissions import membership_or_404
 from labeling import taxonomy_history as history
 from lib.inputlimits import row_id
-
-
-def _heat_class(value: int, top: int) -> str:
-    # Ten CSS classes instead of inline colours: the CSP forbids style attributes.
-    return f"heat-{min(9, (9 * value + top - 1) // top) if top else 0}"
 
 
 @login_required
@@ -35,67 +28,11 @@ def agreement_report_page(request, project_id: int):
     version = project.taxonomy_version
     if request.GET.get("version", "").isdigit():
         version = get_object_or_404(versions, pk=row_id(request.GET["version"]))
-    report = agreement_report(project, version=version)
-    confusions = report["confusions"]
-    top = max((max(row) for row in confusions["matrix"] if row), default=0)
-    heat = [
-        {
-            "code": code,
-            "name": name,
-            "cells": [{"value": v, "cls": _heat_class(v, top)} for v in row],
-        }
-        for code, name, row in zip(
-            confusions["themes"], confusions["names"], confusions["matrix"], strict=True
-        )
-    ]
-    chart = {
-        "levels": [LEVEL_NAMES[level] for level in report["levels"]],
-        "groups": [
-            {
-                "name": g["name"],
-                "kappa": [g["levels"][level]["kappa"] for level in report["levels"]],
-                "alpha": [g["levels"][level]["alpha"] for level in report["levels"]],
-            }
-            for g in report["groups"]
-        ],
-    }
-    rows, total = table_one(project)
-    scale = [(low, high, word) for (low, _), (high, word) in pairwise(LANDIS_KOCH)]
     # The Dawid-Skene accuracy column is for leads and admins only (AUDIT_ROLES): researchers
     # read the report too, but the model's estimate of a person is the leads' working figure.
-    model_accuracy = (
-        cached_rater_accuracies(project, version) if membership.role in AUDIT_ROLES else None
-    )
-    return render(
-        request,
-        "agreement/report.html",
-        {
-            "project": project,
-            "report": report,
-            "versions": versions,
-            "version": version,
-            "rows": report_rows(report),
-            "heat": heat,
-            "chart": chart,
-            "table_one_rows": rows,
-            "table_one_total": total,
-            "table_one_average_rate": (
-                None if total.average_rate is None else round(100 * total.average_rate)
-            ),
-            "years": YEARS,
-            "type_columns": TYPE_COLUMNS,
-            "scale": scale,
-            "annotators": [
-                {
-                    **a,
-                    "model_accuracy": (model_accuracy or {}).get(a["pseudonym"]),
-                }
-                for a in report["annotators"]
-            ],
-            "model_accuracy": model_accuracy is not None,
-            "accuracy_definition": ACCURACY_DEFINITION,
-        },
-    )
+    context = report_page(project, version, with_model_accuracy=membership.role in AUDIT_ROLES)
+    context.update(project=project, versions=versions, version=version)
+    return render(request, "agreement/report.html", context)
 
 
 @login_required

@@ -1,12 +1,15 @@
 """Template context every page needs: which top-level pages the user may open."""
 
-from annotator.models import LEAD_ROLES
+from annotator.models import LEAD_ROLES, Membership
 from lib import sql
+
+# Table names from the models (`Meta.db_table`), never spelled out in the SQL below.
+_MEMBERSHIP_TABLE = Membership._meta.db_table
 
 # Every page asks; one prepared statement (see lib.sql).
 _LEAD_ROLES_SQL = ", ".join(f"'{role.value}'" for role in LEAD_ROLES)
 _LEADS_ANY_SQL = (
-    "SELECT EXISTS (SELECT 1 FROM annotator_membership"
+    f"SELECT EXISTS (SELECT 1 FROM {_MEMBERSHIP_TABLE}"
     f" WHERE user_id = %(user)s AND role IN ({_LEAD_ROLES_SQL}))"
 )
 

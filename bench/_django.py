@@ -1,4 +1,5 @@
-"""Set up Django for a benchmark script on its own throwaway PostgreSQL database.
+"""Set up Django for a benchmark script on its own throwaway PostgreSQL database, and run a
+benchmark's stages each in a fresh process (`migrated_database`, `setup_stage`, `run_stage`).
 
 DATABASE_URL names a server and a base name; the benchmark uses `bench_<name>` (created and
 migrated on first use, kept afterwards), so no real data is touched. Not `test_<name>`: that is
@@ -8,6 +9,7 @@ engineers run tests and benchmarks side by side.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -67,3 +69,19 @@ def migrated_database(db: str, *, debug: bool = False, broker: bool = False) -> 
         env.pop("REDIS_URL", None)
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     return env
+
+
+def run_stage(script: str, db: str, stage: str, env: dict[str, str], *extra: str) -> dict:
+    """Run one stage of a benchmark in a fresh process (`script --db db --stage stage extra…`,
+    so its peak memory is its own), print the JSON its last line gives and return it."""
+    out = subprocess.run(
+        [sys.executable, script, "--db", db, "--stage", stage, *extra],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    print(json.dumps(result), flush=True)
+    return result

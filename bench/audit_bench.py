@@ -21,14 +21,11 @@ import json
 import random
 import resource
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-from _django import migrated_database, setup_stage
+from _django import migrated_database, run_stage, setup_stage
 
-ROOT = Path(__file__).resolve().parent.parent
 DATA = Path("/tmp/bench-audit")
 PROJECT = "Audit study"
 ISSUES = 38_742
@@ -156,22 +153,8 @@ def main() -> None:
         return
 
     env = migrated_database(args.db)
-
-    def run(stage: str) -> dict:
-        out = subprocess.run(
-            [sys.executable, __file__, "--db", args.db, "--stage", stage],
-            cwd=ROOT,
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        result = json.loads(out.stdout.strip().splitlines()[-1])
-        print(json.dumps(result), flush=True)
-        return result
-
-    run("seed")
-    runs = [run("audit") for _ in range(args.runs)]
+    run_stage(__file__, args.db, "seed", env)
+    runs = [run_stage(__file__, args.db, "audit", env) for _ in range(args.runs)]
     print(
         f"\nmedian of {args.runs} runs: {statistics.median(r['seconds'] for r in runs):.2f} s, "
         f"CPU {statistics.median(r['cpu_seconds'] for r in runs):.2f} s, "

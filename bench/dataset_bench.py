@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from _django import migrated_database, setup_stage
+from _django import migrated_database, run_stage, setup_stage
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path("/tmp/bench-dataset")
@@ -104,17 +104,7 @@ def main() -> None:
     results: dict[str, list[dict]] = {"import": [], "agreement": [], "export": []}
     for _ in range(args.runs):
         for name in results:
-            out = subprocess.run(
-                [sys.executable, __file__, "--db", args.db, "--stage", name],
-                cwd=ROOT,
-                env=env,
-                check=True,
-                capture_output=True,
-                text=True,
-            )
-            result = json.loads(out.stdout.strip().splitlines()[-1])
-            results[name].append(result)
-            print(json.dumps(result), flush=True)
+            results[name].append(run_stage(__file__, args.db, name, env))
     print("\nmedians of", args.runs, "runs:")
     for name, runs in results.items():
         print(

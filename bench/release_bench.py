@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _django import migrated_database, setup_stage
+from _django import migrated_database, run_stage, setup_stage
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path("/tmp/bench-dataset")
@@ -95,16 +95,7 @@ def main() -> None:
     stages = [("prepare", 0)] + [("build", n) for n in range(1, args.runs + 1)]
     runs = []
     for name, n in stages:
-        out = subprocess.run(
-            [sys.executable, __file__, "--db", args.db, "--stage", name, "--run", str(n)],
-            cwd=ROOT,
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        result = json.loads(out.stdout.strip().splitlines()[-1])
-        print(json.dumps(result), flush=True)
+        result = run_stage(__file__, args.db, name, env, "--run", str(n))
         if name == "build":
             runs.append(result)
     seconds = statistics.median(r["seconds"] for r in runs)

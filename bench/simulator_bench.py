@@ -20,14 +20,10 @@ import json
 import random
 import resource
 import statistics
-import subprocess
-import sys
 import time
-from pathlib import Path
 
-from _django import migrated_database, setup_stage
+from _django import migrated_database, run_stage, setup_stage
 
-ROOT = Path(__file__).resolve().parent.parent
 PROJECT = "Synthetic study (simulator)"
 MIX = {"A": 542, "B": 12_491, "C": 25_709}
 RATERS = 7
@@ -162,25 +158,12 @@ def main() -> None:
 
     env = migrated_database(args.db)
 
-    def child(name: str) -> dict:
-        command = [sys.executable, __file__, "--db", args.db, "--orders", str(args.orders)]
-        out = subprocess.run(
-            [*command, "--stage", name],
-            cwd=ROOT,
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        return json.loads(out.stdout.strip().splitlines()[-1])
-
-    print(json.dumps(child("seed")), flush=True)
+    orders = ("--orders", str(args.orders))
+    run_stage(__file__, args.db, "seed", env, *orders)
     results: dict[str, list[dict]] = {"run": [], "tradeoff": []}
     for _ in range(args.runs):
         for name in results:
-            result = child(name)
-            results[name].append(result)
-            print(json.dumps(result), flush=True)
+            results[name].append(run_stage(__file__, args.db, name, env, *orders))
     print(f"\nmedians of {args.runs} runs, {args.orders} orders:")
     for name, runs in results.items():
         print(

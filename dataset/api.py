@@ -27,7 +27,8 @@ from agreement.measures import agreement_report
 from agreement.permissions import AGREEMENT_ROLES
 from annotator.models import LEAD_ROLES, Membership, Project, Role
 from annotator.permissions import membership_or_404
-from dataset.exports import LABEL_IDS, export_path, pseudonyms
+from annotator.pseudonyms import pseudonyms
+from dataset.exports import export_path
 from dataset.models import ExportJob
 from dataset.permissions import (
     EXPORT_ROLES,
@@ -43,6 +44,7 @@ from dataset.serializers import (
     ResolutionSerializer,
 )
 from dataset.tasks import start_export
+from labeling.labels import KEY_FIELDS
 from labeling.models import Annotation, ProjectIssue, Resolution
 from lib.inputlimits import row_id
 from taxonomy.lineage import Translator
@@ -178,11 +180,11 @@ class IssueFilter(django_filters.FilterSet):
         finals = Resolution.objects.filter(project=project, is_current=True)
         # Few distinct labels however many issues: match them, then filter by them.
         match = Q(pk__in=[])
-        for ids in finals.order_by().values_list(*LABEL_IDS).distinct():
+        for ids in finals.order_by().values_list(*KEY_FIELDS).distinct():
             label = translator.label_from_ids(*ids)
             node = label.issue_type if name == "final_type" else label.theme
             if node is not None and node.code == value:
-                match |= Q(**dict(zip(LABEL_IDS, ids, strict=True)))
+                match |= Q(**dict(zip(KEY_FIELDS, ids, strict=True)))
         return queryset.filter(issue_id__in=finals.filter(match).values("issue_id"))
 
 

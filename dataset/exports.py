@@ -48,10 +48,12 @@ from django.utils import timezone
 
 from agreement.measures import agreement_report, report_rows
 from agreement.table_one import TYPE_COLUMNS, YEARS, table_one
-from annotator.models import Membership, Project
+from annotator.models import Project
+from annotator.pseudonyms import natural_order, pseudonyms, unnamed
 from dataset.forges import study_issue_url
 from dataset.models import ExportJob
 from ingest.models import Comment, Issue, Repository
+from labeling.labels import KEY_FIELDS, LABEL_FIELDS, NODE_FIELDS
 from labeling.models import Annotation, ProjectIssue, Resolution
 from lib import csvsafe
 from taxonomy.detail_files import study_file_name, write_detail_csv
@@ -63,21 +65,6 @@ CHUNK = 2000
 Progress = Callable[[str, int, int], None]
 
 
-def pseudonyms(project: Project, real_names: bool = False) -> dict[int, str]:
-    """How each member appears in exports: the stored pseudonym (or the username for admins)."""
-    out = {}
-    for user_id, username, pseudonym in Membership.objects.filter(project=project).values_list(
-        "user_id", "user__username", "pseudonym"
-    ):
-        out[user_id] = username if real_names else (pseudonym or f"annotator-{user_id}")
-    return out
-
-
-def _natural(text: str) -> tuple:
-    head, _, tail = text.rpartition("-")
-    return (head, int(tail)) if tail.isdigit() else (text, 0)
-
-
 def rater_columns(project: Project) -> list[int]:
     """User ids of the project's annotators in Label-column order (rater-1, rater-2, …)."""
     names = pseudonyms(project)
@@ -87,13 +74,12 @@ def rater_columns(project: Project) -> list[int]:
         .values_list("annotator_id", flat=True)
         .distinct()
     )
-    return sorted(labeled, key=lambda u: _natural(names.get(u, f"annotator-{u}")))
+    return sorted(labeled, key=lambda u: natural_order(names.get(u) or unnamed(u)))
 
 
 # A label cell of the study's files: "FP" or a code such as A, C.5, C.5.ii (letters and digits
 # between dots). Anything else (a code imported from a hostile taxonomy file) is neutralised.
 STUDY_CODE = re.compile(r"FP|[A-Za-z0-9]+(?:\.[A-Za-z0-9]+)*")
-LABEL_IDS = ("is_false_positive", "issue_type_id", "theme_id", "sub_theme_id")
 
 
 @dataclass
@@ -119,7 +105,7 @@ class ExportContext:
             for row in (
                 model.objects.filter(project=self.project)
                 .order_by()
-                .values_list("issue_type_id", "theme_id", "sub_theme_id")
+                .values_list(*NODE_FIELDS)
                 .distinct()
             ):
                 ids.update(pk for pk in row if pk)
@@ -154,7 +140,7 @@ class ExportContext:
                 )
                 .exclude(summary="")
                 .order_by("pk")
-                .values_list("summary", *LABEL_IDS)
+                .values_list("summary", *KEY_FIELDS)
                 .iterator(chunk_size=CHUNK)
             ):
                 label = self.label(*ids)
@@ -241,7 +227,7 @@ def write_study_csv(
         for issue_id, user_id, *label_ids in (
             Annotation.objects.filter(project=project, is_current=True, issue_id__in=ids)
             .order_by()
-            .values_list("issue_id", "annotator_id", *LABEL_IDS)
+            .values_list("issue_id", "annotator_id", *KEY_FIELDS)
         ):
             if user_id in column:
                 labels[issue_id][column[user_id]] = ctx.label(*label_ids)
@@ -251,7 +237,7 @@ def write_study_csv(
                 project=project, is_current=True, issue_id__in=ids
             )
             .order_by()
-            .values_list("issue_id", *LABEL_IDS)
+            .values_list("issue_id", *KEY_FIELDS)
         }
         for issue_id, url, number, status in chunk:
             written = url
@@ -281,22 +267,22 @@ def unmapped_labels(project_or_context: Project | ExportContext) -> list[dict]:
         # Few distinct labels however many rows: find the unmapped ones first.
         unmapped = [
             ids
-            for ids in current.order_by().values_list(*LABEL_IDS).distinct()
+            for ids in current.order_by().values_list(*KEY_FIELDS).distinct()
             if ctx.label(*ids).unmapped
         ]
         if not unmapped:
             continue
         match = Q()
         for ids in unmapped:
-            match |= Q(**dict(zip(LABEL_IDS, ids, strict=True)))
-        fields = ["issue__url", *LABEL_IDS, *([who] if who else [])]
+            match |= Q(**dict(zip(KEY_FIELDS, ids, strict=True)))
+        fields = ["issue__url", *KEY_FIELDS, *([who] if who else [])]
         for row in current.filter(match).order_by("issue_id", "pk").values_list(*fields):
             label = ctx.label(*row[1:5])
             assert label.original is not None  # an unmapped label has its own node
             out.append(
                 {
                     "issue": row[0],
-                    "label": names.get(row[5], f"annotator-{row[5]}") if who else "final",
+                    "label": names.get(row[5]) or unnamed(row[5]) if who else "final",
                     "original_code": label.original_code,
                     "original_version": ctx.version_name(label.original.version_id),
                 }
@@ -335,16 +321,13 @@ def _iso_sql(field: str):
     )
 
 
-LABEL_VALUES = ("false_positive_reason", *LABEL_IDS)
-
-
 def _code_of(node: TaxonomyNode | None) -> str | None:
     return node.code if node is not None else None
 
 
 def _label_values(ctx: ExportContext, row: dict) -> dict:
     """A label as the JSON Lines write it: in the export's version, with the original beside."""
-    label = ctx.label(*(row[name] for name in LABEL_IDS))
+    label = ctx.label(*(row[name] for name in KEY_FIELDS))
     original = label.original
     return {
         "code": cell_code(label),
@@ -421,13 +404,13 @@ def write_jsonl(
                 "revision",
                 "is_current",
                 "summary",
-                *LABEL_VALUES,
+                *LABEL_FIELDS,
                 created=_iso_sql("created_at"),
             )
         ):
             annotations[row["issue_id"]].append(
                 {
-                    "annotator": names.get(row["annotator_id"], f"annotator-{row['annotator_id']}"),
+                    "annotator": names.get(row["annotator_id"]) or unnamed(row["annotator_id"]),
                     "revision": row["revision"],
                     "is_current": row["is_current"],
                     **_label_values(ctx, row),
@@ -439,7 +422,7 @@ def write_jsonl(
         for row in (
             Resolution.objects.filter(project=project, issue_id__in=ids)
             .order_by("issue_id", "decided_at", "pk")
-            .values("issue_id", "is_current", "method", "decided_at", "note", *LABEL_VALUES)
+            .values("issue_id", "is_current", "method", "decided_at", "note", *LABEL_FIELDS)
         ):
             resolutions[row["issue_id"]].append(row)
         for issue_id, status, is_pilot, probe in chunk:

@@ -30,6 +30,7 @@ from annotator.models import Membership, Project, Role
 from dataset.bulk import foreign_keys_validated_at_end, insert_rows
 from dataset.forges import IssueRef, parse_issue_url
 from ingest.models import Issue, Repository
+from labeling.labels import NODE_FIELDS
 from labeling.models import Annotation, ProjectIssue, Resolution
 from labeling.taxonomy_history import global_version  # the study's or a published version
 from lib import inputlimits
@@ -474,9 +475,7 @@ def _write(
                         issue_id,
                         member.user_id,
                         now,
-                        fields["issue_type_id"],
-                        fields["theme_id"],
-                        fields["sub_theme_id"],
+                        *(fields[name] for name in NODE_FIELDS),
                     )
                 )
                 changed = True
@@ -495,9 +494,7 @@ def _write(
                     Resolution.Method.IMPORTED.value,
                     now,
                     f"imported from {Path(row.path).name}, line {row.line}",
-                    final["issue_type_id"],
-                    final["theme_id"],
-                    final["sub_theme_id"],
+                    *(final[name] for name in NODE_FIELDS),
                 )
             )
             changed = True
@@ -515,7 +512,7 @@ def _write(
             status=ProjectIssue.Status.FINAL
         )
     report.added_to_project = len(new_pi)
-    label_columns = ["issue_type_id", "theme_id", "sub_theme_id"]
+    label_columns = list(NODE_FIELDS)
     ann_columns = ["project_id", "issue_id", "annotator_id", "created_at", *label_columns]
     with foreign_keys_validated_at_end(Annotation, len(new_ann)):
         for start in range(0, len(new_ann), BATCH * 10):

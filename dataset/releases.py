@@ -46,12 +46,11 @@ from django.utils import timezone
 
 from agreement.measures import agreement_report, report_rows
 from annotator.models import Project
+from annotator.pseudonyms import pseudonyms, unnamed
 from dataset import datasheet, metadata
 from dataset.exports import (
-    LABEL_IDS,
     ExportContext,
     cell_code,
-    pseudonyms,
     rater_columns,
     repositories,
     study_filename,
@@ -64,6 +63,7 @@ from dataset.exports import (
 )
 from dataset.models import Release
 from dataset.release_diff import ReleaseDiff, diff_labels, write_changes
+from labeling.labels import KEY_FIELDS, LABEL_FIELDS
 from labeling.models import Annotation, ProjectIssue, Resolution
 from lib import csvsafe
 from taxonomy.detail_files import (
@@ -214,9 +214,7 @@ def write_final_labels(ctx: ExportContext, out: TextIO) -> int:
             project=ctx.project, is_current=True, issue_id__in=ctx.scope().values("issue_id")
         )
         .order_by()
-        .values(
-            "issue_id", "method", "decided_by_id", "decided_at", "false_positive_reason", *LABEL_IDS
-        )
+        .values("issue_id", "method", "decided_by_id", "decided_at", *LABEL_FIELDS)
     }
     rows = 0
     for issue_id, url, owner, name, number, is_pilot, probe in (
@@ -234,7 +232,7 @@ def write_final_labels(ctx: ExportContext, out: TextIO) -> int:
         .iterator(chunk_size=2000)
     ):
         final = finals.get(issue_id)
-        label = None if final is None else ctx.label(*(final[k] for k in LABEL_IDS))
+        label = None if final is None else ctx.label(*(final[k] for k in KEY_FIELDS))
         decider = final["decided_by_id"] if final else None
         writer.writerow(
             [
@@ -250,7 +248,7 @@ def write_final_labels(ctx: ExportContext, out: TextIO) -> int:
                 "true" if is_pilot else "false",
                 "true" if probe is not None else "false",
                 final["method"] if final else "",
-                names.get(decider, f"annotator-{decider}") if decider else "",
+                names.get(decider) or unnamed(decider) if decider else "",
                 final["decided_at"].isoformat() if final and final["decided_at"] else "",
             ]
         )
@@ -312,7 +310,7 @@ def release_counts(ctx: ExportContext) -> dict[str, Any]:
         project=ctx.project, is_current=True, issue_id__in=scope.values("issue_id")
     )
     types: Counter[str] = Counter()
-    for ids, n in Counter(finals.order_by().values_list(*LABEL_IDS)).items():
+    for ids, n in Counter(finals.order_by().values_list(*KEY_FIELDS)).items():
         label = ctx.label(*ids)
         key = (
             "FP" if label.is_false_positive else (label.issue_type.code if label.issue_type else "")

@@ -8,6 +8,7 @@ from typing import Any, cast
 from rest_framework import serializers
 
 from annotator.models import Project
+from annotator.pseudonyms import unnamed
 from dataset.exports import cell_code
 from dataset.models import ExportJob, Release
 from labeling.models import Annotation, ProjectIssue, Resolution
@@ -142,7 +143,7 @@ class AnnotationSerializer(LabelSerializer, serializers.ModelSerializer):
         ]
 
     def get_annotator(self, obj) -> str:
-        return self.context["pseudonyms"].get(obj.annotator_id, f"annotator-{obj.annotator_id}")
+        return self.context["pseudonyms"].get(obj.annotator_id) or unnamed(obj.annotator_id)
 
     def get_is_mine(self, obj) -> bool:
         return obj.annotator_id == self.context["request"].user.pk

@@ -54,6 +54,11 @@ from ingest.runs import (
 from ingest.storage import Tally, store_comments, store_issues
 from lib import sql
 
+# Table names from the models (`Meta.db_table`), never spelled out in the SQL below.
+_SYNCPART_TABLE = SyncPart._meta.db_table
+_SYNCRUN_TABLE = SyncRun._meta.db_table
+_PAGEETAG_TABLE = PageETag._meta.db_table
+
 log = logging.getLogger(__name__)
 
 NOTES_PER_STEP = 10
@@ -94,8 +99,8 @@ def _load(part_id: int) -> tuple[SyncPart, SyncRun, PageETag | None] | None:
     columns = [f"p.{c}" for c in _PART_FIELDS] + [f"r.{c}" for c in _RUN_FIELDS]
     rows = _one(
         f"SELECT {', '.join(columns)}, e.etag, e.next_url, e.max_updated_at"  # noqa: S608
-        " FROM ingest_syncpart p JOIN ingest_syncrun r ON r.id = p.run_id"
-        " LEFT JOIN ingest_pageetag e ON e.repository_id = r.repository_id"
+        f" FROM {_SYNCPART_TABLE} p JOIN {_SYNCRUN_TABLE} r ON r.id = p.run_id"
+        f" LEFT JOIN {_PAGEETAG_TABLE} e ON e.repository_id = r.repository_id"
         " AND e.url = p.next_url WHERE p.id = %s",
         [part_id],
     )
@@ -182,7 +187,7 @@ def _lock_part(part: SyncPart) -> bool:
     """Lock the part's row; whether it still is where this step found it."""
     lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
     select = (
-        "SELECT chain, status, phase, next_url, notes_pending FROM ingest_syncpart"  # noqa: S608
+        f"SELECT chain, status, phase, next_url, notes_pending FROM {_SYNCPART_TABLE}"  # noqa: S608
         f" WHERE id = %s{lock}",
         [part.pk],
     )
@@ -210,7 +215,7 @@ def _add_to_run(
     """Add a step's figures to its run under the run's row lock; False if the run has ended
     (failed through another part)."""
     lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
-    select = f"SELECT status, pages, worker_pages FROM ingest_syncrun WHERE id = %s{lock}"  # noqa: S608
+    select = f"SELECT status, pages, worker_pages FROM {_SYNCRUN_TABLE} WHERE id = %s{lock}"  # noqa: S608
     status, pages, worker_pages = _one(select, [run.pk])[0]
     if status not in SyncRun.ACTIVE:
         run.status = status
@@ -240,7 +245,7 @@ def _add_to_run(
         # The first page of a listing tells how many follow (when the forge says).
         sets.append("pages_estimate = %s")
         params.append(pages + estimate)
-    _one(f"UPDATE ingest_syncrun SET {', '.join(sets)} WHERE id = %s", [*params, run.pk])  # noqa: S608
+    _one(f"UPDATE {_SYNCRUN_TABLE} SET {', '.join(sets)} WHERE id = %s", [*params, run.pk])  # noqa: S608
     client.requests = client.retries = 0
     return True
 
@@ -249,7 +254,7 @@ def _etag_statement(run: SyncRun, page: Page, tally: Tally) -> tuple[str, list[A
     """Keep a stored page's ETag (only once the page itself is stored: a 304 must never hide a
     lost page)."""
     return (
-        "INSERT INTO ingest_pageetag (repository_id, url, etag, next_url, max_updated_at,"
+        f"INSERT INTO {_PAGEETAG_TABLE} (repository_id, url, etag, next_url, max_updated_at,"  # noqa: S608
         " updated_at) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (repository_id, url)"
         " DO UPDATE SET etag = excluded.etag, next_url = excluded.next_url,"
         " max_updated_at = excluded.max_updated_at, updated_at = excluded.updated_at",
@@ -342,7 +347,7 @@ def step_part(part_id: int, chain: str | None = None, worker: str = "") -> Step:
         if next_url and got.split is None and not got.skipped:
             # The common case: the part goes on.
             move = (
-                "UPDATE ingest_syncpart SET next_url = %s, chain = %s, pages = pages + %s,"
+                f"UPDATE {_SYNCPART_TABLE} SET next_url = %s, chain = %s, pages = pages + %s,"  # noqa: S608
                 " status = %s, heartbeat_at = %s, notes_pending = %s WHERE id = %s",
                 [
                     next_url, part.chain, tally.pages, Status.RUNNING, sql.db_time(timezone.now()),

@@ -6,7 +6,8 @@ study's 38,742 issues with 271,194 annotations (`bench/dashboard_bench.py`):
 
 * per annotator (every member who labels): labels given (current labels, pilot apart), pace
   over the last 14 days, labels per day over the last 30 days (a sparkline), agreement with
-  the final labels of their final issues (theme and type level), open reservations and the
+  the final labels of their final issues (theme and type level, the rule of
+  `labeling.final_agreement`), open reservations and the
   last time they did something;
 * per repository: issues final by the type of their final label (and false positives), in the
   disagreement queue, open (no label yet) and in progress (some labels, not yet final or
@@ -31,6 +32,8 @@ from django.utils import timezone
 
 from annotator.models import Membership, Project
 from ingest.models import Repository
+from labeling import final_agreement
+from labeling.final_agreement import FinalAgreement
 from labeling.issue_list import IN_PROGRESS, OPEN, status_filter
 from labeling.models import (
     DISAGREEMENT_LEVEL_NAMES,
@@ -66,9 +69,8 @@ class AnnotatorRow:
     pilot_labels: int = 0  # current labels on pilot issues
     recent: int = 0  # labels first given in the last PACE_DAYS days
     daily: list[int] = field(default_factory=list)  # labels per day, oldest first
-    compared: int = 0  # current labels on final issues
-    matched_theme: int = 0
-    matched_type: int = 0
+    # Their current labels on final issues and how many agree with the final label.
+    agreement: FinalAgreement = field(default_factory=FinalAgreement)
     open_reservations: int = 0
     last_active: datetime | None = None
     sparkline: str = ""  # the polyline's points
@@ -83,13 +85,26 @@ class AnnotatorRow:
         return round(self.recent / PACE_DAYS, 1)
 
     @property
+    def compared(self) -> int:
+        return self.agreement.compared
+
+    @property
+    def matched_theme(self) -> int:
+        return self.agreement.matched_theme
+
+    @property
+    def matched_type(self) -> int:
+        return self.agreement.matched_type
+
+    @property
     def theme_share(self) -> int | None:
-        """Percent of their labels on final issues whose theme (or FP) is the final's."""
-        return _percent(self.matched_theme, self.compared)
+        """Percent of their labels on final issues that agree with the final label at theme
+        level (`labeling.final_agreement`)."""
+        return self.agreement.shares()["theme"]
 
     @property
     def type_share(self) -> int | None:
-        return _percent(self.matched_type, self.compared)
+        return self.agreement.shares()["type"]
 
 
 @dataclass
@@ -152,45 +167,24 @@ class Dashboard:
     now: datetime
 
 
-def _percent(part: int, whole: int) -> int | None:
-    return round(100 * part / whole) if whole else None
-
-
 def _today(now: datetime) -> date:
     return timezone.localtime(now).date()
 
 
-# Whether an annotation's label is the final label's, at the theme level (a false positive
-# matches a false positive, else type and theme are equal; a final without a theme matches a
-# label without one) and at the type level.
-_SAME_FP = "a.is_false_positive = r.is_false_positive"
-_SAME_TYPE = (
-    "(a.issue_type_id = r.issue_type_id OR (a.issue_type_id IS NULL AND r.issue_type_id IS NULL))"
-)
-_SAME_THEME = "(a.theme_id = r.theme_id OR (a.theme_id IS NULL AND r.theme_id IS NULL))"
-
 # The project's annotations grouped by annotator and day (of `created_at`, in the site's time
-# zone: `{day}`), with the current ones on final issues compared with the final label: one
-# scan of the annotations (and a hash join with the final labels) for every per-annotator
-# figure and the labels per day. Few groups (annotators x days), so little to hash.
+# zone: `{day}`), with the current ones on final issues compared with the final label
+# (`final_agreement.SUMS`, the one rule, over its `FINALS`): one scan of the annotations (and a
+# hash join with the final labels) for every per-annotator figure and the labels per day. Few
+# groups (annotators x days), so little to hash.
 _LABEL_GROUPS_SQL = f"""
 SELECT a.annotator_id, {{day}} AS day,
   sum(CASE WHEN a.revision = 1 THEN 1 ELSE 0 END),
   sum(CASE WHEN a.is_current AND NOT a.is_pilot THEN 1 ELSE 0 END),
   sum(CASE WHEN a.is_current AND a.is_pilot THEN 1 ELSE 0 END),
   max(a.created_at),
-  count(r.issue_id),
-  sum(CASE WHEN {_SAME_FP} AND (r.is_false_positive OR ({_SAME_TYPE} AND {_SAME_THEME}))
-      THEN 1 ELSE 0 END),
-  sum(CASE WHEN {_SAME_FP} AND (r.is_false_positive OR {_SAME_TYPE}) THEN 1 ELSE 0 END)
-FROM annotator_annotation a
-LEFT JOIN (
-  SELECT r.issue_id, r.is_false_positive, r.issue_type_id, r.theme_id
-  FROM annotator_resolution r
-  JOIN annotator_projectissue pi
-    ON pi.project_id = r.project_id AND pi.issue_id = r.issue_id AND pi.status = 'final'
-  WHERE r.project_id = %(project)s AND r.is_current
-) r ON a.is_current AND r.issue_id = a.issue_id
+  {final_agreement.SUMS}
+FROM {Annotation._meta.db_table} a
+LEFT JOIN {final_agreement.FINALS} r ON a.is_current AND r.issue_id = a.issue_id
 WHERE a.project_id = %(project)s
 GROUP BY 1, 2
 """  # noqa: S608 (assembled from the constants above; values are bound parameters)
@@ -211,9 +205,7 @@ class LabelGroup:
     current: int  # of these annotations, the current ones on non-pilot issues
     current_pilot: int  # and on pilot issues
     last: datetime
-    compared: int  # current ones on final issues
-    matched_theme: int
-    matched_type: int
+    agreement: FinalAgreement  # of the current ones on final issues
 
 
 def label_groups(project: Project) -> list[LabelGroup]:
@@ -230,13 +222,9 @@ def label_groups(project: Project) -> list[LabelGroup]:
             current or 0,
             pilot or 0,
             sql.aware_time(last) or timezone.now(),
-            compared,
-            theme or 0,
-            type_ or 0,
+            FinalAgreement.from_sums(*sums),
         )
-        for user_id, day, given, current, pilot, last, compared, theme, type_ in sql.rows(
-            statement, params
-        )
+        for user_id, day, given, current, pilot, last, *sums in sql.rows(statement, params)
     ]
 
 
@@ -267,9 +255,7 @@ def annotator_rows(
             continue
         row.labels += g.current
         row.pilot_labels += g.current_pilot
-        row.compared += g.compared
-        row.matched_theme += g.matched_theme
-        row.matched_type += g.matched_type
+        row.agreement.add(g.agreement)
         per_day[g.annotator_id][g.day] += g.given
         if g.day >= pace_from:
             row.recent += g.given
@@ -384,20 +370,21 @@ def repository_rows(
 
 
 def disagreement_levels(project: Project) -> list[tuple[str, str, int]]:
-    """Disputed issues by the level where their labels first differ (then reopened ones)."""
+    """Disputed issues by the level where their labels first differ (then reopened ones),
+    named by `ProjectIssue.name_of_level`."""
+    disputed = ProjectIssue.Status.DISAGREEMENT
     counts = {
         c["disagreement_level"]: c["n"]
-        for c in ProjectIssue.objects.filter(
-            project=project, status=ProjectIssue.Status.DISAGREEMENT
-        )
+        for c in ProjectIssue.objects.filter(project=project, status=disputed)
         .values("disagreement_level")
         .annotate(n=Count("id"))
+        .order_by()
     }
-    names = DISAGREEMENT_LEVEL_NAMES
-    levels = [(level, name, counts.get(level, 0)) for level, name in names.items()]
-    if counts.get(""):
-        levels.append(("", "reopened by a lead", counts[""]))
-    return levels
+    levels = [*DISAGREEMENT_LEVEL_NAMES, *([""] if counts.get("") else [])]
+    return [
+        (level, ProjectIssue.name_of_level(level, disputed), counts.get(level, 0))
+        for level in levels
+    ]
 
 
 def disputed_by_type(project: Project) -> dict[int, int]:

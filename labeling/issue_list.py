@@ -47,7 +47,8 @@ from django.db.models import (
 from django.db.models.expressions import Col
 from django.db.models.functions import Length
 
-from annotator.models import Membership, Project
+from annotator.models import Project
+from annotator.pseudonyms import pseudonyms
 from ingest.models import Issue
 from labeling.models import DISAGREEMENT_LEVEL_NAMES, Annotation, ProjectIssue, Resolution
 from labeling.resolution import current_annotations, resolution_history
@@ -394,15 +395,13 @@ def issue_record(item: ProjectIssue, with_open_labels: bool) -> IssueRecord:
 
     The annotators' labels of an issue that is not final only `with_open_labels` (for leads):
     researchers read final data, as through the API and the exports."""
-    pseudonyms = dict(
-        Membership.objects.filter(project_id=item.project_id).values_list("user_id", "pseudonym")
-    )
+    names = pseudonyms(item.project_id)
 
     def name(user_id: int | None) -> str:
         if user_id is None:
             return ""
         # A person no longer a member keeps no name here.
-        return pseudonyms.get(user_id) or "former member"
+        return names.get(user_id) or "former member"
 
     history = [
         (r, name(r.decided_by_id), name(r.reopened_by_id))

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+# The taxonomy nodes a label points at, type to sub-theme (what `label_key` compares unless
+# the label is a false positive), and with the false-positive flag, the fields of that key.
+NODE_FIELDS = ("issue_type_id", "theme_id", "sub_theme_id")
+KEY_FIELDS = ("is_false_positive", *NODE_FIELDS)
 # The label proper (what is compared and becomes a final label) and the annotator's notes.
-LABEL_FIELDS = (
-    "is_false_positive",
-    "false_positive_reason",
-    "issue_type_id",
-    "theme_id",
-    "sub_theme_id",
-)
+LABEL_FIELDS = ("is_false_positive", "false_positive_reason", *NODE_FIELDS)
 NOTE_FIELDS = ("summary", "note", "proposed_category")
 
 # A label as compared: FP for a false positive, else (type, theme, sub-theme) node ids.
@@ -58,4 +56,4 @@ def label_key(row) -> LabelKey:
     """What the comparison counts for an annotation, a resolution or a `Label`."""
     if row.is_false_positive:
         return FP
-    return (row.issue_type_id, row.theme_id, row.sub_theme_id)
+    return tuple(getattr(row, name) for name in NODE_FIELDS)

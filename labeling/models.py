@@ -75,11 +75,17 @@ class ProjectIssue(models.Model):
 
     @property
     def level_name(self) -> str:
-        """Where the labels first differ, in words; a disputed issue whose labels agree was
-        reopened by a lead; "" where they agreed or are not all in."""
-        if self.disagreement_level:
-            return DISAGREEMENT_LEVEL_NAMES.get(self.disagreement_level, self.disagreement_level)
-        return "reopened" if self.status == self.Status.DISAGREEMENT else ""
+        """Where the labels first differ, in words (`name_of_level`)."""
+        return self.name_of_level(self.disagreement_level, self.status)
+
+    @classmethod
+    def name_of_level(cls, level: str, status: str) -> str:
+        """The one "reopened" rule: where an issue's labels first differ, in words; a disputed
+        issue whose labels agree was reopened by a lead; "" where they agreed or are not all in.
+        A classmethod too, for counts grouped by level and status (the lead's dashboard)."""
+        if level:
+            return DISAGREEMENT_LEVEL_NAMES.get(level, level)
+        return "reopened" if status == cls.Status.DISAGREEMENT else ""
 
 
 class FalsePositiveReason(models.TextChoices):

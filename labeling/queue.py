@@ -28,9 +28,15 @@ from django.utils import timezone
 
 from annotator.models import Project
 from labeling import pg_functions
-from labeling.models import Annotation, ProjectIssue, Reservation
+from labeling.models import Annotation, ProjectIssue, QueueFrontier, Reservation
 from labeling.stopping import AdaptiveRule
 from lib import sql
+
+# Table names from the models (`Meta.db_table`), never spelled out in the SQL below.
+_ANNOTATION_TABLE = Annotation._meta.db_table
+_PROJECTISSUE_TABLE = ProjectIssue._meta.db_table
+_RESERVATION_TABLE = Reservation._meta.db_table
+_QUEUEFRONTIER_TABLE = QueueFrontier._meta.db_table
 
 # Candidates locked per round; a few spare rows make a busy queue front cheap to step past.
 CANDIDATES_PER_ROUND = 4
@@ -40,24 +46,24 @@ LOCKED_RETRIES = 5
 LOCK_WAIT = "200ms"
 
 # Conditions on a queue row `pi` for the user: not labeled by them, not handed back by them.
-_NOT_LABELED_BY_USER = """
+_NOT_LABELED_BY_USER = f"""
   NOT EXISTS (
-    SELECT 1 FROM annotator_annotation a
+    SELECT 1 FROM {_ANNOTATION_TABLE} a
     WHERE a.project_id = pi.project_id AND a.issue_id = pi.issue_id
       AND a.annotator_id = %(user)s AND a.is_current
     -- OFFSET keeps this a probe of the unique index per queue row; as an anti-join the
     -- planner compared every queue row with every annotation of the user (quadratic).
     -- (LIMIT before OFFSET: SQLite wants both.)
     LIMIT 1 OFFSET 0)"""
-_NOT_HANDED_BACK_BY_USER = """
+_NOT_HANDED_BACK_BY_USER = f"""
   NOT EXISTS (
-    SELECT 1 FROM annotator_reservation own
+    SELECT 1 FROM {_RESERVATION_TABLE} own
     WHERE own.project_issue_id = pi.id AND own.annotator_id = %(user)s
       AND own.skipped_at IS NOT NULL)"""
 # Where the user's part of the queue begins (`QueueFrontier`): 0 when handed-back issues are
 # wanted too, since those lie behind it.
-_FRONTIER = """
-  coalesce((SELECT f.position FROM annotator_queuefrontier f
+_FRONTIER = f"""
+  coalesce((SELECT f.position FROM {_QUEUEFRONTIER_TABLE} f
             WHERE f.project_id = %(project)s AND f.annotator_id = %(user)s), 0)"""
 
 
@@ -79,18 +85,18 @@ WHERE pi.project_id = %(project)s AND pi.status = 'open'{{needs_more}}
   AND pi.position >= CASE WHEN %(with_skipped)s THEN 0 ELSE {_FRONTIER} END
   AND {_NOT_LABELED_BY_USER}
   AND (%(with_skipped)s OR {_NOT_HANDED_BACK_BY_USER})
-  AND (SELECT {_slot_free("pi.annotation_count", "count(*)")} FROM annotator_reservation r
+  AND (SELECT {_slot_free("pi.annotation_count", "count(*)")} FROM {_RESERVATION_TABLE} r
        WHERE r.project_issue_id = pi.id AND r.skipped_at IS NULL AND r.expires_at > %(now)s)
 ORDER BY pi.position, pi.id
 LIMIT %(limit)s
 """
-_CANDIDATES_SQL = "SELECT pi.id, pi.issue_id, pi.position FROM annotator_projectissue pi" + (
+_CANDIDATES_SQL = f"SELECT pi.id, pi.issue_id, pi.position FROM {_PROJECTISSUE_TABLE} pi" + (
     _CANDIDATES_WHERE.format(needs_more="")
 )
 # With the project's `needs_more_first`: the open issues that already have labels, which are
 # looked at before fresh ones (the partial index `projectissue_needs_more` holds just them).
 _NEEDS_MORE_CANDIDATES_SQL = (
-    "SELECT pi.id, pi.issue_id, pi.position FROM annotator_projectissue pi"
+    f"SELECT pi.id, pi.issue_id, pi.position FROM {_PROJECTISSUE_TABLE} pi"
     + _CANDIDATES_WHERE.format(needs_more=" AND pi.annotation_count > 0")
 )
 _LOCK = "FOR UPDATE OF pi SKIP LOCKED"
@@ -98,16 +104,16 @@ _WAIT_LOCK = "FOR UPDATE OF pi"
 
 # The user's active reservation, if any; else the candidates, locked. One round trip for what
 # most requests need (a volunteer who just submitted holds no reservation).
-_EXISTING_OR_CANDIDATES_SQL = """
+_EXISTING_OR_CANDIDATES_SQL = f"""
 WITH existing AS (
-  SELECT r.project_issue_id FROM annotator_reservation r
-  JOIN annotator_projectissue ep ON ep.id = r.project_issue_id
+  SELECT r.project_issue_id FROM {_RESERVATION_TABLE} r
+  JOIN {_PROJECTISSUE_TABLE} ep ON ep.id = r.project_issue_id
   WHERE r.annotator_id = %(user)s AND ep.project_id = %(project)s AND ep.status = 'open'
     AND r.skipped_at IS NULL AND r.expires_at > %(now)s
   ORDER BY r.created_at LIMIT 1)
 SELECT project_issue_id AS id, NULL AS issue_id, NULL AS position, 1 AS existing FROM existing
 UNION ALL
-SELECT c.id, c.issue_id, c.position, 0 FROM ({candidates} {lock}) c
+SELECT c.id, c.issue_id, c.position, 0 FROM ({{candidates}} {{lock}}) c
 WHERE NOT EXISTS (SELECT 1 FROM existing)
 """
 # The fresh candidates' second look under `needs_more_first`, shaped as the rows above.
@@ -138,23 +144,23 @@ def active_reservation(user, project: Project) -> Reservation | None:
 
 # Others' active reservations of an issue: unexpired, unskipped, and not of someone who has
 # since labeled it (such a row is about to be deleted by their submission).
-_OTHERS_RESERVED = """
-  (SELECT count(*) FROM annotator_reservation r
+_OTHERS_RESERVED = f"""
+  (SELECT count(*) FROM {_RESERVATION_TABLE} r
    WHERE r.project_issue_id = %(item)s AND r.skipped_at IS NULL AND r.expires_at > %(now)s
      AND r.annotator_id <> %(user)s
-     AND NOT EXISTS (SELECT 1 FROM annotator_annotation a
+     AND NOT EXISTS (SELECT 1 FROM {_ANNOTATION_TABLE} a
                      WHERE a.project_id = %(project)s AND a.issue_id = %(issue)s
                        AND a.is_current AND a.annotator_id = r.annotator_id))
 """
 
 _SLOTS_SQL = f"""
 SELECT
-  (SELECT a.id FROM annotator_annotation a
+  (SELECT a.id FROM {_ANNOTATION_TABLE} a
    WHERE a.project_id = %(project)s AND a.issue_id = %(issue)s AND a.is_current
      AND a.annotator_id = %(user)s),
-  (SELECT r.skipped_at IS NULL FROM annotator_reservation r
+  (SELECT r.skipped_at IS NULL FROM {_RESERVATION_TABLE} r
    WHERE r.project_issue_id = %(item)s AND r.annotator_id = %(user)s),
-  (SELECT count(*) FROM annotator_annotation a
+  (SELECT count(*) FROM {_ANNOTATION_TABLE} a
    WHERE a.project_id = %(project)s AND a.issue_id = %(issue)s AND a.is_current),
   {_OTHERS_RESERVED}
 """
@@ -186,14 +192,14 @@ def slot_state(project_issue: ProjectIssue, user) -> Slots:
 # The re-count of `_SLOTS_SQL` and the reservation in one statement (one round trip): a row
 # is written only when the user has not labeled the issue and a slot is still free.
 _RESERVE_IF_FREE_SQL = f"""
-INSERT INTO annotator_reservation
+INSERT INTO {_RESERVATION_TABLE}
   (project_issue_id, annotator_id, created_at, expires_at, skipped_at)
 SELECT %(item)s, %(user)s, %(now)s, %(expires)s, NULL
-WHERE NOT EXISTS (SELECT 1 FROM annotator_annotation a
+WHERE NOT EXISTS (SELECT 1 FROM {_ANNOTATION_TABLE} a
                   WHERE a.project_id = %(project)s AND a.issue_id = %(issue)s AND a.is_current
                     AND a.annotator_id = %(user)s)
   AND (SELECT {_slot_free("labels.n", "others.n")}
-       FROM (SELECT count(*) AS n FROM annotator_annotation a
+       FROM (SELECT count(*) AS n FROM {_ANNOTATION_TABLE} a
              WHERE a.project_id = %(project)s AND a.issue_id = %(issue)s AND a.is_current) labels,
             (SELECT {_OTHERS_RESERVED.strip()} AS n) others)
 ON CONFLICT (project_issue_id, annotator_id)
@@ -208,14 +214,14 @@ DO UPDATE SET created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
 # issue taken again (second round) lies behind the frontier and is no longer handed back: the
 # frontier moves back to it, since its reservation may yet expire unlabeled.
 _ADVANCE_FRONTIER_SQL = f"""
-INSERT INTO annotator_queuefrontier (project_id, annotator_id, position)
+INSERT INTO {_QUEUEFRONTIER_TABLE} (project_id, annotator_id, position)
 SELECT %(project)s, %(user)s, coalesce(min(pi.position), %(position)s)
-FROM annotator_projectissue pi
+FROM {_PROJECTISSUE_TABLE} pi
 WHERE pi.project_id = %(project)s AND pi.status = 'open'
   AND pi.position >= {_FRONTIER} AND pi.position < %(position)s
   AND {_NOT_LABELED_BY_USER} AND {_NOT_HANDED_BACK_BY_USER}
 ON CONFLICT (project_id, annotator_id) DO UPDATE SET position = EXCLUDED.position
-WHERE annotator_queuefrontier.position <> EXCLUDED.position
+WHERE {_QUEUEFRONTIER_TABLE}.position <> EXCLUDED.position
 """
 
 
@@ -466,7 +472,7 @@ def can_open(user, project_issue: ProjectIssue) -> bool:
 
 
 _RESERVATION_SQL = (
-    f"SELECT {sql.columns(Reservation, 'r')} FROM annotator_reservation r"
+    f"SELECT {sql.columns(Reservation, 'r')} FROM {_RESERVATION_TABLE} r"
     " WHERE r.project_issue_id = %(item)s AND r.annotator_id = %(user)s"
 )
 

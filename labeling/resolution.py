@@ -32,6 +32,10 @@ from labeling.models import (
 from labeling.stopping import AdaptiveRule, deciding_key, early_decision
 from lib import sql
 
+# Table names from the models (`Meta.db_table`), never spelled out in the SQL below.
+_ANNOTATION_TABLE = Annotation._meta.db_table
+_PROJECTISSUE_TABLE = ProjectIssue._meta.db_table
+
 LEVELS = ("false_positive", "type", "theme", "sub_theme")
 LEVEL_NAMES = DISAGREEMENT_LEVEL_NAMES
 LEAD_METHODS = (Resolution.Method.CONSENSUS, Resolution.Method.LEAD_DECISION)
@@ -132,7 +136,7 @@ def _finalize(
 
 
 _SAVE_COMPARISON_SQL = (
-    "UPDATE annotator_projectissue SET status = %(status)s,"
+    f"UPDATE {_PROJECTISSUE_TABLE} SET status = %(status)s,"
     " disagreement_level = %(level)s, split = %(split)s WHERE id = %(item)s"
 )
 
@@ -152,7 +156,7 @@ def _save_comparison(project_issue: ProjectIssue) -> None:
 
 
 _CURRENT_LABELS_SQL = (
-    f"SELECT {sql.columns(Annotation, 'a')} FROM annotator_annotation a"
+    f"SELECT {sql.columns(Annotation, 'a')} FROM {_ANNOTATION_TABLE} a"
     " WHERE a.project_id = %(project)s AND a.issue_id = %(issue)s AND a.is_current"
     " ORDER BY a.created_at, a.id"
 )

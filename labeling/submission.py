@@ -18,7 +18,7 @@ reason.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.core.cache import cache
 from django.db import connection, transaction
@@ -27,14 +27,20 @@ from django.utils import timezone
 
 from annotator.models import Project
 from labeling import pg_functions, resolution
+from labeling.final_agreement import FinalAgreement, agreement_of
 from labeling.issue_context import nodes_by_id
-from labeling.labels import Label, label_key
-from labeling.models import Annotation, FalsePositiveReason, ProjectIssue, Resolution
+from labeling.labels import Label
+from labeling.models import Annotation, FalsePositiveReason, ProjectIssue, Reservation, Resolution
 from labeling.proposals import proposal_from_annotation
 from labeling.queue import _SLOTS_SQL, slot_state
 from labeling.stopping import AdaptiveRule
 from lib import sql
 from taxonomy.models import TaxonomyNode
+
+# Table names from the models (`Meta.db_table`), never spelled out in the SQL below.
+_ANNOTATION_TABLE = Annotation._meta.db_table
+_PROJECTISSUE_TABLE = ProjectIssue._meta.db_table
+_RESERVATION_TABLE = Reservation._meta.db_table
 
 MAX_TEXT = 5000
 PROGRESS_CACHE_SECONDS = 5
@@ -112,8 +118,8 @@ def parse_label(project: Project, data) -> Label:
     return label
 
 
-_OWN_CURRENT_SQL = """
-SELECT a.id FROM annotator_annotation a
+_OWN_CURRENT_SQL = f"""
+SELECT a.id FROM {_ANNOTATION_TABLE} a
 WHERE a.project_id = %(project)s AND a.issue_id = %(issue)s AND a.annotator_id = %(user)s
   AND a.is_current
 """
@@ -137,7 +143,7 @@ def own_annotation(user, project_issue: ProjectIssue) -> Annotation | None:
 
 
 _LOCK_ITEM_SQL = (
-    f"SELECT {sql.columns(ProjectIssue, 'pi')} FROM annotator_projectissue pi"
+    f"SELECT {sql.columns(ProjectIssue, 'pi')} FROM {_PROJECTISSUE_TABLE} pi"
     " WHERE pi.id = %(item)s AND pi.project_id = %(project)s"
 )
 
@@ -152,10 +158,10 @@ def _lock_item(project: Project, item_id: int) -> ProjectIssue:
 
 
 _DELETE_RESERVATION_SQL = (
-    "DELETE FROM annotator_reservation WHERE project_issue_id = %(item)s"
+    f"DELETE FROM {_RESERVATION_TABLE} WHERE project_issue_id = %(item)s"
     " AND annotator_id = %(user)s"
 )
-_SET_COUNT_SQL = "UPDATE annotator_projectissue SET annotation_count = %(n)s WHERE id = %(item)s"
+_SET_COUNT_SQL = f"UPDATE {_PROJECTISSUE_TABLE} SET annotation_count = %(n)s WHERE id = %(item)s"
 
 
 def _new_annotation(pi: ProjectIssue, user, label: Label, current: Annotation | None) -> Annotation:
@@ -188,7 +194,7 @@ def _passed_fields() -> tuple:
 # are counted by deciding key — (type, theme), or the exclusion — and the issue is decided when
 # the leader is %(lead)s votes ahead of the runner-up (a tie for first place never is) and, for
 # an exclusion, holds every one of the %(n)s labels.
-_EARLY_DECISION_SQL = """
+_EARLY_DECISION_SQL = f"""
 SELECT coalesce(max(v.votes) FILTER (WHERE v.rank = 1), 0)
          - coalesce(max(v.votes) FILTER (WHERE v.rank = 2), 0) >= %(lead)s
        AND (NOT coalesce(bool_or(v.fp) FILTER (WHERE v.rank = 1), false)
@@ -197,7 +203,7 @@ FROM (SELECT k.fp, count(*) AS votes, row_number() OVER (ORDER BY count(*) DESC)
       FROM (SELECT a.is_false_positive AS fp,
                    CASE WHEN a.is_false_positive THEN NULL ELSE a.issue_type_id END AS type_id,
                    CASE WHEN a.is_false_positive THEN NULL ELSE a.theme_id END AS theme_id
-            FROM annotator_annotation a
+            FROM {_ANNOTATION_TABLE} a
             WHERE a.project_id = %(project)s AND a.issue_id = %(issue)s AND a.is_current
             UNION ALL
             SELECT %(col_is_false_positive)s,
@@ -263,7 +269,7 @@ BEGIN
       RETURN;
     END IF;
   END IF;
-  INSERT INTO annotator_annotation ({names}) VALUES ({", ".join(values)}) RETURNING id INTO new_id;
+  INSERT INTO {_ANNOTATION_TABLE} ({names}) VALUES ({", ".join(values)}) RETURNING id INTO new_id;
   {pg_functions.plpgsql(_DELETE_RESERVATION_SQL)};
   {pg_functions.plpgsql(_SET_COUNT_SQL)};
   RETURN QUERY SELECT new_id, locked.issue_id, locked.is_pilot;
@@ -403,10 +409,16 @@ class Progress:
     left: int
     total: int
     project_final: int
-    compared: int = 0
-    matched_type: int = 0
-    matched_theme: int = 0
-    matched_label: int = 0
+    # With agreement: their labels on final issues and how many agree with the final label.
+    agreement: FinalAgreement = field(default_factory=FinalAgreement)
+
+    @property
+    def compared(self) -> int:
+        return self.agreement.compared
+
+    @property
+    def matched_label(self) -> int:
+        return self.agreement.matched_label
 
     @property
     def percent(self) -> int:
@@ -416,10 +428,6 @@ class Progress:
     @property
     def project_percent(self) -> int:
         return round(100 * self.project_final / self.total) if self.total else 0
-
-
-def _share(part: int, whole: int) -> int | None:
-    return round(100 * part / whole) if whole else None
 
 
 def project_counts(project: Project) -> dict[str, int]:
@@ -444,11 +452,11 @@ def project_counts(project: Project) -> dict[str, int]:
 
 
 # The user's current annotations, and how many of those issues still need annotations.
-_MY_COUNTS_SQL = """
+_MY_COUNTS_SQL = f"""
 SELECT count(*),
        sum(CASE WHEN pi.status = 'open' AND pi.annotation_count < %(k)s THEN 1 ELSE 0 END)
-FROM annotator_annotation a
-JOIN annotator_projectissue pi ON pi.project_id = a.project_id AND pi.issue_id = a.issue_id
+FROM {_ANNOTATION_TABLE} a
+JOIN {_PROJECTISSUE_TABLE} pi ON pi.project_id = a.project_id AND pi.issue_id = a.issue_id
 WHERE a.project_id = %(project)s AND a.annotator_id = %(user)s AND a.is_current
 """
 
@@ -470,39 +478,14 @@ def progress_of(user, project: Project, with_agreement: bool = False) -> Progres
     left = max(counts["needing"] - mine_needing, 0)
     progress = Progress(labeled, left, counts["total"], counts["final"])
     if with_agreement:
-        finals = {
-            r.issue_id: r
-            for r in Resolution.objects.filter(
-                project=project,
-                is_current=True,
-                issue_id__in=Annotation.objects.filter(
-                    project=project, annotator=user, is_current=True
-                ).values("issue_id"),
-            )
-        }
-        for a in Annotation.objects.filter(
-            project=project, annotator=user, is_current=True, issue_id__in=list(finals)
-        ):
-            final = finals[a.issue_id]
-            progress.compared += 1
-            progress.matched_type += (a.is_false_positive, a.issue_type_id) == (
-                final.is_false_positive,
-                final.issue_type_id,
-            )
-            progress.matched_theme += (a.is_false_positive, a.theme_id) == (
-                final.is_false_positive,
-                final.theme_id,
-            )
-            progress.matched_label += label_key(a) == label_key(final)
+        progress.agreement = agreement_of(project, user.pk)
     return progress
 
 
 def agreement_shares(progress: Progress) -> dict[str, int | None]:
-    return {
-        "type": _share(progress.matched_type, progress.compared),
-        "theme": _share(progress.matched_theme, progress.compared),
-        "label": _share(progress.matched_label, progress.compared),
-    }
+    """Percent of the user's labels on final issues agreeing with the final label at type,
+    theme and label level (`labeling.final_agreement`, as on the lead's dashboard)."""
+    return progress.agreement.shares()
 
 
 def previous_item_id(user, project: Project, item_id: int | None) -> int | None:

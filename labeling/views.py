@@ -44,6 +44,11 @@ from lib import sql
 from lib.inputlimits import row_id
 from taxonomy.models import TaxonomyNode
 
+# Table names from the models (`Meta.db_table`), never spelled out in the SQL below.
+_PROJECTISSUE_TABLE = ProjectIssue._meta.db_table
+_ISSUE_TABLE = Issue._meta.db_table
+_REPOSITORY_TABLE = Repository._meta.db_table
+
 _View = TypeVar("_View", bound=Callable[..., Any])
 
 # Issue images load only on a click, from anywhere: allow them on issue pages alone.
@@ -55,9 +60,9 @@ _issue_images: Callable[[_View], _View] = cast(Any, csp_update({"img-src": ["htt
 # statement (see lib.sql), since every issue a volunteer labels opens this page.
 _ITEM_SQL = (
     f"SELECT {sql.columns(ProjectIssue, 'pi')}, {sql.columns(Issue, 'i', defer=('raw',))},"
-    f" {sql.columns(Repository, 'r')} FROM annotator_projectissue pi"
-    " JOIN ingest_issue i ON i.id = pi.issue_id"
-    " JOIN ingest_repository r ON r.id = i.repository_id"
+    f" {sql.columns(Repository, 'r')} FROM {_PROJECTISSUE_TABLE} pi"
+    f" JOIN {_ISSUE_TABLE} i ON i.id = pi.issue_id"
+    f" JOIN {_REPOSITORY_TABLE} r ON r.id = i.repository_id"
     " WHERE pi.id = %(item)s AND pi.project_id = %(project)s"
 )
 

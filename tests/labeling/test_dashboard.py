@@ -383,3 +383,15 @@ def test_the_number_of_queries_does_not_grow_with_the_project(client, scenario, 
             _label(project, user, item, "C.4", days_ago(n % 30))
         _final(project, item, "C.4", days_ago(n % 30))
     assert queries() == before
+
+
+def test_a_disputed_issue_whose_labels_agree_is_counted_as_reopened(scenario, project, deepspeed):
+    # A lead reopened d3 into the disagreement queue: its labels (C.3, C.3) do not differ.
+    d3 = ProjectIssue.objects.get(project=project, issue__repository=deepspeed, issue__number=3)
+    d3.status = ProjectIssue.Status.DISAGREEMENT
+    d3.save()
+    board, _ = _rows(project)
+    assert board.levels[-1] == ("", "reopened", 1)
+    assert ("type", "type", 1) in board.levels
+    # The issue list names the issue's level in the same words.
+    assert d3.level_name == "reopened"
