@@ -215,8 +215,11 @@ FORGE_TOKENS = {
     "gitee": env_str("GITEE_TOKEN", ""),
     "gitlab": env_str("GITLAB_TOKEN", ""),
 }
-# Hosts besides the public forges' API hosts that may receive those tokens (GitHub Enterprise,
-# a self-hosted GitLab). A repository pointing anywhere else is fetched without a token.
+# Origins besides the public forges' API hosts that may receive a token, each bound to its forge
+# (GitHub Enterprise, a self-hosted GitLab): `github=host[:port]` (https; 443 without a port),
+# `gitlab=http://host[:port]` for plain http. A repository pointing anywhere else, or at an origin
+# listed for another forge, is fetched without a token. An entry naming no forge stops start-up
+# (ingest.hosts.parse_token_host, called from IngestConfig.ready).
 FORGE_TOKEN_HOSTS = env_list("FORGE_TOKEN_HOSTS")
 # Hosts besides the public forges' API hosts that a repository's API URL may name (ingest.hosts):
 # `host[:port]` over https, `http://host[:port]` for plain http; trusted even on a private address.
@@ -228,7 +231,8 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    # django-filter with filter forms that list only what the caller may see (issue #20, F1).
+    "DEFAULT_FILTER_BACKENDS": ["dataset.filters.ScopedFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 100,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -29,6 +29,7 @@ from annotator.models import LEAD_ROLES, Membership, Project, Role
 from annotator.permissions import membership_or_404
 from annotator.pseudonyms import pseudonyms
 from dataset.exports import export_path
+from dataset.filters import AnnotationFilter, ResolutionFilter, ScopedFilterSet
 from dataset.models import ExportJob
 from dataset.permissions import (
     EXPORT_ROLES,
@@ -139,7 +140,7 @@ class ProjectDetail(ProjectScoped, generics.RetrieveAPIView):
         return context
 
 
-class IssueFilter(django_filters.FilterSet):
+class IssueFilter(ScopedFilterSet):
     repository = django_filters.CharFilter(
         method="filter_repository", help_text="repository id or owner/name"
     )
@@ -230,7 +231,7 @@ class AnnotationList(LabelReading, generics.ListAPIView):
     """
 
     serializer_class = AnnotationSerializer
-    filterset_fields = ["issue", "is_current"]
+    filterset_class = AnnotationFilter
 
     def get_queryset(self):
         if self.fake():
@@ -262,7 +263,7 @@ class ResolutionList(LabelReading, generics.ListAPIView):
     """The current final labels."""
 
     serializer_class = ResolutionSerializer
-    filterset_fields = ["method"]
+    filterset_class = ResolutionFilter
 
     def get_queryset(self):
         if self.fake():

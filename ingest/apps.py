@@ -7,3 +7,10 @@ class IngestConfig(AppConfig):
 
     def ready(self) -> None:
         from ingest import checks  # noqa: F401  (registers system checks)
+        from ingest.hosts import token_origins
+
+        # A FORGE_TOKEN_HOSTS entry that names no forge (the old `host` form) would leave it
+        # unclear which token a host gets: every process (web, worker, command) refuses to
+        # start, with ImproperlyConfigured naming the entry. System checks would not run under
+        # gunicorn or Celery.
+        token_origins()

@@ -19,11 +19,12 @@ characters (`\\u0000`), which PostgreSQL cannot store in text or jsonb, are drop
 that has any.
 
 Secrets. A forge token is sent only to the origin (scheme, host, port) of the repository's API
-URL, and only when that host may receive it (`token_allowed`). Redirects are followed here, by
-hand, and only within that origin; a `next` link or a redirect to another origin is refused
-and fails the run with a line in its log that says so (tokens never follow a forge's links
-elsewhere). The session itself (`ingest.hosts.ForgeSession`) refuses hosts that are not forge
-API hosts or listed by an admin, and addresses that are not public. Every message that leaves
+URL, and only when that origin is bound to the repository's forge
+(`ingest.hosts.token_allowed`). Redirects are followed here, by hand, and only within that
+origin; a `next` link or a redirect to another origin is refused and fails the run with a line
+in its log that says so (tokens never follow a forge's links elsewhere). The session itself
+(`ingest.hosts.ForgeSession`) refuses hosts that are not forge API hosts or listed by an admin,
+and addresses that are not public. Every message that leaves
 this module (exceptions, logs) has been through `redact`, which removes the configured token
 values and anything shaped like a GitHub, GitLab or Gitee token or like a credential in a
 header or query string; a forge that echoes the request in an error body gets its echo
@@ -45,7 +46,7 @@ import requests
 from django.conf import settings
 from django.utils import timezone
 
-from ingest.hosts import ForgeSession, HostRefused, same_origin, url_allowed
+from ingest.hosts import ForgeSession, HostRefused, same_origin, token_allowed
 from ingest.models import Repository
 
 log = logging.getLogger(__name__)
@@ -112,19 +113,6 @@ def install_log_redaction() -> None:
 
 
 install_log_redaction()
-
-
-def token_allowed(forge: str, api_url: str) -> bool:
-    """Whether this forge's token may be sent to `api_url`.
-
-    Any lead can add a repository with its own API URL; without this check the server's tokens
-    would go to whatever host they name. Only the forge's public API host and the hosts listed
-    in FORGE_TOKEN_HOSTS (GitHub Enterprise, a self-hosted GitLab) receive a token.
-    """
-    host = (urlsplit(api_url).hostname or "").lower()
-    default = urlsplit(Repository.DEFAULT_API_URLS.get(forge, "")).hostname or ""
-    extra = {h.lower() for h in getattr(settings, "FORGE_TOKEN_HOSTS", [])}
-    return bool(host) and (host == default or host in extra) and not url_allowed(api_url, forge)
 
 
 def _issue_fields(raw: dict, *, closed_key: str, is_pull_request: bool) -> dict[str, Any]:

@@ -8,6 +8,14 @@ A repository's API URL is chosen by a lead, and every URL the client follows aft
   (GitHub Enterprise, a self-hosted GitLab, the tests' fake forge), over https; plain http only
   for an entry written with an explicit `http://`. No user name or password in the URL, no
   query, no fragment. `check_api_url` says why a URL is refused (forms, the CLI).
+* The public forge hosts (API and web: api.github.com, github.com, gitee.com, gitlab.com) are
+  reached only as themselves: https on port 443, whatever FORGE_API_HOSTS says (they serve no
+  other port, so another one is not theirs).
+* A forge token goes only to an origin bound to its forge (`token_allowed`): the forge's own
+  public API host on https port 443, or an exact origin an admin listed for that forge in
+  FORGE_TOKEN_HOSTS (`github=host[:port]`, `gitlab=…`, `gitee=…`; `forge=http://host[:port]`
+  for plain http). An entry that names no forge, or another forge's public host, is a
+  configuration error: every process refuses to start (`IngestConfig.ready`).
 * Every request goes through `ForgeSession`, whose adapter checks the URL's host against the
   same rule, and whose connections resolve the host name themselves and refuse a private,
   loopback, link-local, reserved or multicast address (IPv4-mapped and 6to4 forms included)
@@ -19,7 +27,8 @@ A repository's API URL is chosen by a lead, and every URL the client follows aft
   redirects by hand, only within the API URL's origin (`same_origin`).
 
 FORGE_API_HOSTS entries: `host`, `host:port`, `https://host[:port]` or `http://host[:port]`;
-an entry without a port allows any port of that host.
+an entry without a port allows any port of that host. FORGE_TOKEN_HOSTS entries are exact: one
+without a port means the scheme's default port (443, or 80 for `http://`).
 """
 
 from __future__ import annotations
@@ -70,7 +79,7 @@ class AllowedHost:
         )
 
 
-def parse_allowed_host(entry: str) -> AllowedHost:
+def parse_allowed_host(entry: str, setting: str = "FORGE_API_HOSTS") -> AllowedHost:
     """One FORGE_API_HOSTS entry; ImproperlyConfigured naming the entry if it is not one."""
     text = entry.strip()
     has_scheme = "://" in text
@@ -89,7 +98,7 @@ def parse_allowed_host(entry: str) -> AllowedHost:
         or parts.username is not None
     ):
         raise ImproperlyConfigured(
-            f"FORGE_API_HOSTS: {entry!r} is not a host, host:port, https://host[:port] or "
+            f"{setting}: {entry!r} is not a host, host:port, https://host[:port] or "
             "http://host[:port]"
         )
     return AllowedHost(parts.hostname.lower(), port, parts.scheme == "http")
@@ -108,6 +117,73 @@ def allowed_hosts() -> tuple[AllowedHost, ...]:
 def forge_api_host(forge: str) -> str:
     """The public API host of a forge (api.github.com …); empty for an unknown forge."""
     return (urlsplit(Repository.DEFAULT_API_URLS.get(forge, "")).hostname or "").lower()
+
+
+def public_hosts() -> dict[str, str]:
+    """Every public forge host, API and web (api.github.com, github.com, gitee.com,
+    gitlab.com), with the forge it belongs to."""
+    hosts = {forge_api_host(f): f for f in Repository.DEFAULT_API_URLS}
+    hosts.update((host.lower(), f) for f, host in Repository.WEB_HOSTS.items())
+    return hosts
+
+
+@dataclass(frozen=True)
+class TokenOrigin:
+    """Where one forge's token may go: that forge, and one exact scheme, host and port."""
+
+    forge: str
+    scheme: str
+    host: str
+    port: int
+
+
+def parse_token_host(entry: str) -> TokenOrigin:
+    """One FORGE_TOKEN_HOSTS entry, `forge=host[:port]` (https; port 443 when none is given)
+    or `forge=http://host[:port]`; ImproperlyConfigured naming the entry if it is not one."""
+    forge, equals, where = entry.strip().partition("=")
+    forge = forge.strip().lower()
+    forges = sorted(Repository.DEFAULT_API_URLS)
+    if not equals or forge not in forges:
+        raise ImproperlyConfigured(
+            f"FORGE_TOKEN_HOSTS: {entry!r} names no forge. Each entry binds one forge's token "
+            f"to one origin: {', '.join(f'{f}=host[:port]' for f in forges)} "
+            "(or forge=http://host[:port] for plain http)."
+        )
+    listed = parse_allowed_host(where, "FORGE_TOKEN_HOSTS")
+    scheme = "http" if listed.http else "https"
+    owner = public_hosts().get(listed.host)
+    if owner is not None and owner != forge:
+        raise ImproperlyConfigured(
+            f"FORGE_TOKEN_HOSTS: {entry!r}: {listed.host} is {owner}'s public host; "
+            f"it receives only the {owner} token."
+        )
+    return TokenOrigin(forge, scheme, listed.host, listed.port or DEFAULT_PORTS[scheme])
+
+
+@lru_cache(maxsize=8)
+def _parse_token_hosts(entries: tuple[str, ...]) -> frozenset[TokenOrigin]:
+    return frozenset(parse_token_host(e) for e in entries if e.strip())
+
+
+def token_origins() -> frozenset[TokenOrigin]:
+    """The admin's FORGE_TOKEN_HOSTS, read at every call: tests change it."""
+    return _parse_token_hosts(tuple(getattr(settings, "FORGE_TOKEN_HOSTS", ()) or ()))
+
+
+def token_allowed(forge: str, api_url: str) -> bool:
+    """Whether this forge's token may be sent to `api_url`.
+
+    Any lead can add a repository with its own API URL; without this check the server's tokens
+    would go to whatever host they name. Only the forge's own public API host (https, port
+    443) and the exact origins listed for this very forge in FORGE_TOKEN_HOSTS receive it; a
+    repository of one forge pointed at a host listed for another gets no token.
+    """
+    if url_allowed(api_url, forge):
+        return False
+    scheme, host, port = origin(api_url)  # url_allowed has read the port
+    if scheme == "https" and port == 443 and host == forge_api_host(forge):
+        return True
+    return TokenOrigin(forge, scheme, host, port) in token_origins()
 
 
 def origin(url: str) -> tuple[str, str, int]:
@@ -148,12 +224,15 @@ def url_allowed(url: str, forge: str | None = None) -> str:
     parts = urlsplit(url)
     if parts.username is not None or parts.password is not None:
         return "a user name or password in the URL"
+    if host in public_hosts() and (scheme, port) != ("https", 443):
+        # Checked before the allowlist: a listed public host does not open its other ports.
+        return f"{host} is reached over https only, on port 443"
     if any(entry.allows(scheme, host, port) for entry in allowed_hosts()):
         return ""
     forges = [forge] if forge else list(Repository.DEFAULT_API_URLS)
     known = {forge_api_host(f) for f in forges}
     if host in known:
-        return "" if scheme == "https" else f"{host} is reached over https only"
+        return ""
     if is_listed(host):
         return f"{scheme}://{host}:{port} is not allowed by FORGE_API_HOSTS (scheme or port)"
     names = ", ".join(sorted(known))
@@ -306,7 +385,7 @@ def web_origin_ok(repository: Repository, url: str) -> bool:
     when the API URL itself is http. Anything else (`javascript:`, `data:`, another host) is
     not a link to this repository's issue."""
     try:
-        scheme, host, _ = origin(url)
+        scheme, host, port = origin(url)
         api_scheme, api_host, _ = origin(repository.api_url)
     except ValueError:
         return False
@@ -314,7 +393,8 @@ def web_origin_ok(repository: Repository, url: str) -> bool:
     if parts.username is not None or parts.password is not None or not host:
         return False
     if api_host == forge_api_host(repository.forge):
-        return scheme == "https" and host == Repository.WEB_HOSTS.get(repository.forge)
+        on_web_host = host == Repository.WEB_HOSTS.get(repository.forge)
+        return scheme == "https" and port == 443 and on_web_host
     return host == api_host and (scheme == "https" or (scheme == "http" == api_scheme))
 
 

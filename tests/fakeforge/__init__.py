@@ -248,6 +248,12 @@ class FakeForge:
             "gitlab": f"{self.url}/gitlab/api/v4",
         }[forge]
 
+    def token_hosts(self, *forges: str) -> list[str]:
+        """FORGE_TOKEN_HOSTS entries binding each forge's token (all three by default) to this
+        listener's exact origin, as an admin of a self-hosted forge would write them."""
+        port = self.url.rsplit(":", 1)[1]
+        return [f"{f}=http://127.0.0.1:{port}" for f in forges or ("github", "gitee", "gitlab")]
+
     # -- data ------------------------------------------------------------------------------------
     def repo(self, forge: str, owner: str, name: str) -> FakeRepo:
         return self.repos.setdefault((forge, owner, name), FakeRepo(forge, owner, name))

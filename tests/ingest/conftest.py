@@ -10,8 +10,10 @@ from tests.fakeforge import FakeForge, FakeRepo
 
 
 @pytest.fixture
-def fake():
+def fake(settings):
     with FakeForge() as forge:
+        # The fake forge stands in for the real hosts: each token bound to its origin.
+        settings.FORGE_TOKEN_HOSTS = forge.token_hosts()
         yield forge
 
 
@@ -22,8 +24,9 @@ def quick_retries(settings):
     settings.INGEST_READ_TIMEOUT = 1.0
     settings.INGEST_SECONDARY_WAIT_SECONDS = 0.2
     settings.FORGE_TOKENS = {"github": "", "gitee": "", "gitlab": ""}
-    # The fake forge stands in for the real hosts: an admin's explicit allowlist, plain http.
-    settings.FORGE_TOKEN_HOSTS = ["127.0.0.1"]
+    # The fake forge stands in for the real hosts: an admin's explicit allowlist, plain http
+    # (its tokens are bound to its port by the `fake` fixture).
+    settings.FORGE_TOKEN_HOSTS = []
     settings.FORGE_API_HOSTS = ["http://127.0.0.1"]
 
 

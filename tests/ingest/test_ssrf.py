@@ -19,6 +19,7 @@ from ingest.hosts import (
     check_api_url,
     public_addresses,
     refused_address,
+    web_origin_ok,
 )
 from ingest.models import Repository, SyncRun
 from ingest.runs import start_sync
@@ -44,6 +45,27 @@ def nothing_listed(settings):
         ("github", "https://api.github.com.attacker.example", "is not a forge API host"),
         ("github", "https://gitee.com/api/v5", "gitee.com is not a forge API host"),
         ("github", "http://api.github.com", "reached over https only"),
+        # Issue #20, I2: the public hosts on a port they never serve.
+        (
+            "github",
+            "https://api.github.com:8193",
+            "api.github.com is reached over https only, on port 443",
+        ),
+        (
+            "gitee",
+            "https://gitee.com:8443/api/v5",
+            "gitee.com is reached over https only, on port 443",
+        ),
+        (
+            "gitlab",
+            "https://gitlab.com:80/api/v4",
+            "gitlab.com is reached over https only, on port 443",
+        ),
+        (
+            "gitlab",
+            "http://gitlab.com:443/api/v4",
+            "gitlab.com is reached over https only, on port 443",
+        ),
         ("github", "https://user:pw@api.github.com", "a user name or password"),
         ("github", "ftp://api.github.com/", "ftp scheme"),
         ("github", "https://api.github.com/?x=1", "no query or fragment"),
@@ -67,6 +89,24 @@ def test_forge_hosts_and_listed_hosts_are_accepted(settings):
         check_api_url("github", "http://ghe.lab.example/api/v3")
     with pytest.raises(HostRefused, match="not allowed by FORGE_API_HOSTS"):
         check_api_url("github", "http://127.0.0.1:8080/github")
+
+
+def test_the_public_forge_hosts_are_reached_on_port_443_only(settings):
+    """Issue #20, I2: an explicit :443 is the standard port; no other port is theirs, even
+    when an admin lists the host (an entry without a port allows any port of a listed host)."""
+    assert check_api_url("github", "https://api.github.com:443") == "https://api.github.com:443"
+    settings.FORGE_API_HOSTS = ["api.github.com", "gitlab.com", "http://github.com"]
+    for url in ["https://api.github.com:8193", "https://gitlab.com:8443/api/v4"]:
+        with pytest.raises(HostRefused, match="reached over https only, on port 443"):
+            check_api_url("github" if "github" in url else "gitlab", url)
+    # The session checks every request the same way (a next link, a redirect).
+    with pytest.raises(HostRefused, match=r"api\.github\.com is reached over https only"):
+        ForgeSession().get("https://api.github.com:8193/repos/acme/engine/issues", timeout=2)
+    # An issue's link on a forge's web host: port 443 only too.
+    repo = Repository(forge="github", api_url="https://api.github.com", owner="a", name="b")
+    assert web_origin_ok(repo, "https://github.com/a/b/issues/1")
+    assert web_origin_ok(repo, "https://github.com:443/a/b/issues/1")
+    assert not web_origin_ok(repo, "https://github.com:8443/a/b/issues/1")
 
 
 @pytest.mark.parametrize(
