@@ -7,10 +7,15 @@ not know and so never flushes. A transactional test (`django_db(transaction=True
 and worker tests) empties every table when it ends; `restore` then puts the rows back from the
 copy in a few milliseconds, with the same ids, so the next test finds the same version.
 A reused test database (`--reuse-db`) keeps the version loaded by an earlier session.
+
+The same goes for content types and permissions: a serialized-rollback test's flush skips the
+post_migrate signal that makes them, so `restore` sends it when they are missing.
 """
 
 from __future__ import annotations
 
+from django.contrib.contenttypes.models import ContentType
+from django.core.management.sql import emit_post_migrate_signal
 from django.db import connection, transaction
 
 from taxonomy.loader import load_study_taxonomy
@@ -42,6 +47,8 @@ def install() -> int:
 
 def restore(version_id: int) -> bool:
     """Put the taxonomy back after a test emptied the tables; False when it was still there."""
+    if not ContentType.objects.exists():
+        emit_post_migrate_signal(verbosity=0, interactive=False, db=connection.alias)
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT 1 FROM {_tables()[1][0]} WHERE id = %s",  # the versions' table

@@ -129,6 +129,7 @@ def paper_table_one() -> dict[str, list[int]]:
     return rows
 
 
+@pytest.mark.slow  # every published sample, imported
 @pytest.mark.skipif(not PAPER.exists(), reason="../shared is not beside this checkout")
 def test_the_published_samples_give_the_papers_table_one_rows(taxonomy_version):
     lists = sorted(SAMPLES.glob("*/*_*.txt"))

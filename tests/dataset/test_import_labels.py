@@ -84,7 +84,7 @@ def test_running_twice_changes_nothing(taxonomy_version):
     assert Membership.objects.filter(project__name="Study").count() == 7
 
 
-def test_project_and_taxonomy_are_created_when_missing(db):
+def test_project_and_taxonomy_are_created_when_missing(no_taxonomy):
     assert not TaxonomyVersion.objects.exists()
     import_labels("Fresh study", [MEGATRON])
     project = Project.objects.get(name="Fresh study")

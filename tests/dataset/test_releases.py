@@ -88,6 +88,7 @@ def csv_rows(data: bytes) -> list[dict[str, str]]:
 # -- what a release holds ----------------------------------------------------------------------
 
 
+@pytest.mark.slow  # frictionless and mlcroissant read the whole release
 def test_a_release_of_the_samples_validates_as_a_data_package_and_croissant(
     study, lead, export_root, tmp_path
 ):

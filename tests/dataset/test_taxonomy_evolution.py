@@ -185,15 +185,14 @@ def test_a_label_with_no_counterpart_keeps_its_code_and_is_listed(
     """Lena added a theme and Ada used it; then an admin put the project back on the study's
     version, where that theme does not exist: the label is exported with its own code."""
     from labeling.models import ProjectIssue
-    from tests.taxonomy.labels import annotate, resolve
+    from tests.builders import final_issue
 
     study = project.taxonomy_version
     newer, added = edits.add(project, lead, node(project, "C"), "Checkpoint format drift")
+    project.refresh_from_db()
     issue = issues_in_project[0]
-    annotate(project, issue, annotator, added.code)
-    annotate(project, issue, other_annotator, added.code)
-    resolve(project, issue, added.code)
-    ProjectIssue.objects.filter(project=project, issue=issue).update(status="final")
+    item = ProjectIssue.objects.get(project=project, issue=issue)
+    final_issue(project, item, added.code, added.code)
     Project.objects.filter(pk=project.pk).update(taxonomy_version=study)
     project.refresh_from_db()
     assert not study.nodes.filter(code=added.code).exists()

@@ -18,6 +18,7 @@ GITEE_URLS = sum(
 )
 
 
+@pytest.mark.slow  # the study's full URL lists, every line
 def test_the_study_lists_import_with_gitee_alphanumeric_numbers(db, capsys):
     files = sorted(LISTS.glob("*.txt"))  # MindSpeed_2023.txt is empty, as published
     call_command("import_issue_urls", *map(str, files), "--no-fetch")

@@ -341,6 +341,7 @@ def test_every_impossible_state_says_why_and_every_action_and_status_is_reached(
         assert reason is None or len(reason) > 20, state
 
 
+@pytest.mark.slow  # the sweep: every state of the table on both paths
 @pytest.mark.parametrize("k", KS, ids=[f"K={k}" for k in KS])
 @pytest.mark.parametrize("policy", POLICIES)
 def test_both_paths_decide_every_state_alike(study, settings, monkeypatch, k, policy):
@@ -548,6 +549,7 @@ def adaptive_study(project, annotator, other_annotator, third_annotator, reposit
     return AdaptiveStudy(project, annotator, repository, others)
 
 
+@pytest.mark.slow  # the sweep: every adaptive state on both paths
 def test_both_paths_decide_every_adaptive_state_alike(adaptive_study, settings, monkeypatch):
     study = adaptive_study
     taken_in_one_call: list[str] = []
