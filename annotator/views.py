@@ -59,15 +59,19 @@ def invite(request, token: str):
     )
 
 
+# Where the new key waits, server side, for the one page that shows it (POST, redirect, GET).
+_NEW_TOKEN = "new_api_token"
+
+
 @login_required
 @never_cache
 def api_token(request):
     """The signed-in user's API token: create (or replace) it, see it once, revoke it.
 
-    The key is shown only in the response to "Create": later visits show only when the token
-    was made. The API reads it as `Authorization: Token <key>`.
+    A POST answers with a redirect, as everywhere; the new key rides in the session to the next
+    page of this view, which shows it and drops it, so it is shown once. Later visits show only
+    when the token was made. The API reads it as `Authorization: Token <key>`.
     """
-    key = None
     if request.method == "POST":
         form = ApiTokenForm(request.POST)
         if not form.is_valid():
@@ -81,10 +85,13 @@ def api_token(request):
                 status=400,
             )
         if form.cleaned_data["action"] == "revoke":
+            request.session.pop(_NEW_TOKEN, None)
             if revoke_api_token(request.user):
                 messages.success(request, "Token revoked: it no longer opens the API.")
-            return redirect("api_token_page")
-        key = create_api_token(request.user)
+        else:
+            request.session[_NEW_TOKEN] = create_api_token(request.user)
+        return redirect("api_token_page")
+    key = request.session.pop(_NEW_TOKEN, None)
     return render(
         request,
         "annotator/api_token.html",

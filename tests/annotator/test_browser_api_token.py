@@ -67,7 +67,10 @@ def test_the_token_page_is_for_signed_in_users_and_refuses_an_unknown_action(cli
     # Each creation replaces the one before: one token per user.
     client.post(url, {"action": "create"})
     first = Token.objects.get(user=annotator).key
-    response = client.post(url, {"action": "create"})
+    response = client.post(url, {"action": "create"}, follow=True)
     second = Token.objects.get(user=annotator).key
     assert first != second and second in response.content.decode()
-    assert "no-store" in response["Cache-Control"] or "no-cache" in response["Cache-Control"]
+    assert "no-store" in response["Cache-Control"]
+    # Shown once: not on the next visit, nor kept in the session.
+    assert second not in client.get(url).content.decode()
+    assert "new_api_token" not in client.session
