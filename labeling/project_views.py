@@ -133,7 +133,7 @@ def project_create(request):
                 scope=scope_form.chosen_scope(),
                 pilot_size=scope_data["pilot_size"],
                 seed=scope_data["seed"],
-                members=data["members"],
+                members=data.get("members") or [],
                 stopping=form.configure_kwargs(),
             )
         except setup.SetupError as exc:

@@ -540,10 +540,11 @@ def my_annotations(user, project: Project):
         .select_related("issue", "issue__repository", "issue_type", "theme", "sub_theme")
         .order_by("-created_at")
     )
-    statuses = dict(
+    # Public ids: the labeling page's URLs name items by them (see `ProjectIssue.public_id`).
+    public_ids = dict(
         ProjectIssue.objects.filter(
             project=project, issue_id__in=[a.issue_id for a in annotations]
-        ).values_list("issue_id", "id")
+        ).values_list("issue_id", "public_id")
     )
     final = {
         r.issue_id: r
@@ -554,7 +555,7 @@ def my_annotations(user, project: Project):
     return [
         {
             "annotation": a,
-            "project_issue_id": statuses.get(a.issue_id),
+            "public_id": public_ids.get(a.issue_id),
             "final": final.get(a.issue_id),
         }
         for a in annotations
