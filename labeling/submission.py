@@ -402,7 +402,10 @@ class Progress:
     labeled: int
     left: int
     total: int
-    project_final: int
+    # Issues that have all their labels, final or waiting for the lead: an annotator is never
+    # told how many are final, which would tell the K-th annotator whether the labels agreed
+    # (issue #20, F5; docs/DATASET.md, "Revisions, the label lock and blindness").
+    project_done: int
     compared: int = 0
     matched_type: int = 0
     matched_theme: int = 0
@@ -415,7 +418,7 @@ class Progress:
 
     @property
     def project_percent(self) -> int:
-        return round(100 * self.project_final / self.total) if self.total else 0
+        return round(100 * self.project_done / self.total) if self.total else 0
 
 
 def _share(part: int, whole: int) -> int | None:
@@ -423,14 +426,16 @@ def _share(part: int, whole: int) -> int | None:
 
 
 def project_counts(project: Project) -> dict[str, int]:
-    """Issues in the project, final, and still needing annotations; cached for a few seconds,
-    since every labeling page shows them and counting 40,000 rows each time adds up."""
+    """Issues in the project, final, done (final or disputed: all labels in), and still needing
+    annotations; cached for a few seconds, since every labeling page shows them and counting
+    40,000 rows each time adds up."""
     key = f"labeling-counts:{project.pk}:{project.annotations_per_issue}"
     counts = cache.get(key)
     if counts is None:
         counts = ProjectIssue.objects.filter(project=project).aggregate(
             total=Count("id"),
             final=Count("id", filter=Q(status=ProjectIssue.Status.FINAL)),
+            done=Count("id", filter=~Q(status=ProjectIssue.Status.OPEN)),
             needing=Count(
                 "id",
                 filter=Q(
@@ -468,7 +473,7 @@ def progress_of(user, project: Project, with_agreement: bool = False) -> Progres
     )
     labeled, mine_needing = labeled or 0, mine_needing or 0
     left = max(counts["needing"] - mine_needing, 0)
-    progress = Progress(labeled, left, counts["total"], counts["final"])
+    progress = Progress(labeled, left, counts["total"], counts["done"])
     if with_agreement:
         finals = {
             r.issue_id: r
