@@ -240,10 +240,24 @@ def test_probes_drawn_mid_labeling_look_like_the_rest_in_urls_ids_and_order(
             assert sent.status_code == 302, sent.content[:300]
         return served
 
+    def listed() -> list[str]:
+        """The issue list of the API as Ada reads it (all pages)."""
+        numbers: list[str] = []
+        url: str | None = f"/api/projects/{project.pk}/issues/"
+        while url:
+            data = client.get(url).json()
+            numbers += [row["number"] for row in data["results"]]
+            url = data["next"]
+        return numbers
+
     before = serve_all(limit=30)
+    listed_before = listed()
     # Lena draws 30 probes after Ada labeled 30 issues.
     draw_probes(project, sample_size=30, seed=3, drawn_by=lead)
+    # The API lists Ada only the issues handed to her: a draw adds nothing she can diff.
+    assert sorted(listed_before) == sorted(listed()) and len(listed_before) == 30
     after = serve_all()
+    assert len(listed()) == 130
     items = {i.public_id: i for i in ProjectIssue.objects.filter(project=project)}
     probe_ids = set(
         RecallProbe.objects.filter(project=project).values_list(
