@@ -69,5 +69,14 @@ def may_create_project(user) -> bool:
     return bool(user.is_staff or user.is_superuser or user.has_perm("annotator.add_project"))
 
 
+def may_add_existing_accounts(user) -> bool:
+    """Who may make an existing account a member without its consent (the members box of the
+    "New project" page): admins (staff or superusers) only. A holder of `annotator.add_project`
+    is not: the account would join, up to lead, and a lead gets the scope's repositories
+    (`ingest.permissions`) without having accepted anything. Others invite (`Invite`): the
+    account joins when it accepts, and nothing tells them which usernames exist."""
+    return bool(user.is_authenticated and user.is_active and (user.is_staff or user.is_superuser))
+
+
 def project_for_lead_or_404(user, project_id: int) -> Project:
     return membership_or_404(user, project_id, roles=LEAD_ROLES).project

@@ -78,7 +78,7 @@ def seed(reseed: bool) -> int:
 
     from annotator.models import Membership, Project, Role
     from ingest.models import Issue, Repository
-    from labeling.models import Annotation, ProjectIssue, Reservation, Resolution
+    from labeling.models import Annotation, ProjectIssue, Reservation, Resolution, new_public_id
     from lib.sql import copy_rows, foreign_keys_validated_at_end
     from taxonomy.loader import load_study_taxonomy
     from taxonomy.models import TaxonomyNode
@@ -150,7 +150,16 @@ def seed(reseed: bool) -> int:
                 )
             status = "final" if is_final else "disagreement"
             pi_rows.append(
-                (project.pk, issue_id, i in pilot, i, status, RATERS, "" if is_final else "theme")
+                (
+                    project.pk,
+                    issue_id,
+                    new_public_id(),
+                    i in pilot,
+                    i,
+                    status,
+                    RATERS,
+                    "" if is_final else "theme",
+                )
             )
             if is_final:
                 resolution_rows.append(
@@ -161,6 +170,7 @@ def seed(reseed: bool) -> int:
             [
                 "project_id",
                 "issue_id",
+                "public_id",
                 "is_pilot",
                 "position",
                 "status",

@@ -483,7 +483,7 @@ def page(requests_n: int = 50) -> dict:
     )
     cache.clear()  # the first request renders all 101 Markdown texts
     s = client(sessions(["bench-reader"])["bench-reader"])
-    url = f"{BASE}/projects/{project.pk}/label/{heavy.pk}/"
+    url = f"{BASE}/projects/{project.pk}/label/{heavy.public_id}/"
     times = []
     for _ in range(requests_n):
         t0 = time.perf_counter()

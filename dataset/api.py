@@ -11,7 +11,7 @@ from typing import Any
 
 import django_filters
 from django.contrib.auth.models import User
-from django.db.models import Case, F, Prefetch, Q, Value, When
+from django.db.models import Case, Exists, F, OuterRef, Prefetch, Q, Value, When
 from django.db.models.expressions import Combinable
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
@@ -46,7 +46,7 @@ from dataset.serializers import (
 )
 from dataset.tasks import start_export
 from labeling.labels import KEY_FIELDS
-from labeling.models import Annotation, ProjectIssue, Resolution
+from labeling.models import Annotation, ProjectIssue, Reservation, Resolution
 from lib.inputlimits import row_id
 from taxonomy.lineage import Translator
 
@@ -190,7 +190,10 @@ class IssueFilter(ScopedFilterSet):
 
 
 class IssueList(LabelReading, generics.ListAPIView):
-    """The project's issues in queue order, with the final label once there is one."""
+    """The project's issues in queue order, with the final label once there is one.
+
+    An annotator gets only the issues handed to them (labeled or reserved): the whole queue,
+    listed before and after a recall draw, would show which issues are the new probes."""
 
     serializer_class = ProjectIssueSerializer
     filterset_class = IssueFilter
@@ -207,9 +210,16 @@ class IssueList(LabelReading, generics.ListAPIView):
                 When(status=ProjectIssue.Status.DISAGREEMENT, then=Value("open")),
                 default=F("status"),
             )
+        issues = ProjectIssue.objects.filter(project=project)
+        if membership.role == Role.ANNOTATOR:
+            user_id = membership.user_id
+            labeled = Annotation.objects.filter(
+                project=project, issue_id=OuterRef("issue_id"), annotator_id=user_id
+            )
+            handed = Reservation.objects.filter(project_issue=OuterRef("pk"), annotator_id=user_id)
+            issues = issues.filter(Exists(labeled) | Exists(handed))
         return (
-            ProjectIssue.objects.filter(project=project)
-            .annotate(shown_status=shown)
+            issues.annotate(shown_status=shown)
             .select_related("issue__repository")
             .prefetch_related(
                 Prefetch(

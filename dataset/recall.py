@@ -3,9 +3,10 @@
 A framework repository keeps only the issues its keyword set matches (`ingest.filtering`); the
 issues it drops are stored (`Issue.filter_status == FILTERED_OUT`) so the relevant ones it lost
 can be counted. A lead draws a seeded random sample of them into the project's queue as
-**recall probes** (`draw_probes`): each becomes an ordinary `ProjectIssue`, placed among the
-others by the project's own seeded shuffle (`labeling.setup.order_queue`), and is labeled blind
-like any issue. Only `RecallProbe` rows know which issues are probes.
+**recall probes** (`draw_probes`): each becomes an ordinary `ProjectIssue` with a random public
+id like every other, placed at random among the issues nobody was served yet
+(`labeling.setup.place_in_queue`), and is labeled blind like any issue. Only `RecallProbe` rows
+know which issues are probes.
 
 Once probes are final, `recall_report` estimates, per repository and overall:
 
@@ -51,7 +52,7 @@ from ingest.filtering import keyword_set_for
 from ingest.keywords import compile_keywords, normalize
 from ingest.models import Issue, Repository
 from labeling.models import ProjectIssue, Resolution
-from labeling.setup import Scope, issues_in_scope, order_queue, stratified_sample
+from labeling.setup import Scope, issues_in_scope, place_in_queue, stratified_sample
 from lib.inputlimits import integer_range
 
 # Two-sided 95 %: the normal quantile at 0.975.
@@ -229,8 +230,8 @@ def draw_probes(
     draws, for that margin of error on the overall share; see `sample_size_for`). The draw is
     stratified by repository in proportion to the issues not drawn yet, reproducible from its
     seed (a random one is chosen and stored when none is given). The probes join the queue as
-    ordinary issues and the queue is ordered again by the project's seed, so they sit among the
-    rest exactly as the setup page's shuffle would put them (the pilot stays as it was).
+    ordinary issues at random places among those nobody was served yet (`place_in_queue`,
+    seeded by the draw's seed); what was served keeps its place, the pilot too.
     """
     if (sample_size is None) == (margin is None):
         raise RecallError("sample_size", "give either a sample size or a margin of error")
@@ -279,8 +280,8 @@ def draw_probes(
         ],
         batch_size=2000,
     )
-    project.refresh_from_db(fields=["pilot_size", "queue_seed"])
-    order_queue(project, project.pilot_size, project.queue_seed)
+    # Only the probes move: they take random places among the issues nobody was served yet.
+    place_in_queue(project, [item.pk for item in items], seed)
     names = dict(
         (r.pk, r.full_name) for r in Repository.objects.filter(pk__in=set(repo_of.values()))
     )

@@ -13,6 +13,7 @@ from django import forms
 
 from annotator.forms import MembersField, grantable_roles
 from annotator.models import Project, Role
+from annotator.permissions import may_add_existing_accounts
 from ingest.models import Issue, Repository
 from labeling import guideline, issue_list, resolution, submission
 from labeling.labels import Label
@@ -236,6 +237,11 @@ class NewProjectForm(SettingsForm):
         )
         policy = self.fields["resolution_policy"]
         policy.widget = forms.RadioSelect(choices=Project.Policy.choices)
+        if not may_add_existing_accounts(user):
+            # Others invite members once the project exists (issue #20, I1): no box that adds
+            # accounts without their consent, nor errors that tell which usernames exist.
+            self.order_fields(self.field_order)
+            return
         # The creator joins as lead, so gives what a lead may give (an admin: any role).
         roles = grantable_roles(Role.LEAD, user.is_superuser)
         self.fields["members"] = MembersField(

@@ -10,6 +10,8 @@ The tables keep the names they had when these models lived in `annotator` and `t
 
 from __future__ import annotations
 
+import secrets
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -28,8 +30,24 @@ DISAGREEMENT_LEVEL_NAMES = {
 }
 
 
+# Public ids of queue items: random in [2**32, 2**53), so no id reveals when its item joined
+# the queue (a recall probe drawn late would otherwise show a higher id), none equals a row id
+# (an old URL is a 404, not another issue), and each stays exact as a JavaScript number.
+PUBLIC_ID_LOW = 2**32
+PUBLIC_ID_HIGH = 2**53
+
+
+def new_public_id() -> int:
+    """A fresh random public id for a `ProjectIssue` (see `PUBLIC_ID_LOW`)."""
+    return PUBLIC_ID_LOW + secrets.randbelow(PUBLIC_ID_HIGH - PUBLIC_ID_LOW)
+
+
 class ProjectIssue(models.Model):
-    """An issue in a project's scope, with its place in the labeling queue."""
+    """An issue in a project's scope, with its place in the labeling queue.
+
+    `public_id` names it in every annotator-facing URL: random, so ordinary issues and recall
+    probes (`dataset.recall`) draw their ids from one distribution whenever they joined.
+    """
 
     class Status(models.TextChoices):
         OPEN = "open", "needs annotations"
@@ -40,6 +58,9 @@ class ProjectIssue(models.Model):
     issue = models.ForeignKey(
         "ingest.Issue", on_delete=models.CASCADE, related_name="project_issues"
     )
+    # Unique per project (the URLs carry the project too); about 2e-7 chance of a clash among
+    # 60,000 items, which the constraint turns into an error rather than a shared id.
+    public_id = models.PositiveBigIntegerField(default=new_public_id, editable=False)
     is_pilot = models.BooleanField(default=False)
     # Queue order: pilot first, then a seeded shuffle so repositories interleave.
     position = models.PositiveIntegerField(default=0)
@@ -57,7 +78,10 @@ class ProjectIssue(models.Model):
         db_table = "annotator_projectissue"
         ordering = ["project", "position"]
         constraints = [
-            models.UniqueConstraint(fields=["project", "issue"], name="unique_issue_in_project")
+            models.UniqueConstraint(fields=["project", "issue"], name="unique_issue_in_project"),
+            models.UniqueConstraint(
+                fields=["project", "public_id"], name="unique_public_id_in_project"
+            ),
         ]
         indexes = [
             models.Index(fields=["project", "status", "position"]),

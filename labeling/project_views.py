@@ -30,6 +30,8 @@ def _project_counts(project_ids):
         .annotate(
             total=Count("id"),
             final=Count("id", filter=Q(status="final")),
+            # Final or disputed: what non-leads are told instead of "final" (issue #20, F5).
+            done=Count("id", filter=~Q(status="open")),
             disagreements=Count("id", filter=Q(status="disagreement")),
         )
     )
@@ -48,11 +50,14 @@ def home(request):
     counts = _project_counts([m.project_id for m in memberships])
     rows = []
     for m in memberships:
-        c = counts.get(m.project_id, {"total": 0, "final": 0, "disagreements": 0})
-        percent = round(100 * c["final"] / c["total"]) if c["total"] else 0
+        c = counts.get(m.project_id, {"total": 0, "final": 0, "done": 0, "disagreements": 0})
+        # Blindness: how many issues are disputed, or final, is for leads only; others see
+        # how many have all their labels.
+        is_lead = m.role in LEAD_ROLES
+        shown = c["final"] if is_lead else c["done"]
+        percent = round(100 * shown / c["total"]) if c["total"] else 0
         row = {"project": m.project, "role": m.role, "percent": percent, **c}
-        # Blindness: how many issues are disputed is for leads only.
-        row["is_lead"] = m.role in LEAD_ROLES
+        row["is_lead"] = is_lead
         rows.append(row)
     return render(
         request,
@@ -133,7 +138,7 @@ def project_create(request):
                 scope=scope_form.chosen_scope(),
                 pilot_size=scope_data["pilot_size"],
                 seed=scope_data["seed"],
-                members=data["members"],
+                members=data.get("members") or [],
                 stopping=form.configure_kwargs(),
             )
         except setup.SetupError as exc:
@@ -196,14 +201,16 @@ def _project_page(
     project = membership.project
     is_lead = membership.role in LEAD_ROLES
     counts = _project_counts([project.pk]).get(
-        project.pk, {"total": 0, "final": 0, "disagreements": 0}
+        project.pk, {"total": 0, "final": 0, "done": 0, "disagreements": 0}
     )
+    # Leads see final issues; others issues with all their labels (final or disputed: F5).
+    shown = counts["final"] if is_lead else counts["done"]
     context = {
         "project": project,
         "membership": membership,
         "is_lead": is_lead,
         "counts": counts,
-        "percent": round(100 * counts["final"] / counts["total"]) if counts["total"] else 0,
+        "percent": round(100 * shown / counts["total"]) if counts["total"] else 0,
         "project_links": visible_links(membership),
     }
     if is_lead:

@@ -17,13 +17,14 @@ from datetime import date, datetime, time
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Max
+from django.db.models import Count, Exists, Max, OuterRef, Q
 from django.utils import timezone
 
 from annotator.models import Membership, Project, Role
+from annotator.permissions import may_add_existing_accounts
 from ingest.models import Issue, Repository
 from labeling import resolution
-from labeling.models import Annotation, ProjectIssue, QueueFrontier
+from labeling.models import Annotation, ProjectIssue, QueueFrontier, Reservation
 from labeling.stopping import AdaptiveRule
 from lib.inputlimits import integer_range
 
@@ -280,6 +281,50 @@ def order_queue(project: Project, pilot_size: int, seed: int) -> None:
 
 
 @transaction.atomic
+def place_in_queue(project: Project, item_ids: list[int], seed: int) -> None:
+    """Give new queue items (recall probes) random places in the part of the queue nobody has
+    been served yet, leaving every served position as it was.
+
+    The part not yet served is everything after the last item that is in the pilot, labeled,
+    decided or ever reserved. The new items take a seeded random choice of its slots (every
+    arrangement of old and new items equally likely, the old ones keeping their order), so
+    their positions have the distribution of the old unserved items' positions. Frontiers
+    (`QueueFrontier`) lie at or before that boundary, so they stay valid.
+    """
+    new = set(item_ids)
+    if not new:
+        return
+    # The last position someone has been handed: in the pilot, labeled, decided or reserved
+    # (even if handed back).
+    served = ProjectIssue.objects.filter(project=project).filter(
+        Q(is_pilot=True)
+        | ~Q(status=ProjectIssue.Status.OPEN)
+        | Q(annotation_count__gt=0)
+        | Exists(Reservation.objects.filter(project_issue=OuterRef("pk")))
+    )
+    boundary = served.aggregate(last=Max("position"))["last"]
+    boundary = -1 if boundary is None else boundary
+    tail = list(
+        ProjectIssue.objects.filter(project=project, position__gt=boundary)
+        .exclude(pk__in=new)
+        .order_by("position", "pk")
+        .values_list("pk", flat=True)
+    )
+    rng = random.Random(seed)
+    slots = len(tail) + len(new)
+    probe_slots = set(rng.sample(range(slots), len(new)))
+    newcomers = sorted(new)
+    rng.shuffle(newcomers)
+    old_items, new_items = iter(tail), iter(newcomers)
+    order = [next(new_items) if i in probe_slots else next(old_items) for i in range(slots)]
+    ProjectIssue.objects.bulk_update(
+        [ProjectIssue(id=pk, position=boundary + 1 + i) for i, pk in enumerate(order)],
+        ["position"],
+        batch_size=2000,
+    )
+
+
+@transaction.atomic
 def create_project(
     creator,
     *,
@@ -298,6 +343,8 @@ def create_project(
     """A new project with its creator as lead, its members, K and policy, and its scope.
     `stopping` holds `configure`'s stopping-rule settings (left out: the fixed rule).
 
+    Only an admin may list `members` (existing accounts join without being asked:
+    `annotator.permissions.may_add_existing_accounts`); other creators invite them later.
     All or nothing: a refused member, setting or scope leaves no project behind. `scope` None
     starts the project with an empty queue (a creator who may choose no repository yet).
     Members get their pseudonyms from `Membership.save`.
@@ -313,6 +360,11 @@ def create_project(
     except IntegrityError:
         raise SetupError(f"name: a project named {name!r} already exists") from None
     Membership.objects.create(project=project, user=creator, role=Role.LEAD)
+    if members and not may_add_existing_accounts(creator):
+        raise SetupError(
+            "members: only an admin adds existing accounts to a project; invite members from "
+            "the project's page once it exists"
+        )
     seen = {creator.pk}
     for user, role in members or []:
         if role not in Role.values:

@@ -408,7 +408,10 @@ class Progress:
     labeled: int
     left: int
     total: int
-    project_final: int
+    # Issues that have all their labels, final or waiting for the lead: an annotator is never
+    # told how many are final, which would tell the K-th annotator whether the labels agreed
+    # (issue #20, F5; docs/DATASET.md, "Revisions, the label lock and blindness").
+    project_done: int
     # With agreement: their labels on final issues and how many agree with the final label.
     agreement: FinalAgreement = field(default_factory=FinalAgreement)
 
@@ -427,18 +430,20 @@ class Progress:
 
     @property
     def project_percent(self) -> int:
-        return round(100 * self.project_final / self.total) if self.total else 0
+        return round(100 * self.project_done / self.total) if self.total else 0
 
 
 def project_counts(project: Project) -> dict[str, int]:
-    """Issues in the project, final, and still needing annotations; cached for a few seconds,
-    since every labeling page shows them and counting 40,000 rows each time adds up."""
+    """Issues in the project, final, done (final or disputed: all labels in), and still needing
+    annotations; cached for a few seconds, since every labeling page shows them and counting
+    40,000 rows each time adds up."""
     key = f"labeling-counts:{project.pk}:{project.annotations_per_issue}"
     counts = cache.get(key)
     if counts is None:
         counts = ProjectIssue.objects.filter(project=project).aggregate(
             total=Count("id"),
             final=Count("id", filter=Q(status=ProjectIssue.Status.FINAL)),
+            done=Count("id", filter=~Q(status=ProjectIssue.Status.OPEN)),
             needing=Count(
                 "id",
                 filter=Q(
@@ -476,7 +481,7 @@ def progress_of(user, project: Project, with_agreement: bool = False) -> Progres
     )
     labeled, mine_needing = labeled or 0, mine_needing or 0
     left = max(counts["needing"] - mine_needing, 0)
-    progress = Progress(labeled, left, counts["total"], counts["final"])
+    progress = Progress(labeled, left, counts["total"], counts["done"])
     if with_agreement:
         progress.agreement = agreement_of(project, user.pk)
     return progress
@@ -523,10 +528,11 @@ def my_annotations(user, project: Project):
         .select_related("issue", "issue__repository", "issue_type", "theme", "sub_theme")
         .order_by("-created_at")
     )
-    statuses = dict(
+    # Public ids: the labeling page's URLs name items by them (see `ProjectIssue.public_id`).
+    public_ids = dict(
         ProjectIssue.objects.filter(
             project=project, issue_id__in=[a.issue_id for a in annotations]
-        ).values_list("issue_id", "id")
+        ).values_list("issue_id", "public_id")
     )
     final = {
         r.issue_id: r
@@ -537,7 +543,7 @@ def my_annotations(user, project: Project):
     return [
         {
             "annotation": a,
-            "project_issue_id": statuses.get(a.issue_id),
+            "public_id": public_ids.get(a.issue_id),
             "final": final.get(a.issue_id),
         }
         for a in annotations

@@ -1,5 +1,8 @@
 """URLs of labeling, progress, setup, the disagreement queue, resolutions (issue 4) and the
-issue list (issue 14)."""
+issue list (issue 14).
+
+Labeling pages name a queue item by its random `public_id` (issue #20, F4), lead pages by its
+row id (`item_id`)."""
 
 from django.urls import path
 
@@ -21,15 +24,15 @@ urlpatterns = [
         name="add_volunteer",
     ),
     path("projects/<int:project_id>/label/", views.label_next, name="label_next"),
-    path("projects/<int:project_id>/label/<int:item_id>/", views.label_issue, name="label_issue"),
+    path("projects/<int:project_id>/label/<int:public_id>/", views.label_issue, name="label_issue"),
     path("projects/<int:project_id>/label/previous/", views.label_previous, name="label_previous"),
     path(
-        "projects/<int:project_id>/label/<int:item_id>/skip/",
+        "projects/<int:project_id>/label/<int:public_id>/skip/",
         views.skip_issue,
         name="skip_issue",
     ),
     path(
-        "projects/<int:project_id>/label/<int:item_id>/change-request/",
+        "projects/<int:project_id>/label/<int:public_id>/change-request/",
         views.request_change,
         name="request_change",
     ),

@@ -58,19 +58,44 @@ _issue_images: Callable[[_View], _View] = cast(Any, csp_update({"img-src": ["htt
 
 # The labeling page's issue with its repository, the raw forge payload left out: a prepared
 # statement (see lib.sql), since every issue a volunteer labels opens this page.
+# Lead pages name an item by its row id; labeling pages by its random public id (F4 of #20:
+# row ids grow with time, so a late-drawn recall probe would stand out in an annotator's URLs).
 _ITEM_SQL = (
     f"SELECT {sql.columns(ProjectIssue, 'pi')}, {sql.columns(Issue, 'i', defer=('raw',))},"
     f" {sql.columns(Repository, 'r')} FROM {_PROJECTISSUE_TABLE} pi"
     f" JOIN {_ISSUE_TABLE} i ON i.id = pi.issue_id"
     f" JOIN {_REPOSITORY_TABLE} r ON r.id = i.repository_id"
-    " WHERE pi.id = %(item)s AND pi.project_id = %(project)s"
+    " WHERE pi.{column} = %(item)s AND pi.project_id = %(project)s"
 )
+_ITEM_BY_ID_SQL = _ITEM_SQL.replace("{column}", "id")
+_ITEM_BY_PUBLIC_ID_SQL = _ITEM_SQL.replace("{column}", "public_id")
+_ITEM_ID_SQL = (
+    f"SELECT pi.id FROM {_PROJECTISSUE_TABLE} pi"
+    " WHERE pi.public_id = %(item)s AND pi.project_id = %(project)s"
+)
+_PUBLIC_ID_SQL = f"SELECT pi.public_id FROM {_PROJECTISSUE_TABLE} pi WHERE pi.id = %(item)s"
 
 
-def _project_issue_or_404(project: Project, item_id: int) -> ProjectIssue:
+def _item_id(project: Project, public_id: int | None) -> int | None:
+    """The row id of the project's item with this public id, or None."""
+    if public_id is None or not sql.is_row_id(public_id):
+        return None
+    row = sql.first(_ITEM_ID_SQL, {"item": public_id, "project": project.pk})
+    return None if row is None else row[0]
+
+
+def _public_id(item_id: int) -> int:
+    row = sql.first(_PUBLIC_ID_SQL, {"item": item_id})
+    assert row is not None  # an id the queue or the annotator's own labels just gave
+    return row[0]
+
+
+def _project_issue_or_404(project: Project, item_id: int, *, public: bool = False) -> ProjectIssue:
+    """The project's item by row id (lead pages) or by public id (`public`, labeling pages)."""
     if not sql.is_row_id(item_id):
         raise Http404
-    row = sql.first(_ITEM_SQL, {"item": item_id, "project": project.pk})
+    statement = _ITEM_BY_PUBLIC_ID_SQL if public else _ITEM_BY_ID_SQL
+    row = sql.first(statement, {"item": item_id, "project": project.pk})
     if row is None:
         raise Http404
     item, at = sql.model_from_row(ProjectIssue, row)
@@ -92,12 +117,13 @@ def label_next(request, project_id: int):
             "labeling/nothing_left.html",
             {"project": membership.project, "progress": progress},
         )
-    return redirect("label_issue", project_id=project_id, item_id=item_id)
+    return redirect("label_issue", project_id=project_id, public_id=_public_id(item_id))
 
 
 @login_required
 @_issue_images
-def label_issue(request, project_id: int, item_id: int):
+def label_issue(request, project_id: int, public_id: int):
+    """The labeling page of one queue item, named by its public id."""
     membership = membership_or_404(request.user, project_id, roles=LABELER_ROLES)
     project = membership.project
     error = None
@@ -107,7 +133,10 @@ def label_issue(request, project_id: int, item_id: int):
         # to show the form again with an error.
         try:
             label = submission.parse_label(project, request.POST)
-            submission.submit(request.user, project, item_id, label)
+            pk = _item_id(project, public_id)
+            if pk is None:
+                raise submission.NotYours
+            submission.submit(request.user, project, pk, label)
         except submission.NotYours:
             raise Http404 from None
         except submission.LabelError as exc:
@@ -115,7 +144,7 @@ def label_issue(request, project_id: int, item_id: int):
         else:
             # No flash message: it would cost a session write on every submission.
             return redirect("label_next", project_id=project_id)
-    item = _project_issue_or_404(project, item_id)
+    item = _project_issue_or_404(project, public_id, public=True)
     # (A valid POST was checked by `submit`, which raises NotYours for an issue not theirs.)
     own = submission.own_annotation(request.user, item)
     # One's own label is enough to open the page; only without one is the reservation checked.
@@ -150,25 +179,26 @@ def label_issue(request, project_id: int, item_id: int):
 @login_required
 def label_previous(request, project_id: int):
     """One step back: the issue this annotator labeled before the one they come from
-    (`?from=<item id>`), to read or revise it while it is not locked."""
+    (`?from=<public id>`), to read or revise it while it is not locked."""
     membership = membership_or_404(request.user, project_id, roles=LABELER_ROLES)
     came_from = row_id(request.GET.get("from"))
-    previous = submission.previous_item_id(request.user, membership.project, came_from)
+    from_item = _item_id(membership.project, came_from)
+    previous = submission.previous_item_id(request.user, membership.project, from_item)
     if previous is None:
         messages.info(request, "You have not labeled an issue before this one.")
-        if came_from is not None:
-            return redirect("label_issue", project_id=project_id, item_id=came_from)
+        if from_item is not None:
+            return redirect("label_issue", project_id=project_id, public_id=came_from)
         return redirect("label_next", project_id=project_id)
-    return redirect("label_issue", project_id=project_id, item_id=previous)
+    return redirect("label_issue", project_id=project_id, public_id=_public_id(previous))
 
 
 @login_required
 @require_POST
-def request_change(request, project_id: int, item_id: int):
+def request_change(request, project_id: int, public_id: int):
     """An annotator asks the lead to change their label of a locked or a final issue (nothing
     else changes; the lead sees it in the disagreement queue's change requests)."""
     membership = membership_or_404(request.user, project_id, roles=LABELER_ROLES)
-    item = _project_issue_or_404(membership.project, item_id)
+    item = _project_issue_or_404(membership.project, public_id, public=True)
     if submission.own_annotation(request.user, item) is None:
         raise Http404  # as for an issue that was never theirs
     try:
@@ -177,7 +207,7 @@ def request_change(request, project_id: int, item_id: int):
         messages.error(request, f"Not sent: {exc}")
     else:
         messages.success(request, "Sent to the lead.")
-    return redirect("label_issue", project_id=project_id, item_id=item_id)
+    return redirect("label_issue", project_id=project_id, public_id=public_id)
 
 
 @login_required
@@ -197,9 +227,9 @@ def label_taxonomy(request, project_id: int, version_id: int):
 
 @login_required
 @require_POST
-def skip_issue(request, project_id: int, item_id: int):
+def skip_issue(request, project_id: int, public_id: int):
     membership = membership_or_404(request.user, project_id, roles=LABELER_ROLES)
-    item = _project_issue_or_404(membership.project, item_id)
+    item = _project_issue_or_404(membership.project, public_id, public=True)
     if not queue.skip(request.user, item):
         raise Http404
     return redirect("label_next", project_id=project_id)

@@ -1,6 +1,7 @@
 """Scenario: a new project made on its page, with its scope, K and members, all at once.
 
 Adam (a superuser) and Lena (a lead an admin gave `annotator.add_project`) create projects;
+only Adam lists existing accounts as members (Lena invites them once the project exists);
 Ada (an annotator) and Oscar (an outsider) see no link but a word on who creates projects,
 and the page tells them (403) that they may not and whom to ask. Refused input comes back
 beside its field, and nothing is saved of a refused form.
@@ -14,10 +15,12 @@ from datetime import UTC, date, datetime
 
 import pytest
 from django.contrib.auth.models import Permission
+from django.contrib.messages import get_messages
 from django.urls import reverse
 
 from annotator.models import Membership, Project, Role
 from ingest.models import Issue, Repository
+from ingest.permissions import manageable_repositories
 from labeling import setup
 from labeling.models import ProjectIssue
 from tests.conftest import make_issue, make_user
@@ -166,11 +169,7 @@ def test_a_lead_given_the_permission_creates_one_from_their_own_repositories_onl
 
     # None ticked: every repository she manages (Megatron), not every repository.
     response = client.post(
-        reverse("project_create"),
-        form_data(
-            creator.memberships.get().project.taxonomy_version,
-            members=f"{annotator.username} lead",
-        ),
+        reverse("project_create"), form_data(creator.memberships.get().project.taxonomy_version)
     )
     assert response.status_code == 302
     project = Project.objects.get(name="Agents study")
@@ -180,7 +179,7 @@ def test_a_lead_given_the_permission_creates_one_from_their_own_repositories_onl
     assert megatron_issues == 16
     assert ProjectIssue.objects.filter(project=project).count() == megatron_issues
     assert not ProjectIssue.objects.filter(project=project, issue__repository=gitee).exists()
-    assert project.role_of(creator) == Role.LEAD and project.role_of(annotator) == Role.LEAD
+    assert project.role_of(creator) == Role.LEAD and project.role_of(annotator) is None
 
 
 def test_a_creator_who_manages_no_repository_starts_with_an_empty_queue(
@@ -261,21 +260,55 @@ def test_refused_fields_come_back_with_their_errors_beside_them(
     assert "between 1 and 50" in field_error(too_many.content.decode(), "annotations_per_issue")
 
 
-def test_a_lead_may_not_make_admins_but_an_admin_may(
-    client, creator, admin, taxonomy_version, annotator
+def test_only_an_admin_adds_existing_accounts_and_a_lead_learns_no_username(
+    client, creator, admin, taxonomy_version, annotator, repository
 ):
+    """Issue #20, I1: Lena (who holds `add_project`) cannot put Ada in her new project as a
+    lead, which would give Ada Megatron's sync rights without Ada accepting anything; her page
+    has no members box and says to invite. What she posts there anyway adds nobody, and the
+    answer is the same for a username that exists and one that does not."""
     client.force_login(creator)
-    refused = client.post(
-        reverse("project_create"),
-        form_data(taxonomy_version, members=f"{annotator.username} admin"),
-    )
-    assert "line 1: the role" in field_error(refused.content.decode(), "members")
+    page = client.get(reverse("project_create")).content.decode()
+    assert 'id="members-by-invite"' in page and 'name="members"' not in page
+    answers = []
+    for name, username in (("Agents study", annotator.username), ("Tools study", "nobody-here")):
+        response = client.post(
+            reverse("project_create"),
+            form_data(taxonomy_version, name=name, members=f"{username} lead"),
+        )
+        assert response.status_code == 302
+        # (The first answer's message is still queued in the session at the second.)
+        said = [str(m) for m in get_messages(response.wsgi_request)][-1]
+        answers.append(said.replace(name, "NAME"))
+        project = Project.objects.get(name=name)
+        assert list(project.memberships.values_list("user__username", flat=True)) == [
+            creator.username
+        ]
+    assert answers[0] == answers[1]
+    assert "no user named" not in answers[1]
+    assert not manageable_repositories(annotator).filter(pk=repository.pk).exists()
+    # The service refuses it too, whoever calls it.
+    with pytest.raises(setup.SetupError, match=r"^members: only an admin"):
+        setup.create_project(
+            creator,
+            name="Direct",
+            taxonomy_version_id=taxonomy_version.pk,
+            k=3,
+            policy=Project.Policy.LEAD_DECIDES,
+            threshold=0.6,
+            scope=None,
+            members=[(annotator, Role.LEAD)],
+        )
+    assert not Project.objects.filter(name="Direct").exists()
+
+    # The probe fires: an admin's page has the box, and the account joins with any role.
     client.force_login(admin)
+    assert 'name="members"' in client.get(reverse("project_create")).content.decode()
     client.post(
         reverse("project_create"),
-        form_data(taxonomy_version, members=f"{annotator.username} admin"),
+        form_data(taxonomy_version, name="Admin study", members=f"{annotator.username} admin"),
     )
-    assert Project.objects.get(name="Agents study").role_of(annotator) == Role.ADMIN
+    assert Project.objects.get(name="Admin study").role_of(annotator) == Role.ADMIN
 
 
 def test_the_preview_counts_what_the_scope_selects_per_repository(

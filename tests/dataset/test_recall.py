@@ -214,7 +214,8 @@ def test_the_coverage_check_can_fail():
 # --- drawing probes --------------------------------------------------------------------------
 
 
-def test_lena_draws_probes_which_join_the_queue_by_the_projects_own_shuffle(study, lead):
+def test_lena_draws_probes_which_take_random_places_among_the_unserved_issues(study, lead):
+    before = dict(ProjectIssue.objects.filter(project=study).values_list("pk", "position"))
     pilot_before = set(ProjectIssue.objects.filter(project=study, is_pilot=True).values_list("pk"))
     draw = draw_probes(study, sample_size=20, seed=7, drawn_by=lead)
     assert draw.number == 1 and draw.size == 20 and draw.seed == 7
@@ -222,19 +223,18 @@ def test_lena_draws_probes_which_join_the_queue_by_the_projects_own_shuffle(stud
     assert len(probes) == 20 and {p.draw for p in probes} == {1}
     assert all(p.issue.filter_status == Issue.FilterStatus.FILTERED_OUT for p in probes)
     assert all(p.stratum_size == 50 and p.drawn_by == lead for p in probes)
-    # The pilot is the same draw; every other issue, probe or not, is in the seeded shuffle
-    # the setup page makes (seed + 1 over the ids in order), so probes sit among the others.
+    # The pilot is the same draw at the same places, and every ordinary issue keeps its place:
+    # all ten are final (served), so the probes take the places after them. (Probes among
+    # issues not served yet: tests/dataset/test_recall_blindness.py.)
     items = list(ProjectIssue.objects.filter(project=study))
+    positions = {i.pk: i.position for i in items}
+    assert sorted(positions.values()) == list(range(len(items)))
     assert set(ProjectIssue.objects.filter(project=study, is_pilot=True).values_list("pk")) == (
         pilot_before
     )
-    rest = sorted(i.pk for i in items if not i.is_pilot)
-    random.Random(11 + 1).shuffle(rest)
-    positions = {i.pk: i.position for i in items}
-    assert [positions[pk] for pk in rest] == list(range(2, 2 + len(rest)))
+    assert all(positions[pk] == before[pk] for pk in before)
     probe_positions = sorted(positions[p.project_issue_id] for p in probes)
-    ordinary = [positions[i.pk] for i in items if not hasattr(i, "recall_probe")]
-    assert probe_positions[0] < max(ordinary)  # not all behind the ordinary issues
+    assert probe_positions == list(range(10, 30))
 
     # The same seed on the same dropped issues draws the same sample.
     again = set(p.issue_id for p in probes)

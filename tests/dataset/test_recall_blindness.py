@@ -77,8 +77,10 @@ def twins(project, lead, annotator):
 
 
 def _own(item: ProjectIssue) -> list[tuple[str, str]]:
-    """The tokens that belong to the issue itself: its ids, number and URL."""
+    """The tokens that belong to the issue itself: its ids, number and URL (the public id
+    first: it is long and random, and could contain one of the others)."""
     return [
+        (str(item.public_id), "PUBLIC-ID"),
         (item.issue.url, "ISSUE-URL"),
         (str(item.issue.number), "NUMBER"),
         (str(item.pk), "ITEM-ID"),
@@ -96,13 +98,15 @@ def _normalised(text: str, item: ProjectIssue) -> str:
 def _item_routes(project, item: ProjectIssue) -> list[str]:
     values = {
         "project_id": project.pk,
+        # Labeling routes name an item by its public id; lead routes (404 for Ada) by its row id.
+        "public_id": item.public_id,
         "item_id": item.pk,
         "version_id": project.taxonomy_version_id,
     }
     urls = []
     for route in _routes():
         names = re.findall(r"<(?:\w+:)?(\w+)>", route)
-        if "item_id" in names and all(n in values for n in names):
+        if {"item_id", "public_id"} & set(names) and all(n in values for n in names):
             urls.append("/" + re.sub(r"<(?:\w+:)?(\w+)>", lambda m: str(values[m.group(1)]), route))
     return urls
 
@@ -181,3 +185,98 @@ def test_the_comparison_notices_a_difference(client, project, annotator, twins):
     client.force_login(annotator)
     with pytest.raises(AssertionError):
         _compare(client, project, ordinary, probe)
+
+
+# --- F4 of #20: ids and order of probes drawn after labeling started -----------------------
+
+LABEL_URL = re.compile(r"/projects/\d+/label/(\d+)/$")
+
+
+def _auc(probes: list[int], ordinary: list[int]) -> float:
+    """How well a value tells probes from ordinary issues: the chance that a random probe's
+    value exceeds a random ordinary issue's (Mann-Whitney U / n1·n2): 0.5 is chance, 1 or 0
+    a perfect separation."""
+    from scipy.stats import mannwhitneyu
+
+    return float(mannwhitneyu(probes, ordinary).statistic) / (len(probes) * len(ordinary))
+
+
+# Under chance the AUC of 30 probes against 70 ordinary issues has a standard deviation of
+# sqrt(101 / (12·30·70)) = 0.063: 0.25 off is four of them (a false alarm about once in
+# 15,000 runs of the random public ids), while a separation like the old ids' is 0.5 off.
+TOLERANCE = 0.25
+
+
+def test_probes_drawn_mid_labeling_look_like_the_rest_in_urls_ids_and_order(
+    client, project, lead, annotator
+):
+    repo = Repository.objects.create(
+        forge=Repository.Forge.GITHUB,
+        api_url="https://api.github.com",
+        owner="huggingface",
+        name="transformers",
+        is_framework=True,
+    )
+    for n in range(1, 101):
+        make_issue(repo, n, filter_status="kept", title=f"LLM issue {n}")
+    for n in range(1001, 1061):
+        make_issue(repo, n, filter_status="filtered_out", title=f"Dropped {n}")
+    apply_scope(project, Scope(repository_ids=[repo.pk], filter_statuses=["kept"]), 0, 5)
+    client.force_login(annotator)
+    data = {"issue_type": "", "is_false_positive": "1", "false_positive_reason": "keyword_in_names"}
+
+    def serve_all(limit: int | None = None) -> list[int]:
+        """Ada asks for her next issue and labels it, as the labeling page does: the public ids
+        of her URLs, in the order she was served."""
+        served: list[int] = []
+        while limit is None or len(served) < limit:
+            asked = client.get(f"/projects/{project.pk}/label/")
+            if asked.status_code == 200:  # nothing left
+                break
+            found = LABEL_URL.search(asked["Location"])
+            assert found, asked["Location"]
+            served.append(int(found.group(1)))
+            sent = client.post(asked["Location"], data)
+            assert sent.status_code == 302, sent.content[:300]
+        return served
+
+    def listed() -> list[str]:
+        """The issue list of the API as Ada reads it (all pages)."""
+        numbers: list[str] = []
+        url: str | None = f"/api/projects/{project.pk}/issues/"
+        while url:
+            data = client.get(url).json()
+            numbers += [row["number"] for row in data["results"]]
+            url = data["next"]
+        return numbers
+
+    before = serve_all(limit=30)
+    listed_before = listed()
+    # Lena draws 30 probes after Ada labeled 30 issues.
+    draw_probes(project, sample_size=30, seed=3, drawn_by=lead)
+    # The API lists Ada only the issues handed to her: a draw adds nothing she can diff.
+    assert sorted(listed_before) == sorted(listed()) and len(listed_before) == 30
+    after = serve_all()
+    assert len(listed()) == 130
+    items = {i.public_id: i for i in ProjectIssue.objects.filter(project=project)}
+    probe_ids = set(
+        RecallProbe.objects.filter(project=project).values_list(
+            "project_issue__public_id", flat=True
+        )
+    )
+    assert len(before) == 30 and not probe_ids & set(before)
+    assert len(after) == 100 and probe_ids <= set(after)  # 70 ordinary issues and 30 probes
+    probes = [p for p in after if p in probe_ids]
+    ordinary = [p for p in after if p not in probe_ids]
+
+    # The ids in her URLs: the probes' no higher or lower than the others'.
+    assert abs(_auc(probes, ordinary) - 0.5) < TOLERANCE
+    # The check can fire: the row ids, which the URLs carried before, separate them fully.
+    assert _auc([items[p].pk for p in probes], [items[p].pk for p in ordinary]) == 1.0
+    # The order she is served them in: the probes are spread among the others.
+    rank = {p: i for i, p in enumerate(after)}
+    assert abs(_auc([rank[p] for p in probes], [rank[p] for p in ordinary]) - 0.5) < TOLERANCE
+    # The check can fire: probes appended behind the queue would be told apart.
+    appended = ordinary + probes
+    at = {p: i for i, p in enumerate(appended)}
+    assert _auc([at[p] for p in probes], [at[p] for p in ordinary]) == 1.0

@@ -98,6 +98,7 @@ def test_a_bad_token_host_entry_is_a_configuration_error_naming_it(entry, why):
         parse_token_host(entry)
 
 
+@pytest.mark.slow  # starts `manage.py check` in a process
 def test_a_process_refuses_to_start_with_an_old_style_entry(tmp_path):
     """Not only `manage.py check`: IngestConfig.ready runs in every process (gunicorn, Celery)."""
     base = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")}

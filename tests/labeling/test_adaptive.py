@@ -275,7 +275,7 @@ def test_progress_counts_issues_decided_early_as_done(adaptive, items, crowd):
     assert (counts["total"], counts["final"], counts["needing"]) == (6, 1, 5)
     # Ada labeled both; left for her are the four issues she has not labeled.
     mine = submission.progress_of(ada, adaptive)
-    assert (mine.labeled, mine.left, mine.project_final) == (2, 4, 1)
+    assert (mine.labeled, mine.left, mine.project_done) == (2, 4, 1)
     # Tia labeled neither: the open one still needs labels, the decided one does not.
     assert submission.progress_of(tia, adaptive).left == 5
 

@@ -21,12 +21,12 @@ def labeled_by_ada(project, items, annotator):
 
 
 def _pages(project, item):
-    p, i = project.pk, item.pk
+    p, i, public = project.pk, item.pk, item.public_id
     return [
         ("get", reverse("label_next", args=[p]), {}),
-        ("get", reverse("label_issue", args=[p, i]), {}),
-        ("post", reverse("label_issue", args=[p, i]), {}),
-        ("post", reverse("skip_issue", args=[p, i]), {}),
+        ("get", reverse("label_issue", args=[p, public]), {}),
+        ("post", reverse("label_issue", args=[p, public]), {}),
+        ("post", reverse("skip_issue", args=[p, public]), {}),
         ("get", reverse("my_progress", args=[p]), {}),
         ("get", reverse("project_detail", args=[p]), {}),
         ("get", reverse("disagreement_queue", args=[p]), {}),
@@ -53,11 +53,11 @@ def test_another_annotator_sees_nothing_of_an_open_issue(
 ):
     client.force_login(other_annotator)
     # The issue page itself is a 404 until it is handed to them ...
-    url = reverse("label_issue", args=[project.pk, labeled_by_ada.pk])
+    url = reverse("label_issue", args=[project.pk, labeled_by_ada.public_id])
     assert client.get(url).status_code == 404
     # ... and once it is, it shows only their own (empty) form, no count of others.
     assert client.get(reverse("label_next", args=[project.pk])).url.endswith(
-        f"/label/{labeled_by_ada.pk}/"
+        f"/label/{labeled_by_ada.public_id}/"
     )
     body = client.get(url).content.decode()
     assert SECRET not in body and 'id="revision-note"' not in body and "1 of" not in body
@@ -75,7 +75,7 @@ def test_blind_while_in_the_disagreement_queue(
     client.force_login(other_annotator)
     _assert_blind(client, project, labeled_by_ada, label_data(project, "C.4"))
     # Their own page of it shows their label only, and no status that hints at the others.
-    body = client.get(reverse("label_issue", args=[project.pk, labeled_by_ada.pk])).content
+    body = client.get(reverse("label_issue", args=[project.pk, labeled_by_ada.public_id])).content
     assert b"disagreement" not in body.lower()
 
 
@@ -85,5 +85,5 @@ def test_after_final_the_final_label_is_shown(
     label_item(other_annotator, project, labeled_by_ada, "C.3.i")
     label_item(third_annotator, project, labeled_by_ada, "C.3.i")
     client.force_login(other_annotator)
-    body = client.get(reverse("label_issue", args=[project.pk, labeled_by_ada.pk])).content
+    body = client.get(reverse("label_issue", args=[project.pk, labeled_by_ada.public_id])).content
     assert b"Final label" in body and SECRET.encode() not in body

@@ -161,6 +161,7 @@ def test_another_annotator_cannot_tell_what_ada_chose(
     values = {
         "project_id": project.pk,
         "item_id": item.pk,
+        "public_id": item.public_id,
         "version_id": project.taxonomy_version_id,
         "type_code": "A",
         "proposal_id": proposal.pk if proposal else 0,

@@ -28,7 +28,7 @@ def _watch(page) -> list[str]:
 
 def _open_task(page, live_server, project, item) -> None:
     page.goto(live_server.url + reverse("label_next", args=[project.pk]))
-    page.wait_for_url(f"**/label/{item.pk}/")
+    page.wait_for_url(f"**/label/{item.public_id}/")
     page.locator("body[data-labeling-ready]").wait_for(state="attached")
 
 

@@ -12,7 +12,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def _ready(page, item) -> None:
-    page.wait_for_url(f"**/label/{item.pk}/")
+    page.wait_for_url(f"**/label/{item.public_id}/")
     page.locator("body[data-labeling-ready]").wait_for(state="attached")
 
 

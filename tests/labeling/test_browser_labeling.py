@@ -32,7 +32,7 @@ def test_volunteer_labels_three_issues_by_keyboard_alone(
 
     def wait_for_item(n: int) -> None:
         try:
-            page.wait_for_url(f"**/label/{items[n].pk}/")
+            page.wait_for_url(f"**/label/{items[n].public_id}/")
         except Exception as exc:
             # Say where the page is and what it shows instead of a bare timeout.
             errors = page.locator(".errorlist, .error, .messages").all_inner_texts()

@@ -24,7 +24,7 @@ def test_proposal_from_the_labeling_page_is_offered_once_approved(
     volunteer.click("text=Propose a new category")
     volunteer.fill("#id_proposed_category", NAME)
     volunteer.click("#submit-label")
-    volunteer.wait_for_url(f"**/label/{items[1].pk}/")
+    volunteer.wait_for_url(f"**/label/{items[1].public_id}/")
     assert Proposal.objects.get().status == Proposal.Status.PENDING
 
     other = browser.new_context().new_page()

@@ -156,7 +156,7 @@ def test_progress_counts_mine_what_is_left_and_agreement_with_final(
     label_item(third_annotator, project, items[0], "C.3.i")
     label_item(annotator, project, items[1], "C.2")
     p = submission.progress_of(annotator, project, with_agreement=True)
-    assert (p.labeled, p.left, p.total, p.project_final) == (2, 4, 6, 1)
+    assert (p.labeled, p.left, p.total, p.project_done) == (2, 4, 6, 1)
     assert (p.compared, p.matched_label) == (1, 1)
     assert submission.agreement_shares(p) == {"type": 100, "theme": 100, "label": 100}
     assert p.project_percent == 17

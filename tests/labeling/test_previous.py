@@ -25,12 +25,12 @@ def test_previous_walks_back_through_own_labels_only(project, items, annotator, 
 def test_the_previous_link_redirects_to_the_own_last_issue(client, project, items, annotator):
     client.force_login(annotator)
     url = reverse("label_previous", args=[project.pk])
-    first = client.get(url, {"from": items[4].pk})
+    first = client.get(url, {"from": items[4].public_id})
     # Nothing labeled yet: back to the issue the annotator came from.
-    assert first["Location"] == reverse("label_issue", args=[project.pk, items[4].pk])
+    assert first["Location"] == reverse("label_issue", args=[project.pk, items[4].public_id])
     label_item(annotator, project, items[0], "A.1")
-    response = client.get(url, {"from": items[4].pk})
-    assert response["Location"] == reverse("label_issue", args=[project.pk, items[0].pk])
+    response = client.get(url, {"from": items[4].public_id})
+    assert response["Location"] == reverse("label_issue", args=[project.pk, items[0].public_id])
     assert client.get(url, {"from": "²"}).status_code == 302  # a bad id is no id
 
 

@@ -28,7 +28,7 @@ def test_a_proposal_from_the_labeling_box_is_offered_once_everyone_approves(
     # The next issue's labeling page offers the new sub-theme.
     item = queue.next_issue_for(other_annotator, project)
     client.force_login(other_annotator)
-    page = client.get(f"/projects/{project.pk}/label/{item.pk}/")
+    page = client.get(f"/projects/{project.pk}/label/{item.public_id}/")
     assert page.status_code == 200
     assert b"Tokenizer and Vocabulary Mismatch" in page.content
     assert new_node.code.encode() in page.content

@@ -104,7 +104,7 @@ def test_a_change_request_reaches_the_lead_and_changes_nothing(
 ):
     item, url = disputed
     client.force_login(other_annotator)
-    request_url = reverse("request_change", args=[k2.pk, item.pk])
+    request_url = reverse("request_change", args=[k2.pk, item.public_id])
     response = client.post(request_url, {"body": "I meant B.1: it is a deployment question"})
     assert response.status_code == 302
     item.refresh_from_db()
@@ -134,7 +134,8 @@ def test_a_late_change_request_on_a_final_issue_is_listed_for_the_lead(
     assert item.status == ProjectIssue.Status.FINAL
     # A revision of a final issue is refused too.
     assert client.post(url, label_data(k2, "C.2")).status_code == 400
-    client.post(reverse("request_change", args=[k2.pk, item.pk]), {"body": "C.2 fits better"})
+    change_url = reverse("request_change", args=[k2.pk, item.public_id])
+    client.post(change_url, {"body": "C.2 fits better"})
     client.force_login(lead)
     queue = client.get(reverse("disagreement_queue", args=[k2.pk])).content.decode()
     assert 'id="late-change-requests"' in queue and "C.2 fits better" in queue
@@ -143,7 +144,7 @@ def test_a_late_change_request_on_a_final_issue_is_listed_for_the_lead(
 def test_someone_without_a_label_cannot_ask_for_a_change(client, k2, disputed, third_annotator):
     item, _ = disputed
     client.force_login(third_annotator)
-    response = client.post(reverse("request_change", args=[k2.pk, item.pk]), {"body": "x"})
+    response = client.post(reverse("request_change", args=[k2.pk, item.public_id]), {"body": "x"})
     assert response.status_code == 404
     assert not DiscussionMessage.objects.exists()
 

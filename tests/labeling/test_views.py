@@ -34,7 +34,7 @@ def test_label_next_redirects_to_a_reserved_issue_and_saving_opens_the_next(
     assert saved.status_code == 302 and saved.url == reverse("label_next", args=[project.pk])
     assert Annotation.objects.get(annotator__username="ada-annotator").label_code == "C.3.i"
     nxt = as_annotator.get(saved.url)
-    assert nxt.url.endswith(f"/label/{items[1].pk}/")
+    assert nxt.url.endswith(f"/label/{items[1].public_id}/")
 
 
 def test_a_bad_label_shows_the_error_and_keeps_the_input(as_annotator, project, items):
@@ -49,7 +49,7 @@ def test_a_bad_label_shows_the_error_and_keeps_the_input(as_annotator, project, 
 
 def test_skip_hands_back_and_opens_another(as_annotator, project, items):
     url = as_annotator.get(reverse("label_next", args=[project.pk])).url
-    response = as_annotator.post(reverse("skip_issue", args=[project.pk, items[0].pk]))
+    response = as_annotator.post(reverse("skip_issue", args=[project.pk, items[0].public_id]))
     assert response.status_code == 302
     assert as_annotator.get(response.url).url != url
     assert as_annotator.get(url).status_code == 404
@@ -64,7 +64,7 @@ def test_nothing_left_page(as_annotator, project):
 def test_own_label_can_be_revised_from_my_progress(as_annotator, project, items, annotator):
     label_item(annotator, project, items[0], "C.1", summary="first")
     progress = as_annotator.get(reverse("my_progress", args=[project.pk]))
-    edit_url = reverse("label_issue", args=[project.pk, items[0].pk])
+    edit_url = reverse("label_issue", args=[project.pk, items[0].public_id])
     assert edit_url in progress.content.decode()
     page = as_annotator.get(edit_url).content.decode()
     assert "revision 1" in page and "first" in page

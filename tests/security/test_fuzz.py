@@ -95,6 +95,7 @@ def study(project, issues_in_project, lead, annotator, other_annotator, research
     values = {
         "project_id": [project.pk],
         "item_id": [i.pk for i in (handed, labeled, disputed, final)],
+        "public_id": [i.public_id for i in (handed, labeled, disputed, final)],
         "proposal_id": [proposal.pk],
         "version_id": [project.taxonomy_version_id],
         "type_code": ["A"],
@@ -298,7 +299,7 @@ def test_a_nul_in_a_label_summary_is_refused_with_a_400_naming_it(
     )
     client.force_login(annotator)
     response = client.post(
-        f"/projects/{project.pk}/label/{item.pk}/",
+        f"/projects/{project.pk}/label/{item.public_id}/",
         {"is_false_positive": "1", "false_positive_reason": "keyword_in_names", "summary": NUL},
     )
     assert response.status_code == 400
