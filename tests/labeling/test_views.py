@@ -276,10 +276,10 @@ def test_an_annotator_asks_for_a_change_on_a_final_issue_and_the_lead_sees_it(
     client, project, final_issue, annotator, lead
 ):
     client.force_login(annotator)
-    url = reverse("label_issue", args=[project.pk, final_issue.pk])
+    url = reverse("label_issue", args=[project.pk, final_issue.public_id])
     page = client.get(url).content.decode()
     assert 'id="final-label"' in page and 'id="change-request-form"' in page
-    send = reverse("request_change", args=[project.pk, final_issue.pk])
+    send = reverse("request_change", args=[project.pk, final_issue.public_id])
     body = "B.1.ii fits better: the log shows a timeout"
     page = client.post(send, {"body": body}, follow=True).content.decode()
     assert "Sent to the lead." in page and body in page  # under "You asked"
@@ -298,13 +298,13 @@ def test_only_an_annotator_of_the_final_issue_may_ask_for_a_change(
 ):
     finn = make_user("finn-annotator")
     Membership.objects.create(project=project, user=finn, role=Role.ANNOTATOR)
-    send = reverse("request_change", args=[project.pk, final_issue.pk])
+    send = reverse("request_change", args=[project.pk, final_issue.public_id])
     # The probe fires: Ada, who labeled it, may.
     client.force_login(annotator)
     assert client.post(send, {"body": "please look again"}).status_code == 302
     # Finn did not label it: as if it did not exist.
     client.force_login(finn)
     assert client.post(send, {"body": "me too"}).status_code == 404
-    page = reverse("label_issue", args=[project.pk, final_issue.pk])
+    page = reverse("label_issue", args=[project.pk, final_issue.public_id])
     assert client.get(page).status_code == 404
     assert DiscussionMessage.objects.filter(project_issue=final_issue).count() == 1
