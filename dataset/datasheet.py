@@ -17,7 +17,7 @@ from django.db.models import Count, Max, Min
 
 from annotator.models import Project
 from dataset.exports import unmapped_labels
-from dataset.recall import recall_summary
+from dataset.recall import format_interval, recall_summary
 from ingest.models import Issue, Repository
 
 if TYPE_CHECKING:
@@ -42,11 +42,7 @@ def recall(project: Project) -> dict[str, Any] | None:
     return recall_summary(project)
 
 
-def _interval(value: Any) -> str:
-    if not value:
-        return "-"
-    estimate, low, high = value
-    return f"{estimate:.3f} (95 % CI {low:.3f}-{high:.3f})"
+_interval = format_interval
 
 
 def sources(facts: ReleaseFacts) -> list[str]:
@@ -155,7 +151,8 @@ def keyword_filter(facts: ReleaseFacts) -> list[str]:
         f"issue; {summary.get('labeled')} are labeled so far, {summary.get('llm_related')} of "
         "them relevant.",
         "",
-        f"- Share of relevant issues among the dropped ones: {_interval(summary.get('share'))}",
+        "- Share of relevant issues among the dropped ones (stratified by repository: "
+        f"Σ N_h·p_h / Σ N_h, MOVER-combined Wilson intervals): {_interval(summary.get('share'))}",
         f"- Recall of the filter: {_interval(summary.get('recall'))}",
         "",
     ]
