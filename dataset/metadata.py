@@ -354,11 +354,10 @@ def croissant(facts: ReleaseFacts, directory: Path | None = None) -> dict[str, A
         for spec in resource["schema"]["fields"]:
             if resource["path"].endswith(".jsonl") and spec["type"] in ("array", "object"):
                 continue  # nested: read them from the JSON Lines themselves
-            extract = (
-                {"jsonPath": f"$.{spec['name']}"}
-                if resource["path"].endswith(".jsonl")
-                else {"column": spec["name"]}
-            )
+            # A JSON Lines file is read as a table too (mlcroissant: pandas `read_json(lines=
+            # True)`, one column per top-level key), so its fields are columns; a `jsonPath`
+            # would be looked up as a column named "$.url" and fail (#21).
+            extract = {"column": spec["name"]}
             field_name = re.sub(r"[^A-Za-z0-9_]", "_", spec["name"])
             fields.append(
                 {
