@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from django.db.models import Count, Max, Min
 
 from annotator.models import Project
+from dataset import metadata
 from dataset.exports import unmapped_labels
 from dataset.recall import format_interval, recall_summary
 from ingest.models import Issue, Repository
@@ -304,10 +305,19 @@ def write_datasheet(facts: ReleaseFacts, out: TextIO) -> None:
     project, release, counts = facts.project, facts.release, facts.counts
     summary = recall(project)
     lines = [
-        f"# Datasheet: {project.name} {release.version}",
+        f"# Datasheet: {metadata.title_of(facts)} {release.version}",
         "",
-        f"Released {facts.released_at.date().isoformat()} under {project.licence}. "
+        f"Released {facts.released_at.date().isoformat()} under {metadata.licence_of(facts)}. "
         f"Taxonomy: {facts.context.version}.",
+        "",
+    ]
+    people = metadata.authors(facts)
+    lines += [
+        (
+            "Authors: " + ", ".join(metadata.author_display(a) for a in people) + "."
+            if people
+            else f"{metadata.CITATION_INCOMPLETE}: this release names no author."
+        ),
         "",
     ]
     if release.note:

@@ -68,6 +68,9 @@ class Release(models.Model):
         "project_id",
         "version",
         "note",
+        "title",
+        "authors",
+        "licence",
         "created_by_id",
         "created_at",
         "taxonomy_version_id",
@@ -86,6 +89,13 @@ class Release(models.Model):
     # Semantic version X.Y.Z; each release of a project is greater than the one before.
     version = models.CharField(max_length=40)
     note = models.TextField(blank=True)
+    # How it is cited (CITATION.cff, croissant.json, datapackage.json): asked when it is made,
+    # prefilled from the project (`dataset.releases.citation_defaults`). Authors one per line,
+    # "Family, Given[, ORCID]" for a person, "Name[, ORCID]" for an organisation; none leaves
+    # the citation incomplete, which the page and CITATION.cff say (`dataset.metadata`).
+    title = models.CharField(max_length=300, blank=True)
+    authors = models.TextField(blank=True)
+    licence = models.CharField(max_length=100, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )

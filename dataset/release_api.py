@@ -58,6 +58,10 @@ class ReleaseList(ProjectScoped, generics.ListAPIView):
                 request.user,
                 data.validated_data["version"],
                 data.validated_data.get("note", ""),
+                # Left out: the project's (`citation_defaults`); [] or "": no author.
+                title=data.validated_data.get("title"),
+                authors=data.validated_data.get("authors"),
+                licence=data.validated_data.get("licence"),
             )
         except ReleaseError as exc:
             raise ValidationError({exc.field: [exc.message]}) from exc

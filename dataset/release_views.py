@@ -15,6 +15,8 @@ from dataset.permissions import RELEASE_ROLES, can_create_release
 from dataset.releases import (
     SEMVER,
     ReleaseError,
+    citation_complete,
+    citation_defaults,
     diff_releases,
     progress_of,
     release_path,
@@ -35,6 +37,8 @@ def _row(release: Release) -> dict:
         # Safe: the note went through labeling.rendering's Markdown sanitiser.
         "note_html": mark_safe(render_markdown(release.note)),  # noqa: S308
         "kappas": kappas,
+        "citation_complete": citation_complete(release),
+        "authors": [line for line in release.authors.splitlines() if line.strip()],
     }
 
 
@@ -43,7 +47,7 @@ def releases(request, project_id: int):
     membership = membership_or_404(request.user, project_id, roles=RELEASE_ROLES)
     project = membership.project
     may_create = can_create_release(membership)
-    form = ReleaseForm()
+    form = ReleaseForm(initial=citation_defaults(project))
     status = 200
     if request.method == "POST":
         if not may_create:
@@ -51,12 +55,22 @@ def releases(request, project_id: int):
         form = ReleaseForm(request.POST)
         if form.is_valid():
             try:
+                data = form.cleaned_data
                 release = start_release(
-                    project, request.user, form.cleaned_data["version"], form.cleaned_data["note"]
+                    project,
+                    request.user,
+                    data["version"],
+                    data["note"],
+                    # Blank title or licence: the project's; blank authors: none.
+                    title=data["title"] or None,
+                    authors=data["authors"],
+                    licence=data["licence"] or None,
                 )
             except ReleaseError as exc:
                 form.add_error(exc.field, exc.message)
             else:
+                # Tasks run in-process (no Redis) build it before this response: show that.
+                release.refresh_from_db()
                 if request.htmx:
                     return render(
                         request,
