@@ -24,6 +24,7 @@ from dataset.importer import import_labels
 from dataset.models import PublishedRepeat
 from ingest.models import Issue
 from labeling.models import ProjectIssue, Resolution
+from tests.annotator.test_table_one_years import PAPER, SAMPLES, paper_table_one
 from tests.dataset.helpers import GH, HEADER3, write_csv
 
 pytestmark = pytest.mark.django_db
@@ -164,3 +165,24 @@ def test_issues_labeled_here_count_once_either_way(project, repository, taxonomy
     (by_issue,), _ = table_one(project)
     (by_row,), _ = table_one(project, "rows")
     assert by_issue.other_years == by_row.other_years == 1
+
+
+@pytest.mark.skipif(not PAPER.exists(), reason="../shared is not beside this checkout")
+def test_the_two_sample_repositories_give_the_papers_rows_under_both_counts(taxonomy_version):
+    """The published sample files repeat no URL (1,114 and 80 distinct URLs, counted here from
+    the files): rows and issues give the same cells, the paper's Megatron and MindSpeed rows."""
+    labels = sorted(SAMPLES.glob("*/*.csv"))
+    for path in labels:
+        urls = [line.split(",")[0] for line in path.read_text(encoding="utf-8-sig").splitlines()]
+        assert len(urls[1:]) == len(set(urls[1:]))
+    call_command("import_issue_urls", *map(str, sorted(SAMPLES.glob("*/*_*.txt"))), "--no-fetch")
+    call_command("import_labels", "--project", "Samples", *map(str, labels))
+    project = Project.objects.get(name="Samples")
+    paper = paper_table_one()
+    for count in ("issues", "rows"):
+        rows, _ = table_one(project, count)
+        cells = {
+            r.name: [*(r.years[y] for y in (2023, 2024, 2025)), *r.types.values()] for r in rows
+        }
+        assert cells == {REPO: paper["Megatron"], "ascend/MindSpeed": paper["MindSpeed"]}
+    assert not PublishedRepeat.objects.exists()
