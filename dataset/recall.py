@@ -62,6 +62,7 @@ from django.db import transaction
 from django.db.models import Count, Max
 
 from annotator.models import Project
+from dataset.errors import FieldError
 from dataset.models import RecallProbe
 from ingest.filtering import keyword_set_for
 from ingest.keywords import compile_keywords, normalize
@@ -99,13 +100,8 @@ STOP_WORDS = frozenset(
 _WORD = re.compile(r"[^\W\d_][\w.+-]*")
 
 
-class RecallError(Exception):
+class RecallError(FieldError):
     """Input a draw cannot use; `field` names the form field or option at fault."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
 
 
 # (estimate, low, high); the estimate is None where a stratum is unknown (no final probe).

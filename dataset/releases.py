@@ -47,6 +47,7 @@ from django.utils import timezone
 from agreement.measures import agreement_report, report_rows
 from annotator.models import Project
 from dataset import datasheet, metadata
+from dataset.errors import FieldError
 from dataset.exports import (
     LABEL_IDS,
     ExportContext,
@@ -101,13 +102,8 @@ FINAL_COLUMNS = [
 ]
 
 
-class ReleaseError(Exception):
+class ReleaseError(FieldError):
     """A release that cannot be made; `field` names the input at fault."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
 
 
 def parse_version(text: str) -> tuple[int, int, int]:
