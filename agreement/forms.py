@@ -1,10 +1,12 @@
-"""Forms of the agreement pages: the label audit's rows and the policy simulator's parameters."""
+"""Forms of the agreement pages: the label audit's rows, the policy simulator's parameters and
+how Table I counts."""
 
 from __future__ import annotations
 
 from django import forms
 
 from agreement.simulation import MAX_K, MAX_ORDERS
+from agreement.table_one import COUNT_ISSUES, COUNT_ROWS
 
 # The audit page lists at most this many rows (the command lists any number).
 MAX_AUDIT_ROWS = 1000
@@ -46,3 +48,18 @@ class SimulatorForm(forms.Form):
         if values and (min(values) < 1 or max(values) > 20):
             raise forms.ValidationError("Each lead value must be between 1 and 20.")
         return sorted(values | {1, 2, 3})
+
+
+class TableOneForm(forms.Form):
+    """Table I's query string (page and API): count issues (default) or published rows."""
+
+    count = forms.ChoiceField(
+        choices=[
+            (COUNT_ISSUES, "issues (each once)"),
+            (COUNT_ROWS, "rows of the published label files (as the paper)"),
+        ],
+        required=False,
+    )
+
+    def counting(self) -> str:
+        return self.cleaned_data.get("count") or COUNT_ISSUES

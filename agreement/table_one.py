@@ -8,6 +8,20 @@ study's published files alone (URL lists and label CSVs) give the paper's Table 
 columns count final labels; the false-positive rate is the share of finalized issues excluded as
 not LLM-related. The "Sum" row adds the counts and, as the paper
 does, averages the per-repository rates.
+
+**Issues or rows** (`count`): by default an issue counts once. The paper counts the rows of its
+label files, and six issue URLs appear twice in them (38,742 rows, 38,736 issues), so its
+PyTorch and MindSpore cells are larger by those repeats. `count="rows"` counts an issue once
+more for every row that repeats it in the imported files (`dataset.models.PublishedRepeat`,
+read through the `Project.published_repeats` relation), under that row's own final label; it
+then gives the paper's cells from the published files. Issues labeled in the tool have no rows
+and count once either way.
+
+**An unknown false-positive rate is None, not 0.** The published label files hold only the
+issues kept as LLM-related: an imported final label is never a false positive, so files alone
+cannot tell the rate. A repository's rate is known once one of its final labels was decided
+in the tool (any method but "imported") or is a false positive; until then it is None (blank
+in the CSV, the API and the page), and the Sum row averages the known rates only.
 """
 
 from __future__ import annotations
@@ -15,6 +29,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from annotator.models import Project
 from labeling.labels import NODE_FIELDS
@@ -22,6 +37,9 @@ from labeling.models import ProjectIssue, Resolution
 from taxonomy.lineage import Translator
 
 YEARS = (2023, 2024, 2025)
+# How Table I counts: every issue once (the default), or every published row (see above).
+COUNT_ISSUES, COUNT_ROWS = "issues", "rows"
+COUNTS = (COUNT_ISSUES, COUNT_ROWS)
 TYPE_COLUMNS = (("A", "Question"), ("C", "Bug"), ("B", "Requirement"))  # the paper's order
 
 
@@ -33,13 +51,44 @@ class TableOneRow:
     types: dict[str, int] = field(default_factory=lambda: {c: 0 for c, _ in TYPE_COLUMNS})
     final: int = 0
     false_positives: int = 0
+    # Whether the rate can be told: a final label decided in the tool or a false positive.
+    rate_known: bool = False
     # The total row only: the mean of the repositories' false-positive rates (the study's
     # "average" column), not the pooled rate.
     average_rate: float | None = None
 
     @property
     def false_positive_rate(self) -> float | None:
-        return self.false_positives / self.final if self.final else None
+        if not self.final or not self.rate_known:
+            return None
+        return self.false_positives / self.final
+
+    @property
+    def known_false_positives(self) -> int | None:
+        """The false positives, or None where the files cannot tell them."""
+        return self.false_positives if self.rate_known else None
+
+    def count(
+        self,
+        year: int | None,
+        final: tuple[bool, str | None] | None,
+        decided_in_tool: bool,
+    ) -> None:
+        """Count one issue (or one published row): its year unless it is a false positive,
+        its final label's type, and what it tells of the false-positive rate."""
+        if final is not None:
+            is_false_positive, type_code = final
+            self.final += 1
+            self.rate_known = self.rate_known or decided_in_tool or is_false_positive
+            if is_false_positive:
+                self.false_positives += 1
+                return
+            if type_code is not None:
+                self.types[type_code] = self.types.get(type_code, 0) + 1
+        if year in self.years:
+            self.years[year] += 1
+        else:
+            self.other_years += 1
 
     def as_dict(self) -> dict:
         return {
@@ -55,19 +104,26 @@ def issue_year(created_at: datetime | None, study_year: int | None) -> int | Non
     return created_at.year if created_at is not None else study_year
 
 
-def table_one(project: Project) -> tuple[list[TableOneRow], TableOneRow]:
-    """Rows per repository group for the project's issues, and the Sum row."""
+def table_one(project: Project, count: str = COUNT_ISSUES) -> tuple[list[TableOneRow], TableOneRow]:
+    """Rows per repository group for the project's issues, and the Sum row. `count` is
+    "issues" (each issue once) or "rows" (each published row; see the module docstring)."""
+    if count not in COUNTS:
+        raise ValueError(f"count: one of {', '.join(COUNTS)}")
     rows: dict[str, TableOneRow] = {}
     # Plain values, not model instances: a full study has ~40,000 final labels. A final label
     # is counted under its type in the project's version (a theme moved to another type
     # counts there), read through the lineage; one without a counterpart under its own type.
     translate = Translator(project.taxonomy_version)
+
+    def mapped(is_fp: bool, type_code: str | None, ids: list) -> tuple[bool, str | None]:
+        node = translate.label_from_ids(is_fp, *ids).issue_type
+        return (is_fp, node.code if node is not None else type_code)
+
     finals = {}
-    for issue_id, is_fp, type_code, *ids in Resolution.objects.filter(
+    for issue_id, is_fp, method, type_code, *ids in Resolution.objects.filter(
         project=project, is_current=True
-    ).values_list("issue_id", "is_false_positive", "issue_type__code", *NODE_FIELDS):
-        mapped = translate.label_from_ids(is_fp, *ids).issue_type
-        finals[issue_id] = (is_fp, mapped.code if mapped is not None else type_code)
+    ).values_list("issue_id", "is_false_positive", "method", "issue_type__code", *NODE_FIELDS):
+        finals[issue_id] = (mapped(is_fp, type_code, ids), method != Resolution.Method.IMPORTED)
     scope = ProjectIssue.objects.filter(project=project).values_list(
         "issue_id",
         "issue__created_at",
@@ -79,20 +135,27 @@ def table_one(project: Project) -> tuple[list[TableOneRow], TableOneRow]:
     for issue_id, created_at, study_year, group, owner, name in scope.iterator(chunk_size=5000):
         key = group or f"{owner}/{name}"
         row = rows.setdefault(key, TableOneRow(key))
-        final = finals.get(issue_id)
-        if final is not None:
-            is_false_positive, type_code = final
-            row.final += 1
-            if is_false_positive:
-                row.false_positives += 1
-                continue
-            if type_code is not None:
-                row.types[type_code] = row.types.get(type_code, 0) + 1
-        year = issue_year(created_at, study_year)
-        if year in row.years:
-            row.years[year] += 1
-        else:
-            row.other_years += 1
+        final, in_tool = finals.get(issue_id, (None, False))
+        row.count(issue_year(created_at, study_year), final, in_tool)
+    if count == COUNT_ROWS:
+        # The dataset app's repeats, through the reverse relation (agreement imports nothing
+        # of dataset): each repeated row counts under its own final label.
+        repeats = project.published_repeats
+        for is_fp, type_code, *ids, created_at, study_year, group, owner, name in repeats.filter(
+            issue__project_issues__project=project
+        ).values_list(
+            "is_false_positive",
+            "issue_type__code",
+            *NODE_FIELDS,
+            "issue__created_at",
+            "issue__study_year",
+            "issue__repository__group",
+            "issue__repository__owner",
+            "issue__repository__name",
+        ):
+            key = group or f"{owner}/{name}"
+            row = rows.setdefault(key, TableOneRow(key))
+            row.count(issue_year(created_at, study_year), mapped(is_fp, type_code, ids), False)
     ordered = sorted(rows.values(), key=lambda r: r.name.lower())
     total = TableOneRow("Sum")
     rates = []
@@ -105,8 +168,31 @@ def table_one(project: Project) -> tuple[list[TableOneRow], TableOneRow]:
             per_type[code] += n
         total.final += row.final
         total.false_positives += row.false_positives
+        total.rate_known = total.rate_known or row.rate_known
         if row.false_positive_rate is not None:
             rates.append(row.false_positive_rate)
     total.types = {c: per_type.get(c, 0) for c, _ in TYPE_COLUMNS}
     total.average_rate = sum(rates) / len(rates) if rates else None
     return ordered, total
+
+
+def table_one_records(rows: list[TableOneRow], total: TableOneRow) -> list[dict[str, Any]]:
+    """Table I as plain records (the API and the page): counts, and the false positives and
+    their rate as None where the files cannot tell them; the Sum row's rate is the mean."""
+    out = []
+    for row in [*rows, total]:
+        out.append(
+            {
+                "name": row.name,
+                "years": {str(y): row.years[y] for y in YEARS},
+                "other_years": row.other_years,
+                "issues": sum(row.years.values()),
+                "types": {label: row.types[code] for code, label in TYPE_COLUMNS},
+                "final": row.final,
+                "false_positives": row.known_false_positives,
+                "false_positive_rate": (
+                    row.average_rate if row is total else row.false_positive_rate
+                ),
+            }
+        )
+    return out

@@ -7,11 +7,17 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, render
 
 from agreement.audit import ACCURACY_DEFINITION, audit
-from agreement.forms import DEFAULT_AUDIT_ROWS, MAX_AUDIT_ROWS, AuditForm, SimulatorForm
+from agreement.forms import (
+    DEFAULT_AUDIT_ROWS,
+    MAX_AUDIT_ROWS,
+    AuditForm,
+    SimulatorForm,
+    TableOneForm,
+)
 from agreement.permissions import AGREEMENT_ROLES, AUDIT_ROLES, TABLE_ONE_ROLES
 from agreement.report_page import report_page
 from agreement.simulation import SimulationError, cached_tradeoff, chart
-from agreement.table_one import TYPE_COLUMNS, YEARS, table_one
+from agreement.table_one import COUNT_ISSUES, TYPE_COLUMNS, YEARS, table_one, table_one_records
 from annotator.models import LEAD_ROLES
 from annotator.permissions import membership_or_404
 from labeling import taxonomy_history as history
@@ -54,27 +60,21 @@ def label_audit_page(request, project_id: int):
 @login_required
 def table_one_page(request, project_id: int):
     membership = membership_or_404(request.user, project_id, roles=TABLE_ONE_ROLES)
-    rows, total = table_one(membership.project)
-
-    def cells(row, rate) -> dict:
-        return {
-            "name": row.name,
-            "years": [row.years[y] for y in YEARS],
-            "issues": sum(row.years.values()),
-            "types": [row.types[code] for code, _ in TYPE_COLUMNS],
-            "final": row.final,
-            "rate": rate,
-        }
-
+    form = TableOneForm(request.GET)
+    valid = form.is_valid()
+    counting = form.counting() if valid else COUNT_ISSUES
+    records = table_one_records(*table_one(membership.project, counting))
     context = {
         "project": membership.project,
         "membership": membership,
-        "rows": [cells(r, r.false_positive_rate) for r in rows],
-        "total": cells(total, getattr(total, "average_rate", None)),
+        "form": form,
+        "counting": counting,
+        "rows": records[:-1],
+        "total": records[-1],
         "years": YEARS,
         "type_labels": [label for _, label in TYPE_COLUMNS],
     }
-    return render(request, "agreement/table_one.html", context)
+    return render(request, "agreement/table_one.html", context, status=200 if valid else 400)
 
 
 @login_required

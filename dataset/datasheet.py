@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 from django.db.models import Count, Max, Min
 
 from annotator.models import Project
+from dataset import metadata
 from dataset.exports import unmapped_labels
-from dataset.recall import recall_summary
+from dataset.recall import format_interval, recall_summary
 from ingest.models import Issue, Repository
 
 if TYPE_CHECKING:
@@ -42,11 +43,7 @@ def recall(project: Project) -> dict[str, Any] | None:
     return recall_summary(project)
 
 
-def _interval(value: Any) -> str:
-    if not value:
-        return "-"
-    estimate, low, high = value
-    return f"{estimate:.3f} (95 % CI {low:.3f}-{high:.3f})"
+_interval = format_interval
 
 
 def sources(facts: ReleaseFacts) -> list[str]:
@@ -155,7 +152,8 @@ def keyword_filter(facts: ReleaseFacts) -> list[str]:
         f"issue; {summary.get('labeled')} are labeled so far, {summary.get('llm_related')} of "
         "them relevant.",
         "",
-        f"- Share of relevant issues among the dropped ones: {_interval(summary.get('share'))}",
+        "- Share of relevant issues among the dropped ones (stratified by repository: "
+        f"Σ N_h·p_h / Σ N_h, MOVER-combined Wilson intervals): {_interval(summary.get('share'))}",
         f"- Recall of the filter: {_interval(summary.get('recall'))}",
         "",
     ]
@@ -307,10 +305,19 @@ def write_datasheet(facts: ReleaseFacts, out: TextIO) -> None:
     project, release, counts = facts.project, facts.release, facts.counts
     summary = recall(project)
     lines = [
-        f"# Datasheet: {project.name} {release.version}",
+        f"# Datasheet: {metadata.title_of(facts)} {release.version}",
         "",
-        f"Released {facts.released_at.date().isoformat()} under {project.licence}. "
+        f"Released {facts.released_at.date().isoformat()} under {metadata.licence_of(facts)}. "
         f"Taxonomy: {facts.context.version}.",
+        "",
+    ]
+    people = metadata.authors(facts)
+    lines += [
+        (
+            "Authors: " + ", ".join(metadata.author_display(a) for a in people) + "."
+            if people
+            else f"{metadata.CITATION_INCOMPLETE}: this release names no author."
+        ),
         "",
     ]
     if release.note:

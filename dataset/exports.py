@@ -47,7 +47,7 @@ from django.db.models import CharField, F, Func, Q, QuerySet, Value
 from django.utils import timezone
 
 from agreement.measures import agreement_report, report_rows
-from agreement.table_one import TYPE_COLUMNS, YEARS, table_one
+from agreement.table_one import COUNT_ISSUES, TYPE_COLUMNS, YEARS, table_one
 from annotator.models import Project
 from annotator.pseudonyms import natural_order, pseudonyms, unnamed
 from dataset.forges import study_issue_url
@@ -89,6 +89,9 @@ class ExportContext:
 
     project: Project
     everything: bool = False
+    # How table_one.csv counts: "issues" (each once) or "rows" (each published row, as the
+    # paper; `agreement.table_one`).
+    count: str = COUNT_ISSUES
     translator: Translator = field(init=False)
     version: TaxonomyVersion = field(init=False)
     replaced_urls: list[dict] = field(default_factory=list)
@@ -490,8 +493,10 @@ def write_taxonomy_details(
 
 
 def write_table_one(project_or_context: Project | ExportContext, out: TextIO) -> int:
+    """Table I as CSV, counted as the context asks (`count`); a false-positive count or rate
+    the files cannot tell (imported labels only) is an empty cell, never 0."""
     ctx = _context(project_or_context)
-    rows, total = table_one(ctx.project)
+    rows, total = table_one(ctx.project, ctx.count)
     writer = csvsafe.writer(out)
     writer.writerow(
         [
@@ -505,7 +510,8 @@ def write_table_one(project_or_context: Project | ExportContext, out: TextIO) ->
         ]
     )
     for row in [*rows, total]:
-        rate = getattr(row, "average_rate", None) if row is total else row.false_positive_rate
+        rate = row.average_rate if row is total else row.false_positive_rate
+        false_positives = row.known_false_positives
         writer.writerow(
             [
                 row.name,
@@ -513,7 +519,7 @@ def write_table_one(project_or_context: Project | ExportContext, out: TextIO) ->
                 row.other_years,
                 *(row.types[c] for c, _ in TYPE_COLUMNS),
                 row.final,
-                row.false_positives,
+                "" if false_positives is None else false_positives,
                 "" if rate is None else f"{rate:.4f}",
             ]
         )
@@ -563,13 +569,14 @@ def build_zip(
     real_names: bool = False,
     progress: Progress | None = None,
     everything: bool = False,
+    count: str = COUNT_ISSUES,
 ) -> dict:
     """Write every format into a ZIP at `path` with a manifest; return the manifest.
 
     `everything`: every issue of the project with its status (for leads and admins), instead of
-    the final issues only.
+    the final issues only. `count`: how table_one.csv counts ("issues" or "rows").
     """
-    ctx = ExportContext(project, everything=everything)
+    ctx = ExportContext(project, everything=everything, count=count)
     steps: list[tuple[str, Callable[[TextIO], object]]] = []
     taken: set[str] = set()
     raters = rater_columns(project)
@@ -611,6 +618,7 @@ def build_zip(
             "pseudonymous": not real_names,
             "scope": "all issues, with their status" if everything else "final issues",
             "issues": ctx.scope().count(),
+            "table_one_counts": ctx.count,
             # Labels written with their original code: no counterpart in taxonomy_version.
             "labels_without_counterpart": unmapped_labels(ctx),
             # Study-format cells validated instead of neutralised, and what was changed.

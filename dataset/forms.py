@@ -21,6 +21,25 @@ class ReleaseForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 3}),
         help_text="What this release is and why (Markdown); it goes into the datasheet.",
     )
+    # How the release is cited; the page prefills them from the project
+    # (`dataset.releases.citation_defaults`), `create_release` checks them.
+    title = forms.CharField(
+        required=False,
+        max_length=300,
+        help_text="The dataset's title in CITATION.cff and the metadata (blank: the project's).",
+    )
+    authors = forms.CharField(
+        required=False,
+        max_length=20000,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="One per line: “Family, Given” for a person, or an organisation's name, "
+        "optionally followed by “, ORCID”. None leaves the citation incomplete.",
+    )
+    licence = forms.CharField(
+        required=False,
+        max_length=100,
+        help_text="SPDX identifier, e.g. CC-BY-4.0 (blank: the project's).",
+    )
 
 
 class CompareForm(forms.Form):

@@ -29,6 +29,7 @@ from django.utils import timezone
 from annotator.models import Membership, Project, Role
 from dataset.bulk import foreign_keys_validated_at_end, insert_rows
 from dataset.forges import IssueRef, parse_issue_url
+from dataset.models import PublishedRepeat
 from ingest.models import Issue, Repository
 from labeling.labels import NODE_FIELDS
 from labeling.models import Annotation, ProjectIssue, Resolution
@@ -338,8 +339,13 @@ def rater_memberships(project: Project, count: int) -> list[Membership]:
     return out
 
 
-def _dedupe(rows: Iterable[LabelRow], report: ImportReport) -> list[LabelRow]:
+def _dedupe(
+    rows: Iterable[LabelRow], report: ImportReport
+) -> tuple[list[LabelRow], list[LabelRow]]:
+    """(the first row of each URL, the rows that repeat one): an issue gets the first row's
+    labels; a repeat is kept as a `PublishedRepeat` so that Table I can count published rows."""
     first: dict[str, LabelRow] = {}
+    repeated: list[LabelRow] = []
     for row in rows:
         seen = first.get(row.url)
         if seen is None:
@@ -347,7 +353,8 @@ def _dedupe(rows: Iterable[LabelRow], report: ImportReport) -> list[LabelRow]:
             continue
         differs = seen.labels != row.labels or seen.final != row.final
         report.repeats.append(Repeat(row.url, row.path, row.line, seen.path, seen.line, differs))
-    return list(first.values())
+        repeated.append(row)
+    return list(first.values()), repeated
 
 
 def import_labels(
@@ -379,15 +386,42 @@ def import_labels(
     report.rows_read = len(rows) + len({(p.path, p.line) for p in report.problems if p.line})
     if report.problems and not skip_invalid:
         raise LabelImportError(report)
-    rows = _dedupe(rows, report)
+    rows, repeated = _dedupe(rows, report)
     with transaction.atomic():
         project = get_or_create_project(project_name)
         if project.annotations_per_issue < report.raters and not project.annotations.exists():
             project.annotations_per_issue = report.raters
             project.save(update_fields=["annotations_per_issue"])
-        _write(project, rows, codes, report, progress)
+        issue_of = _write(project, rows, codes, report, progress)
+        _write_repeats(project, issue_of, repeated, codes)
     report.imported = True
     return report
+
+
+def _write_repeats(
+    project: Project,
+    issue_of: dict[str, int],
+    repeated: list[LabelRow],
+    codes: dict[str, TaxonomyNode],
+) -> None:
+    """One `PublishedRepeat` per repeated row, with its own final label; a second import of
+    the same files adds none (one row per project, file name and line)."""
+    if not repeated:
+        return
+    PublishedRepeat.objects.bulk_create(
+        [
+            PublishedRepeat(
+                project=project,
+                issue_id=issue_of[row.url],
+                file_name=Path(row.path).name,
+                line=row.line,
+                **_label_fields(codes[row.final]),
+            )
+            for row in repeated
+            if row.url in issue_of
+        ],
+        ignore_conflicts=True,
+    )
 
 
 def _write(
@@ -396,7 +430,8 @@ def _write(
     codes: dict[str, TaxonomyNode],
     report: ImportReport,
     progress: Progress | None,
-) -> None:
+) -> dict[str, int]:
+    """Write the rows; return the issue id of each row's URL."""
     members = rater_memberships(project, report.raters)
     now = timezone.now()
 
@@ -523,3 +558,4 @@ def _write(
     with foreign_keys_validated_at_end(Resolution, len(new_res)):
         insert_rows(Resolution, res_columns, new_res)
     report.created_annotations, report.created_resolutions = len(new_ann), len(new_res)
+    return {row.url: issue_id for row, issue_id in zip(rows, row_issue, strict=True)}

@@ -8,8 +8,12 @@
   years, the agreement table), and declared for the rest.
 - ML Croissant 1.0 (https://docs.mlcommons.org/croissant/docs/croissant-spec.html): the data
   files as FileObjects with SHA-256, a RecordSet per table whose fields map to its columns.
-- CITATION.cff 1.2.0: title, version, date, authors from `Project.citation_authors` (one per
-  line, "Family, Given"; a line without a comma is an entity), licence from `Project.licence`.
+- CITATION.cff 1.2.0: title, version, date, authors and licence as the release was made with
+  them (`Release.title`, `.authors`, `.licence`, prefilled from the project). Authors one per
+  line: "Family, Given[, ORCID]" is a person, "Name[, ORCID]" an organisation
+  (`parse_authors`). A release without authors invents none: CITATION.cff's message says
+  "Citation incomplete" and its one author entry says that no author was named (the format
+  requires one), croissant.json and datapackage.json list no creator.
 
 Every file is derived from the data files already written in the release's directory, so the
 schemas describe what is there, not what was meant to be.
@@ -120,19 +124,69 @@ def resource_name(path: str) -> str:
     return slug(path.rsplit(".", 1)[0].replace("/", "-"))
 
 
-def authors(project) -> list[dict[str, str]]:
-    """`Project.citation_authors`, one per line: "Family, Given" is a person, else an entity."""
-    out = []
-    for line in (project.citation_authors or "").splitlines():
-        line = line.strip()
-        if not line:
+ORCID = re.compile(r"(?:https?://orcid\.org/)?([0-9]{4}-[0-9]{4}-[0-9]{4}-[0-9]{3}[0-9X])")
+CITATION_INCOMPLETE = "Citation incomplete"
+NO_AUTHOR = "no author named (citation incomplete)"
+
+
+class CitationError(Exception):
+    """An author line that cannot be cited; `line` counts from 1."""
+
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(f"line {line}: {message}")
+        self.line = line
+        self.message = message
+
+
+def parse_authors(text: str) -> list[dict[str, str]]:
+    """Author lines as CFF authors: "Family, Given[, ORCID]" is a person, "Name[, ORCID]" an
+    organisation (an ORCID is 0000-0002-1825-0097, with or without https://orcid.org/)."""
+    out: list[dict[str, str]] = []
+    for number, raw in enumerate((text or "").splitlines(), start=1):
+        parts = [p.strip() for p in raw.split(",")]
+        if not any(parts):
             continue
-        family, comma, given = line.partition(",")
-        if comma and family.strip() and given.strip():
-            out.append({"family-names": family.strip(), "given-names": given.strip()})
-        else:
-            out.append({"name": line})
+        orcid = None
+        found = ORCID.fullmatch(parts[-1])
+        if found:
+            orcid = f"https://orcid.org/{found.group(1)}"
+            parts = parts[:-1]
+        elif len(parts) > 2:
+            raise CitationError(
+                number,
+                f"“{raw.strip()[:80]}”: write “Family, Given” and, optionally, an ORCID such as "
+                "0000-0002-1825-0097",
+            )
+        if not parts or not all(parts):
+            raise CitationError(number, f"“{raw.strip()[:80]}” has an empty name")
+        author = (
+            {"family-names": parts[0], "given-names": parts[1]}
+            if len(parts) == 2
+            else {"name": parts[0]}
+        )
+        if orcid:
+            author["orcid"] = orcid
+        out.append(author)
     return out
+
+
+def authors(facts_or_project: Any) -> list[dict[str, str]]:
+    """The release's authors (or, given a project, its default authors), parsed; lines that
+    cannot be parsed were refused when the release was made."""
+    release = getattr(facts_or_project, "release", None)
+    text = release.authors if release is not None else facts_or_project.citation_authors
+    try:
+        return parse_authors(text)
+    except CitationError:
+        return []
+
+
+def title_of(facts: ReleaseFacts) -> str:
+    return facts.release.title or facts.project.name
+
+
+def licence_of(facts: ReleaseFacts) -> str:
+    return facts.release.licence or facts.project.licence
 
 
 def author_display(author: dict[str, str]) -> str:
@@ -281,21 +335,16 @@ def data_package(facts: ReleaseFacts, directory: Path) -> dict[str, Any]:
         elif suffix == ".jsonl":
             resource.update(profile="tabular-data-resource", encoding="utf-8", schema=JSONL_SCHEMA)
         resources.append(resource)
-    people = authors(project)
+    people = authors(facts)
+    licence = licence_of(facts)
     return {
         "profile": "data-package",
         "name": slug(project.name),
-        "title": project.name,
+        "title": title_of(facts),
         "description": project.description or f"The labeled issues of {project.name}.",
         "version": release.version,
         "created": facts.released_at.isoformat(),
-        "licenses": [
-            {
-                "name": project.licence,
-                "path": licence_url(project.licence),
-                "title": project.licence,
-            }
-        ],
+        "licenses": [{"name": licence, "path": licence_url(licence), "title": licence}],
         "contributors": [{"title": author_display(a), "role": "author"} for a in people],
         "keywords": ["issue reports", "labeled dataset", "taxonomy"],
         "taxonomy_version": str(facts.context.version),
@@ -309,17 +358,19 @@ def write_datapackage(facts: ReleaseFacts, directory: Path, out: TextIO) -> None
 
 
 def bibtex(facts: ReleaseFacts) -> str:
-    people = authors(facts.project)
+    people = authors(facts)
     names = " and ".join(
-        a["name"] if "name" in a else f"{a['family-names']}, {a['given-names']}" for a in people
+        f"{{{a['name']}}}" if "name" in a else f"{a['family-names']}, {a['given-names']}"
+        for a in people
     )
     key = f"{slug(facts.project.name).replace('-', '_')}_{facts.release.version.replace('.', '_')}"
-    parts = [
-        f"title = {{{facts.project.name}}}",
-        f"author = {{{names or facts.project.name}}}",
+    parts = [f"title = {{{title_of(facts)}}}"]
+    # No author is invented: without one the entry says the citation is incomplete.
+    parts.append(f"author = {{{names}}}" if names else f"note = {{{CITATION_INCOMPLETE}}}")
+    parts += [
         f"year = {{{facts.released_at.year}}}",
         f"version = {{{facts.release.version}}}",
-        f"note = {{Dataset release {facts.release.version}, licence {facts.project.licence}}}",
+        f"howpublished = {{Dataset release {facts.release.version}, licence {licence_of(facts)}}}",
     ]
     return f"@misc{{{key},\n  " + ",\n  ".join(parts) + "\n}"
 
@@ -354,11 +405,10 @@ def croissant(facts: ReleaseFacts, directory: Path | None = None) -> dict[str, A
         for spec in resource["schema"]["fields"]:
             if resource["path"].endswith(".jsonl") and spec["type"] in ("array", "object"):
                 continue  # nested: read them from the JSON Lines themselves
-            extract = (
-                {"jsonPath": f"$.{spec['name']}"}
-                if resource["path"].endswith(".jsonl")
-                else {"column": spec["name"]}
-            )
+            # A JSON Lines file is read as a table too (mlcroissant: pandas `read_json(lines=
+            # True)`, one column per top-level key), so its fields are columns; a `jsonPath`
+            # would be looked up as a column named "$.url" and fail (#21).
+            extract = {"column": spec["name"]}
             field_name = re.sub(r"[^A-Za-z0-9_]", "_", spec["name"])
             fields.append(
                 {
@@ -379,7 +429,7 @@ def croissant(facts: ReleaseFacts, directory: Path | None = None) -> dict[str, A
                 "field": fields,
             }
         )
-    people = authors(project)
+    people = authors(facts)
     return {
         "@context": CROISSANT_CONTEXT,
         "@type": "sc:Dataset",
@@ -395,7 +445,7 @@ def croissant(facts: ReleaseFacts, directory: Path | None = None) -> dict[str, A
             for a in people
         ],
         "datePublished": facts.released_at.date().isoformat(),
-        "license": licence_url(project.licence),
+        "license": licence_url(licence_of(facts)),
         "version": release.version,
         "keywords": ["issue reports", "labeled dataset", "taxonomy"],
         "distribution": distribution,
@@ -410,16 +460,23 @@ def write_croissant(facts: ReleaseFacts, out: TextIO, directory: Path | None = N
 
 def citation(facts: ReleaseFacts) -> dict[str, Any]:
     project = facts.project
-    people = authors(project) or [{"name": f"{project.name} contributors"}]
+    people = authors(facts)
+    message = "If you use this dataset, please cite it as below."
+    if not people:
+        message = (
+            f"{CITATION_INCOMPLETE}: this release names no author, so it cannot be cited in "
+            "full. Cite it by title, version and date, and ask its maintainers for the authors."
+        )
     data: dict[str, Any] = {
         "cff-version": "1.2.0",
-        "message": "If you use this dataset, please cite it as below.",
+        "message": message,
         "type": "dataset",
-        "title": project.name,
+        "title": title_of(facts),
         "version": facts.release.version,
         "date-released": facts.released_at.date().isoformat(),
-        "authors": people,
-        "license": project.licence,
+        # The format requires an author: an entry that says none was named, not an invented one.
+        "authors": people or [{"name": NO_AUTHOR}],
+        "license": licence_of(facts),
     }
     if project.description:
         data["abstract"] = project.description

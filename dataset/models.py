@@ -68,6 +68,9 @@ class Release(models.Model):
         "project_id",
         "version",
         "note",
+        "title",
+        "authors",
+        "licence",
         "created_by_id",
         "created_at",
         "taxonomy_version_id",
@@ -86,6 +89,13 @@ class Release(models.Model):
     # Semantic version X.Y.Z; each release of a project is greater than the one before.
     version = models.CharField(max_length=40)
     note = models.TextField(blank=True)
+    # How it is cited (CITATION.cff, croissant.json, datapackage.json): asked when it is made,
+    # prefilled from the project (`dataset.releases.citation_defaults`). Authors one per line,
+    # "Family, Given[, ORCID]" for a person, "Name[, ORCID]" for an organisation; none leaves
+    # the citation incomplete, which the page and CITATION.cff say (`dataset.metadata`).
+    title = models.CharField(max_length=300, blank=True)
+    authors = models.TextField(blank=True)
+    licence = models.CharField(max_length=100, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -191,3 +201,43 @@ class RecallProbe(models.Model):
 
     def __str__(self) -> str:
         return f"recall probe {self.issue_id} in {self.project} (draw {self.draw})"
+
+
+class PublishedRepeat(models.Model):
+    """A row of an imported label file that repeats an issue URL read before it (in the same
+    file or another). The import keeps the first row's labels for the issue; this row keeps the
+    repeat's own final label so that Table I can count the published rows, as the paper does
+    (`agreement.table_one`, `count="rows"`), and not only the issues.
+    """
+
+    project = models.ForeignKey(
+        "annotator.Project", on_delete=models.CASCADE, related_name="published_repeats"
+    )
+    issue = models.ForeignKey(
+        "ingest.Issue", on_delete=models.CASCADE, related_name="published_repeats"
+    )
+    # The label file's name and the row's line in it.
+    file_name = models.CharField(max_length=255)
+    line = models.PositiveIntegerField()
+    # The repeated row's own final label (the import's codes: a theme or a sub-theme).
+    issue_type = models.ForeignKey(
+        "taxonomy.TaxonomyNode", null=True, on_delete=models.PROTECT, related_name="+"
+    )
+    theme = models.ForeignKey(
+        "taxonomy.TaxonomyNode", null=True, on_delete=models.PROTECT, related_name="+"
+    )
+    sub_theme = models.ForeignKey(
+        "taxonomy.TaxonomyNode", null=True, on_delete=models.PROTECT, related_name="+"
+    )
+    is_false_positive = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["project", "file_name", "line"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "file_name", "line"], name="one_repeat_per_published_row"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.file_name}, line {self.line}: repeats issue {self.issue_id}"

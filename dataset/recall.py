@@ -11,20 +11,36 @@ know which issues are probes.
 Once probes are final, `recall_report` estimates, per repository and overall:
 
 * the share p of relevant (LLM-related) issues among the dropped ones: a probe is relevant when
-  its current final label (`Resolution`) is not a false positive. Point estimate x/n, 95 %
-  Wilson interval (statsmodels `proportion_confint(method="wilson")`);
-* the relevant issues the filter dropped, D = N·p (N: dropped issues in the project's scope);
+  its current final label (`Resolution`) is not a false positive. Per repository (a *stratum*
+  h: its N_h dropped issues that are not in the project as ordinary issues, probes included),
+  the point estimate x_h/n_h over its n_h final probes with the 95 % Wilson interval
+  (statsmodels `proportion_confint(method="wilson")`);
+* overall, the **stratified** share p = Σ N_h·p̂_h / Σ N_h, never the pooled x/n: probes of
+  different repositories are labeled at different rates while labeling goes on, and the pooled
+  share then weighs a repository by how far its labeling got instead of by its size (#21). Its
+  interval combines the repositories' Wilson intervals by MOVER (the method of variance
+  estimates recovery, Zou & Donner 2008; Zou, Huang & Zhang 2009, for a weighted sum of
+  proportions): D̂ = Σ N_h·p̂_h, low = D̂ - √Σ (N_h·(p̂_h - l_h))², high = D̂ + √Σ (N_h·(u_h -
+  p̂_h))², with (l_h, u_h) the Wilson interval of stratum h; with one stratum it is that
+  stratum's Wilson interval. No finite-population correction: the interval is slightly wide
+  where a large part of a repository's dropped issues is drawn. A repository with dropped
+  issues but no final probe yet is unknown, p_h anywhere in [0, 1]: it adds 0 to the low and
+  N_h to the high bound and leaves no point estimate (`estimate` None, `unknown_strata` names
+  it) instead of vanishing from the estimate. `tests/dataset/test_recall.py` simulates the
+  coverage (about 95 % on the example of #21);
+* the relevant issues the filter dropped, D = Σ N_h·p_h, plus the **known losses** L: dropped
+  issues the project holds as ordinary issues (a scope that takes dropped issues too) are
+  labeled in full, so the relevant ones among them are counted, not estimated (scaled from the
+  final ones while not all are final, as K; unknown in [0, M] while none is);
 * the relevant issues it kept, K: the kept issues in the project that are final and not false
   positives, scaled to all kept issues when not all are final (K = M·R/F);
-* the recall K / (K + D). It falls as p grows, so its interval is the Wilson interval of p
-  carried through: (K / (K + N·p_high), K / (K + N·p_low)). K is taken as known.
+* the recall K / (K + L + D). It falls as D grows, so its interval is D's carried through:
+  (K / (K + L + D_high), K / (K + L + D_low)). K is taken as known.
 
 The sample size for a target margin of error e comes from n0 = z²·p(1-p)/e² (p = 0.5 unless an
 expected share is given, z = 1.96) with the finite-population correction n = n0 / (1 + (n0-1)/N),
-rounded up. The sample is stratified by repository in proportion to the dropped issues not yet
-drawn (`labeling.setup.stratified_sample`, largest remainders), so the pooled sample is
-self-weighting and the overall share is the pooled x/n. Per-repository intervals rest on each
-repository's share of the sample only and are wider.
+rounded up. The sample is drawn stratified by repository in proportion to the dropped issues
+not yet drawn (`labeling.setup.stratified_sample`, largest remainders).
 
 Suggested keywords: words of the titles of relevant probes that are not in the repository's
 keyword set and are no stop words, ranked by how many relevant probes the word would have caught
@@ -47,6 +63,7 @@ from django.db import transaction
 from django.db.models import Count, Max
 
 from annotator.models import Project
+from dataset.errors import FieldError
 from dataset.models import RecallProbe
 from ingest.filtering import keyword_set_for
 from ingest.keywords import compile_keywords, normalize
@@ -84,16 +101,23 @@ STOP_WORDS = frozenset(
 _WORD = re.compile(r"[^\W\d_][\w.+-]*")
 
 
-class RecallError(Exception):
+class RecallError(FieldError):
     """Input a draw cannot use; `field` names the form field or option at fault."""
 
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
+
+# (estimate, low, high); the estimate is None where a stratum is unknown (no final probe).
+Interval = tuple[float | None, float, float]
 
 
-Interval = tuple[float, float, float]
+@dataclass(frozen=True)
+class Stratum:
+    """One repository's dropped issues for the estimate: `size` N_h (those not in the project
+    as ordinary issues, probes included), `labeled` n_h final probes, `relevant` x_h of them
+    not false positives."""
+
+    size: int
+    labeled: int
+    relevant: int
 
 
 def sample_size_for(
@@ -121,26 +145,86 @@ def wilson(count: int, n: int) -> tuple[float, float]:
 
 
 def share_interval(relevant: int, labeled: int) -> Interval | None:
-    """(estimate, low, high) of the share of relevant issues among the dropped ones."""
+    """(estimate, low, high) of one stratum's share of relevant issues: x/n and Wilson's."""
     if labeled <= 0:
         return None
     low, high = wilson(relevant, labeled)
     return (relevant / labeled, low, high)
 
 
-def recall_interval(kept_relevant: float | None, dropped: int, share: Interval | None):
-    """(estimate, low, high) of K / (K + N·p), the interval carried over from p's."""
-    if kept_relevant is None or share is None:
+def dropped_relevant(strata: Iterable[Stratum]) -> Interval | None:
+    """(estimate, low, high) of D = Σ N_h·p_h, the relevant issues among the dropped ones:
+    the strata's Wilson intervals combined by MOVER; a stratum without a final probe adds
+    [0, N_h] and takes the point estimate away. None while no probe is final."""
+    strata = [s for s in strata if s.size > 0]
+    if not any(s.labeled for s in strata):
         return None
-    estimate, low, high = share
+    estimate = below = above = unknown = 0.0
+    for s in strata:
+        if s.labeled == 0:
+            unknown += s.size
+            continue
+        p = s.relevant / s.labeled
+        low, high = wilson(s.relevant, s.labeled)
+        estimate += s.size * p
+        below += (s.size * (p - low)) ** 2
+        above += (s.size * (high - p)) ** 2
+    return (
+        None if unknown else estimate,
+        estimate - math.sqrt(below),
+        estimate + math.sqrt(above) + unknown,
+    )
 
-    def r(p: float) -> float:
-        lost = dropped * p
-        total = kept_relevant + lost
+
+def stratified_share(strata: Iterable[Stratum]) -> Interval | None:
+    """(estimate, low, high) of the share of relevant issues among all strata's dropped
+    issues: `dropped_relevant` over Σ N_h (the stratified estimate, never the pooled x/n)."""
+    strata = list(strata)
+    lost = dropped_relevant(strata)
+    if lost is None:
+        return None
+    total = sum(s.size for s in strata)
+    estimate, low, high = lost
+    return (None if estimate is None else estimate / total, low / total, high / total)
+
+
+def add_intervals(a: Interval, b: Interval) -> Interval:
+    """The sum of two counts' intervals (bounds add; an unknown estimate stays unknown)."""
+    estimate = None if a[0] is None or b[0] is None else a[0] + b[0]
+    return (estimate, a[1] + b[1], a[2] + b[2])
+
+
+def recall_from_losses(kept_relevant: float | None, lost: Interval | None) -> Interval | None:
+    """(estimate, low, high) of K / (K + lost), `lost` the relevant issues the filter dropped
+    (estimated and known): the recall falls as losses grow, so the bounds swap."""
+    if kept_relevant is None or lost is None:
+        return None
+    estimate, low, high = lost
+
+    def r(d: float) -> float:
+        total = kept_relevant + d
         # Nothing relevant kept nor lost: the filter missed nothing there.
         return 1.0 if total == 0 else kept_relevant / total
 
-    return (r(estimate), r(high), r(low))
+    return (None if estimate is None else r(estimate), r(high), r(low))
+
+
+def recall_interval(kept_relevant: float | None, dropped: int, share: Interval | None):
+    """(estimate, low, high) of K / (K + N·p) for one stratum's share interval of p."""
+    if share is None:
+        return None
+    estimate, low, high = share
+    lost = (None if estimate is None else dropped * estimate, dropped * low, dropped * high)
+    return recall_from_losses(kept_relevant, lost)
+
+
+def format_interval(value: Interval | None) -> str:
+    """An interval as the command and the datasheet print it; '?' for an unknown estimate."""
+    if not value:
+        return "-"
+    estimate, low, high = value
+    shown = "?" if estimate is None else f"{estimate:.3f}"
+    return f"{shown} (95 % CI {low:.3f}-{high:.3f})"
 
 
 # --- the population and the draw ---------------------------------------------------------
@@ -330,20 +414,22 @@ def keyword_candidates(
     return rows[:limit]
 
 
-def _kept_relevant(project: Project, repo_ids: list[int]) -> dict[int, dict[str, int]]:
-    """Per repository: kept issues in the project (not probes), how many are final, and how
-    many of those are relevant (final label not a false positive)."""
+def _ordinary_counts(
+    project: Project, repo_ids: list[int], filter_status: str
+) -> dict[int, dict[str, int]]:
+    """Per repository: the project's ordinary issues (not probes) of one filter status, how
+    many are final, and how many of those are relevant (final label not a false positive)."""
     counts: dict[int, dict[str, int]] = defaultdict(lambda: {"kept": 0, "final": 0, "rel": 0})
-    kept = ProjectIssue.objects.filter(
+    ordinary = ProjectIssue.objects.filter(
         project=project,
         recall_probe__isnull=True,
         issue__repository_id__in=repo_ids,
-        issue__filter_status=Issue.FilterStatus.KEPT,
+        issue__filter_status=filter_status,
     )
-    for repo_id in kept.values_list("issue__repository_id", flat=True):
+    for repo_id in ordinary.values_list("issue__repository_id", flat=True):
         counts[repo_id]["kept"] += 1
     finals = Resolution.objects.filter(
-        project=project, is_current=True, issue_id__in=kept.values("issue_id")
+        project=project, is_current=True, issue_id__in=ordinary.values("issue_id")
     )
     for repo_id, fp in finals.values_list("issue__repository_id", "is_false_positive"):
         counts[repo_id]["final"] += 1
@@ -358,10 +444,30 @@ def _scaled(c: dict[str, int]) -> float | None:
     return c["rel"] if c["final"] == c["kept"] else c["kept"] * c["rel"] / c["final"]
 
 
+def _known_losses(c: dict[str, int]) -> Interval:
+    """L: relevant ones among the dropped issues the project holds as ordinary issues, scaled
+    as K; all of them unknown ([0, M]) while none is final."""
+    if c["kept"] == 0:
+        return (0.0, 0.0, 0.0)
+    scaled = _scaled(c)
+    if scaled is None:
+        return (None, 0.0, float(c["kept"]))
+    return (scaled, scaled, scaled)
+
+
+def _sum_counts(counts: Iterable[dict[str, int]]) -> dict[str, int]:
+    totals = {"kept": 0, "final": 0, "rel": 0}
+    for c in counts:
+        for key in totals:
+            totals[key] += c[key]
+    return totals
+
+
 def recall_report(project: Project) -> dict[str, Any]:
     """Everything the recall page shows: the draws, and the estimates overall and per
     repository (see the module's docstring). Shares and recalls are (estimate, low, high)
-    tuples, or None while nothing is labeled."""
+    tuples, or None while nothing is labeled; the overall estimate is None (bounds kept) while
+    a repository with dropped issues has no final probe (`unknown_strata`)."""
     sizes, candidates = dropped_population(project)
     probes = list(RecallProbe.objects.filter(project=project).select_related("issue__repository"))
     finals = dict(
@@ -369,11 +475,22 @@ def recall_report(project: Project) -> dict[str, Any]:
             project=project, is_current=True, issue_id__in=[p.issue_id for p in probes]
         ).values_list("issue_id", "is_false_positive")
     )
-    repo_ids = sorted(set(sizes) | {p.issue.repository_id for p in probes})
+    ordinary_dropped = dict(
+        ProjectIssue.objects.filter(
+            project=project,
+            recall_probe__isnull=True,
+            issue__filter_status=Issue.FilterStatus.FILTERED_OUT,
+        )
+        .values("issue__repository_id")
+        .annotate(n=Count("pk"))
+        .values_list("issue__repository_id", "n")
+    )
+    repo_ids = sorted(set(sizes) | {p.issue.repository_id for p in probes} | set(ordinary_dropped))
     repos = {
         r.pk: r for r in Repository.objects.filter(pk__in=repo_ids).select_related("keyword_set")
     }
-    kept = _kept_relevant(project, repo_ids)
+    kept = _ordinary_counts(project, repo_ids, Issue.FilterStatus.KEPT)
+    known = _ordinary_counts(project, repo_ids, Issue.FilterStatus.FILTERED_OUT)
     by_repo_probes: dict[int, list[RecallProbe]] = defaultdict(list)
     for p in probes:
         by_repo_probes[p.issue.repository_id].append(p)
@@ -382,25 +499,33 @@ def recall_report(project: Project) -> dict[str, Any]:
         return p.issue.title, p.issue.body, " ".join(p.issue.labels or [])
 
     rows = []
+    strata: list[Stratum] = []
     suggestions: dict[str, dict[str, Any]] = {}
     for repo_id in sorted(repo_ids, key=lambda r: repos[r].full_name):
         repo = repos[repo_id]
         mine = by_repo_probes[repo_id]
         labeled = [p for p in mine if p.issue_id in finals]
         relevant = [p for p in labeled if not finals[p.issue_id]]
-        share = share_interval(len(relevant), len(labeled))
+        stratum = Stratum(sizes.get(repo_id, 0), len(labeled), len(relevant))
+        strata.append(stratum)
         k = _scaled(kept[repo_id])
+        known_lost = _known_losses(known[repo_id])
+        lost = dropped_relevant([stratum]) if stratum.size else (0.0, 0.0, 0.0)
         rows.append(
             {
                 "repository": repo.full_name,
-                "dropped": sizes.get(repo_id, 0),
+                "dropped": stratum.size,
                 "kept": kept[repo_id]["kept"],
                 "kept_relevant": k,
+                "known_dropped": known[repo_id]["kept"],
+                "known_lost": known_lost,
                 "sample_size": len(mine),
-                "labeled": len(labeled),
-                "llm_related": len(relevant),
-                "share": share,
-                "recall": recall_interval(k, sizes.get(repo_id, 0), share),
+                "labeled": stratum.labeled,
+                "llm_related": stratum.relevant,
+                "share": share_interval(stratum.relevant, stratum.labeled),
+                "recall": recall_from_losses(
+                    k, None if lost is None else add_intervals(lost, known_lost)
+                ),
             }
         )
         keyword_set = keyword_set_for(repo)
@@ -416,14 +541,9 @@ def recall_report(project: Project) -> dict[str, Any]:
             merged["missed_caught"] += row["missed_caught"]
             merged["false_positives"] += row["false_positives"]
             merged["repositories"].append(repo.full_name)
-    labeled_n = sum(r["labeled"] for r in rows)
-    relevant_n = sum(r["llm_related"] for r in rows)
-    dropped_total = sum(sizes.values())
-    totals = {"kept": 0, "final": 0, "rel": 0}
-    for c in kept.values():
-        for key in totals:
-            totals[key] += c[key]
-    share = share_interval(relevant_n, labeled_n)
+    kept_relevant = _scaled(_sum_counts(kept.values()))
+    known_lost = _known_losses(_sum_counts(known.values()))
+    lost = dropped_relevant(strata)
     keyword_rows = sorted(
         suggestions.values(), key=lambda r: (-r["missed_caught"], r["false_positives"], r["word"])
     )[:MAX_SUGGESTED]
@@ -441,14 +561,21 @@ def recall_report(project: Project) -> dict[str, Any]:
         .order_by("draw")
     ]
     return {
+        "method": "stratified",
         "sample_size": len(probes),
-        "dropped_total": dropped_total,
+        "dropped_total": sum(sizes.values()),
         "not_drawn": sum(len(v) for v in candidates.values()),
-        "labeled": labeled_n,
-        "llm_related": relevant_n,
-        "kept_relevant": _scaled(totals),
-        "share": share,
-        "recall": recall_interval(_scaled(totals), dropped_total, share),
+        "labeled": sum(r["labeled"] for r in rows),
+        "llm_related": sum(r["llm_related"] for r in rows),
+        "kept_relevant": kept_relevant,
+        "known_dropped": sum(r["known_dropped"] for r in rows),
+        "known_lost": known_lost,
+        "dropped_relevant": lost,
+        "share": stratified_share(strata),
+        "recall": recall_from_losses(
+            kept_relevant, None if lost is None else add_intervals(lost, known_lost)
+        ),
+        "unknown_strata": [r["repository"] for r in rows if r["dropped"] and not r["labeled"]],
         "by_repository": rows,
         "suggested_keywords": [r["word"] for r in keyword_rows],
         "keyword_candidates": keyword_rows,

@@ -8,12 +8,12 @@ from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
-from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from dataset.api import ProjectScoped
+from dataset.formviews import call_with_serializer
 from dataset.permissions import RECALL_ROLES, can_draw_probes
-from dataset.recall import RecallError, draw_probes, recall_report
+from dataset.recall import draw_probes, recall_report
 from dataset.serializers import RecallDrawSerializer
 
 
@@ -37,18 +37,16 @@ class RecallReport(ProjectScoped):
         membership = self.membership()
         if not can_draw_probes(membership):
             raise Http404
-        data = RecallDrawSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        try:
-            draw = draw_probes(
+        draw = call_with_serializer(
+            RecallDrawSerializer(data=request.data),
+            lambda data: draw_probes(
                 membership.project,
-                sample_size=data.validated_data.get("sample_size"),
-                margin=data.validated_data.get("margin"),
-                seed=data.validated_data.get("seed"),
+                sample_size=data.get("sample_size"),
+                margin=data.get("margin"),
+                seed=data.get("seed"),
                 drawn_by=request.user,
-            )
-        except RecallError as exc:
-            raise ValidationError({exc.field: [exc.message]}) from exc
+            ),
+        )
         body = {
             "draw": {
                 "number": draw.number,

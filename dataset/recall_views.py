@@ -10,8 +10,9 @@ from django.shortcuts import redirect, render
 
 from annotator.permissions import membership_or_404
 from dataset.forms import RecallDrawForm
+from dataset.formviews import call_with_form
 from dataset.permissions import RECALL_ROLES, can_draw_probes
-from dataset.recall import RecallError, draw_probes, recall_report
+from dataset.recall import draw_probes, recall_report
 
 
 @login_required
@@ -25,25 +26,23 @@ def filter_recall(request, project_id: int):
         if not may_draw:
             raise Http404
         form = RecallDrawForm(request.POST)
-        if form.is_valid():
-            data = form.cleaned_data
-            try:
-                draw = draw_probes(
-                    project,
-                    sample_size=data["sample_size"],
-                    margin=data["margin"],
-                    seed=data["seed"],
-                    drawn_by=request.user,
-                )
-            except RecallError as exc:
-                form.add_error(exc.field if exc.field in form.fields else None, exc.message)
-            else:
-                messages.success(
-                    request,
-                    f"Draw {draw.number}: {draw.size} dropped issues added to the queue "
-                    f"(seed {draw.seed}).",
-                )
-                return redirect("filter_recall", project_id=project.pk)
+        draw = call_with_form(
+            form,
+            lambda data: draw_probes(
+                project,
+                sample_size=data["sample_size"],
+                margin=data["margin"],
+                seed=data["seed"],
+                drawn_by=request.user,
+            ),
+        )
+        if draw is not None:
+            messages.success(
+                request,
+                f"Draw {draw.number}: {draw.size} dropped issues added to the queue "
+                f"(seed {draw.seed}).",
+            )
+            return redirect("filter_recall", project_id=project.pk)
         status = 400
     return render(
         request,

@@ -11,13 +11,13 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
-from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from dataset.api import ProjectScoped
+from dataset.formviews import call_with_serializer
 from dataset.models import Release
 from dataset.permissions import RELEASE_ROLES, can_create_release
-from dataset.releases import ReleaseError, version_key
+from dataset.releases import version_key
 from dataset.serializers import ReleaseCreateSerializer, ReleaseSerializer
 from dataset.tasks import start_release
 
@@ -50,17 +50,19 @@ class ReleaseList(ProjectScoped, generics.ListAPIView):
         membership = self.membership()
         if not can_create_release(membership):
             raise Http404
-        data = ReleaseCreateSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        try:
-            release = start_release(
+        release = call_with_serializer(
+            ReleaseCreateSerializer(data=request.data),
+            lambda data: start_release(
                 membership.project,
                 request.user,
-                data.validated_data["version"],
-                data.validated_data.get("note", ""),
-            )
-        except ReleaseError as exc:
-            raise ValidationError({exc.field: [exc.message]}) from exc
+                data["version"],
+                data.get("note", ""),
+                # Left out: the project's (`citation_defaults`); [] or "": no author.
+                title=data.get("title"),
+                authors=data.get("authors"),
+                licence=data.get("licence"),
+            ),
+        )
         body = ReleaseSerializer(release, context={"request": request}).data
         return Response(body, status=status.HTTP_201_CREATED)
 

@@ -10,11 +10,13 @@ from django.utils.safestring import mark_safe
 
 from annotator.permissions import membership_or_404
 from dataset.forms import CompareForm, ReleaseForm
+from dataset.formviews import call_with_form
 from dataset.models import Release
 from dataset.permissions import RELEASE_ROLES, can_create_release
 from dataset.releases import (
     SEMVER,
-    ReleaseError,
+    citation_complete,
+    citation_defaults,
     diff_releases,
     progress_of,
     release_path,
@@ -35,6 +37,8 @@ def _row(release: Release) -> dict:
         # Safe: the note went through labeling.rendering's Markdown sanitiser.
         "note_html": mark_safe(render_markdown(release.note)),  # noqa: S308
         "kappas": kappas,
+        "citation_complete": citation_complete(release),
+        "authors": [line for line in release.authors.splitlines() if line.strip()],
     }
 
 
@@ -43,27 +47,35 @@ def releases(request, project_id: int):
     membership = membership_or_404(request.user, project_id, roles=RELEASE_ROLES)
     project = membership.project
     may_create = can_create_release(membership)
-    form = ReleaseForm()
+    form = ReleaseForm(initial=citation_defaults(project))
     status = 200
     if request.method == "POST":
         if not may_create:
             raise Http404
         form = ReleaseForm(request.POST)
-        if form.is_valid():
-            try:
-                release = start_release(
-                    project, request.user, form.cleaned_data["version"], form.cleaned_data["note"]
+        release = call_with_form(
+            form,
+            lambda data: start_release(
+                project,
+                request.user,
+                data["version"],
+                data["note"],
+                # Blank title or licence: the project's; blank authors: none.
+                title=data["title"] or None,
+                authors=data["authors"],
+                licence=data["licence"] or None,
+            ),
+        )
+        if release is not None:
+            # Tasks run in-process (no Redis) build it before this response: show that.
+            release.refresh_from_db()
+            if request.htmx:
+                return render(
+                    request,
+                    "dataset/_release.html",
+                    {"project": project, "row": _row(release), "created": True},
                 )
-            except ReleaseError as exc:
-                form.add_error(exc.field, exc.message)
-            else:
-                if request.htmx:
-                    return render(
-                        request,
-                        "dataset/_release.html",
-                        {"project": project, "row": _row(release), "created": True},
-                    )
-                return redirect("releases", project_id=project.pk)
+            return redirect("releases", project_id=project.pk)
         status = 400
         if request.htmx:
             # htmx swaps no 4xx response: the refused form replaces the form itself instead of

@@ -48,6 +48,7 @@ from agreement.measures import agreement_report, report_rows
 from annotator.models import Project
 from annotator.pseudonyms import pseudonyms, unnamed
 from dataset import datasheet, metadata
+from dataset.errors import FieldError
 from dataset.exports import (
     ExportContext,
     cell_code,
@@ -101,13 +102,8 @@ FINAL_COLUMNS = [
 ]
 
 
-class ReleaseError(Exception):
+class ReleaseError(FieldError):
     """A release that cannot be made; `field` names the input at fault."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
 
 
 def parse_version(text: str) -> tuple[int, int, int]:
@@ -146,14 +142,63 @@ def previous_release(release: Release) -> Release | None:
     return max(earlier, key=version_key, default=None)
 
 
-def create_release(project: Project, user: Any, version: str, note: str = "") -> Release:
-    """Record a release to build: validates the version against the project's releases.
+LICENCE = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+-]{0,99}")
+MAX_TITLE = 300
+
+
+def citation_defaults(project: Project) -> dict[str, str]:
+    """What a new release is cited as unless the lead says otherwise: the project's name,
+    default authors (`Project.citation_authors`) and licence. The release form, the API and
+    `manage.py release` all start from these."""
+    return {
+        "title": project.name,
+        "authors": project.citation_authors or "",
+        "licence": project.licence or "",
+    }
+
+
+def clean_citation(title: str, authors: str, licence: str) -> dict[str, str]:
+    """The citation fields checked (ReleaseError naming the field, and the author's line)."""
+    title = " ".join((title or "").split())
+    if not title:
+        raise ReleaseError("title", "a release needs a title")
+    if len(title) > MAX_TITLE:
+        raise ReleaseError("title", f"at most {MAX_TITLE} characters")
+    licence = (licence or "").strip()
+    if not LICENCE.fullmatch(licence):
+        raise ReleaseError("licence", "an SPDX licence identifier such as CC-BY-4.0")
+    try:
+        metadata.parse_authors(authors)
+    except metadata.CitationError as exc:
+        raise ReleaseError("authors", str(exc)) from exc
+    lines = [line.strip() for line in (authors or "").splitlines() if line.strip()]
+    return {"title": title, "authors": "\n".join(lines), "licence": licence}
+
+
+def create_release(
+    project: Project,
+    user: Any,
+    version: str,
+    note: str = "",
+    title: str | None = None,
+    authors: str | None = None,
+    licence: str | None = None,
+) -> Release:
+    """Record a release to build: validates the version against the project's releases and
+    the citation (title, authors one per line, licence; each left out is the project's, see
+    `citation_defaults`; no authors is allowed and leaves the citation incomplete).
 
     Refused (ReleaseError naming the field) when the version is not X.Y.Z, is not greater than
     the latest release, another release is still being built, or no issue is final yet.
     """
     parsed = parse_version(version)
     version = ".".join(map(str, parsed))
+    defaults = citation_defaults(project)
+    citation = clean_citation(
+        defaults["title"] if title is None else title,
+        defaults["authors"] if authors is None else authors,
+        defaults["licence"] if licence is None else licence,
+    )
     with transaction.atomic():
         # One release request of a project at a time decides what "latest" is.
         Project.objects.select_for_update().filter(pk=project.pk).first()
@@ -178,7 +223,13 @@ def create_release(project: Project, user: Any, version: str, note: str = "") ->
             version=version,
             note=(note or "").strip(),
             created_by=user if getattr(user, "is_authenticated", False) else None,
+            **citation,
         )
+
+
+def citation_complete(release: Release) -> bool:
+    """Whether the release names an author (else its citation says it is incomplete)."""
+    return bool(release.authors.strip())
 
 
 def release_path(release: Release) -> Path:

@@ -204,6 +204,8 @@ class ExportJobSerializer(serializers.ModelSerializer):
 
 class ReleaseSerializer(serializers.ModelSerializer):
     taxonomy_version: serializers.StringRelatedField = serializers.StringRelatedField()
+    citation_complete = serializers.SerializerMethodField()
+    authors = serializers.SerializerMethodField()
     progress = serializers.SerializerMethodField()
     files = serializers.SerializerMethodField()
     download_url = serializers.SerializerMethodField()
@@ -214,6 +216,10 @@ class ReleaseSerializer(serializers.ModelSerializer):
             "id",
             "version",
             "note",
+            "title",
+            "authors",
+            "licence",
+            "citation_complete",
             "status",
             "progress",
             "step",
@@ -229,6 +235,14 @@ class ReleaseSerializer(serializers.ModelSerializer):
             "download_url",
         ]
         read_only_fields = fields
+
+    def get_authors(self, release: Release) -> list[str]:
+        return [line for line in release.authors.splitlines() if line.strip()]
+
+    def get_citation_complete(self, release: Release) -> bool:
+        from dataset.releases import citation_complete
+
+        return citation_complete(release)
 
     def get_progress(self, release: Release) -> int:
         from dataset.releases import progress_of
@@ -252,6 +266,25 @@ class ReleaseSerializer(serializers.ModelSerializer):
 class ReleaseCreateSerializer(serializers.Serializer):
     version = serializers.CharField(max_length=40, help_text="semantic version X.Y.Z")
     note = serializers.CharField(required=False, allow_blank=True, max_length=20000, default="")
+    title = serializers.CharField(
+        required=False, max_length=300, help_text="the dataset's title; default the project's"
+    )
+    authors = serializers.ListField(
+        child=serializers.CharField(max_length=500),
+        required=False,
+        max_length=500,
+        help_text='"Family, Given[, ORCID]" or "Organisation[, ORCID]" each; default the '
+        "project's; an empty list leaves the citation incomplete",
+    )
+    licence = serializers.CharField(
+        required=False, max_length=100, help_text="SPDX identifier; default the project's"
+    )
+
+    def validate_authors(self, value: list[str]) -> str:
+        # One author per line, as the page's form and the model keep them.
+        if any("\n" in a or "\r" in a for a in value):
+            raise serializers.ValidationError("one author per item, without line breaks")
+        return "\n".join(value)
 
 
 class RecallDrawSerializer(serializers.Serializer):

@@ -39,9 +39,9 @@ def run_release(release_id: int) -> None:
         build_release(release_id)
 
 
-def start_release(project: Project, user, version: str, note: str = "") -> Release:
+def start_release(project: Project, user, version: str, note: str = "", **citation) -> Release:
     """Validate and record a release (ReleaseError naming the field), and queue its build once
-    the transaction commits."""
-    release = create_release(project, user, version, note)
+    the transaction commits. `citation`: title, authors, licence (`create_release`)."""
+    release = create_release(project, user, version, note, **citation)
     transaction.on_commit(lambda: run_release.delay(release.pk))
     return release

@@ -2,7 +2,16 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.authtoken.views import obtain_auth_token
 
-from dataset import api, docs, recall_api, recall_views, release_api, release_views, views
+from dataset import (
+    api,
+    docs,
+    recall_api,
+    recall_views,
+    release_api,
+    release_views,
+    table_one_api,
+    views,
+)
 
 urlpatterns = [
     path("projects/<int:project_id>/exports/", views.exports, name="exports"),
@@ -94,5 +103,14 @@ urlpatterns += [
         "api/projects/<int:project_id>/recall/",
         recall_api.RecallReport.as_view(),
         name="api_filter_recall",
+    ),
+]
+
+# Table I as JSON (issue #21): the page's records, by issue or by published row.
+urlpatterns += [
+    path(
+        "api/projects/<int:project_id>/table-one/",
+        table_one_api.TableOne.as_view(),
+        name="api_table_one",
     ),
 ]

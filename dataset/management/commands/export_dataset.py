@@ -1,6 +1,9 @@
-"""`manage.py export_dataset --project NAME OUT.zip [--everything]`: every format in one ZIP.
+"""`manage.py export_dataset --project NAME OUT.zip [--everything] [--count issues|rows]`: every
+format in one ZIP.
 
 Final issues only unless `--everything` (every issue, with a Status column in the study CSVs).
+`--count rows` makes table_one.csv count the published label files' rows, as the paper does (an
+issue repeated in them counts once per row); the default `issues` counts each issue once.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from agreement.table_one import COUNT_ISSUES, COUNTS
 from annotator.models import Project
 from dataset.exports import build_zip
 
@@ -25,6 +29,12 @@ class Command(BaseCommand):
             action="store_true",
             help="every issue with its status, not only final ones",
         )
+        parser.add_argument(
+            "--count",
+            choices=COUNTS,
+            default=COUNT_ISSUES,
+            help="Table I counts issues (default) or the published files' rows, as the paper",
+        )
 
     def handle(self, *args, **options) -> None:
         project = Project.objects.filter(name=options["project"]).first()
@@ -35,6 +45,7 @@ class Command(BaseCommand):
             Path(options["output"]),
             options["real_names"],
             everything=options["everything"],
+            count=options["count"],
         )
         for entry in manifest["files"]:
             self.stdout.write(f"{entry['sha256']}  {entry['bytes']:>10}  {entry['name']}")

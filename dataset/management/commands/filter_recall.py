@@ -5,19 +5,12 @@ report; without --sample or --margin it only prints the report."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator.models import Project
 from dataset.recall import RecallError, draw_probes, recall_report
-
-
-def _interval(value: Any) -> str:
-    if not value:
-        return "-"
-    estimate, low, high = value
-    return f"{estimate:.3f} (95 % CI {low:.3f}-{high:.3f})"
+from dataset.recall import format_interval as _interval
 
 
 class Command(BaseCommand):
@@ -61,7 +54,15 @@ class Command(BaseCommand):
             f"{report['dropped_total']} dropped issues in scope, {report['sample_size']} drawn, "
             f"{report['labeled']} final, {report['llm_related']} relevant"
         )
-        self.stdout.write(f"share of relevant among dropped: {_interval(report['share'])}")
+        self.stdout.write(
+            "share of relevant among dropped (stratified by repository): "
+            + _interval(report["share"])
+        )
+        if report["unknown_strata"]:
+            self.stdout.write(
+                "no final probe yet (counted as 0-100 % relevant): "
+                + ", ".join(report["unknown_strata"])
+            )
         self.stdout.write(f"recall of the filter: {_interval(report['recall'])}")
         for row in report["by_repository"]:
             self.stdout.write(

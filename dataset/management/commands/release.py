@@ -1,5 +1,8 @@
-"""`manage.py release --project NAME --version X.Y.Z [--note "…"] [--user NAME]`: freeze the
-project's final dataset as a release, built here and now (the page and the API queue it)."""
+"""`manage.py release --project NAME --version X.Y.Z [--note "…"] [--user NAME] [--title T]
+[--author "Family, Given[, ORCID]" …] [--no-authors] [--license SPDX]`: freeze the project's
+final dataset as a release, built here and now (the page and the API queue it). Title, authors
+and licence default to the project's (`dataset.releases.citation_defaults`); `--no-authors`
+releases without authors, and the citation then says it is incomplete."""
 
 from __future__ import annotations
 
@@ -7,7 +10,13 @@ from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator.models import Project
-from dataset.releases import ReleaseError, build_release, create_release, release_path
+from dataset.releases import (
+    ReleaseError,
+    build_release,
+    citation_complete,
+    create_release,
+    release_path,
+)
 
 
 class Command(BaseCommand):
@@ -24,6 +33,20 @@ class Command(BaseCommand):
         parser.add_argument("--version", required=True, help="semantic version X.Y.Z")
         parser.add_argument("--note", default="", help="what this release is (Markdown)")
         parser.add_argument("--user", default="", help="username recorded as its creator")
+        parser.add_argument("--title", help="the dataset's title (default: the project's name)")
+        parser.add_argument(
+            "--author",
+            action="append",
+            dest="authors",
+            help='"Family, Given[, ORCID]" or "Organisation[, ORCID]"; repeat for each author '
+            "(default: the project's authors)",
+        )
+        parser.add_argument(
+            "--no-authors", action="store_true", help="no author: the citation is incomplete"
+        )
+        parser.add_argument(
+            "--license", "--licence", dest="licence", help="SPDX identifier (default: project's)"
+        )
 
     def handle(self, *args, **options) -> None:
         project = Project.objects.filter(name=options["project"]).first()
@@ -34,16 +57,30 @@ class Command(BaseCommand):
             user = User.objects.filter(username=options["user"]).first()
             if user is None:
                 raise CommandError(f"user: no user named {options['user']!r}")
+        if options["no_authors"] and options["authors"]:
+            raise CommandError("author: --no-authors and --author exclude each other")
+        authors = "\n".join(options["authors"]) if options["authors"] else None
         try:
-            release = create_release(project, user, options["version"], options["note"])
+            release = create_release(
+                project,
+                user,
+                options["version"],
+                options["note"],
+                title=options["title"],
+                authors="" if options["no_authors"] else authors,
+                licence=options["licence"],
+            )
         except ReleaseError as exc:
-            raise CommandError(str(exc)) from exc
+            name = {"authors": "author", "licence": "license"}.get(exc.field, exc.field)
+            raise CommandError(f"{name}: {exc.message}") from exc
 
         def progress(step: str, done: int, total: int) -> None:
             if options["verbosity"] > 1:
                 self.stdout.write(f"[{done}/{total}] {step}")
 
         release = build_release(release.pk, progress)
+        if not citation_complete(release):
+            self.stderr.write("citation incomplete: the release names no author")
         self.stdout.write(
             f"release {release.version} of {project.name}: {release_path(release)}\n"
             f"{release.sha256}  {release.size} bytes, {release.counts.get('issues', 0)} issues"
