@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import Field, Model
+from django.db.models import Field, Model, UniqueConstraint
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from psycopg import Cursor
@@ -309,6 +309,10 @@ def copy_rows(model: type[Model], names: Sequence[str], values: Iterable[Sequenc
         model._default_manager.bulk_create(objects, batch_size=COPY_FALLBACK_BATCH)
         return count
     now = timezone.now()
+    # A column in a unique constraint cannot share one value: its callable default (a random
+    # public id) is called for every row.
+    per_row = [f for f in missing if f.has_default() and callable(f.default) and _unique(model, f)]
+    once = [f for f in missing if f not in per_row]
     extra = [
         f.get_db_prep_save(
             now
@@ -316,18 +320,28 @@ def copy_rows(model: type[Model], names: Sequence[str], values: Iterable[Sequenc
             else f.get_default(),
             db,
         )
-        for f in missing
+        for f in once
     ]
-    targets = [column(model, n) for n in given] + [column(model, f.name) for f in missing]
+    targets = [column(model, n) for n in given] + [column(model, f.name) for f in once + per_row]
     statement = psql.SQL("COPY {} ({}) FROM STDIN").format(
         psql.Identifier(model._meta.db_table),
         psql.SQL(", ").join([psql.Identifier(t) for t in targets]),
     )
     with db.cursor() as cursor, cursor.cursor.copy(statement) as copy:
         for row in values:
-            copy.write_row((*row, *extra))
+            fresh = [f.get_db_prep_save(f.get_default(), db) for f in per_row]
+            copy.write_row((*row, *extra, *fresh))
             count += 1
     return count
+
+
+def _unique(model: type[Model], field: Field) -> bool:
+    """Whether the field's column is unique alone or in one of the model's unique sets."""
+    if field.unique:
+        return True
+    sets = [c.fields for c in model._meta.constraints if isinstance(c, UniqueConstraint)]
+    sets += [tuple(names) for names in model._meta.unique_together]
+    return any(field.name in names for names in sets)
 
 
 @contextmanager

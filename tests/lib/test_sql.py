@@ -9,6 +9,7 @@ from django.db import IntegrityError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from ingest.models import Issue, Repository
+from labeling.models import ProjectIssue
 from lib import sql
 
 pytestmark = pytest.mark.django_db
@@ -90,3 +91,16 @@ def test_a_large_load_drops_and_restores_the_foreign_keys(repository):
     ):
         sql.copy_rows(Issue, ["repository_id", "number", "url"], [(missing, "1", "u")])
     assert foreign_keys() == before
+
+
+@pytest.mark.django_db
+def test_copy_calls_a_unique_columns_default_for_every_row(project, repository):
+    """ProjectIssue.public_id (random, unique in a project) is not given: each row draws its
+    own, where one value for the whole COPY would break the constraint at the second row."""
+    issues = [
+        Issue.objects.create(repository=repository, number=str(n), url=f"u{n}") for n in range(5)
+    ]
+    rows = [(project.pk, issue.pk, n) for n, issue in enumerate(issues)]
+    assert sql.copy_rows(ProjectIssue, ["project_id", "issue_id", "position"], rows) == 5
+    ids = list(ProjectIssue.objects.filter(project=project).values_list("public_id", flat=True))
+    assert len(ids) == 5 and len(set(ids)) == 5
