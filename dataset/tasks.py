@@ -14,6 +14,7 @@ from annotator.models import Project
 from dataset.exports import run_export_job
 from dataset.models import ExportJob, Release
 from dataset.releases import build_release, create_release
+from dataset.uploads import run_upload_job
 
 
 @shared_task(acks_late=True)
@@ -45,3 +46,9 @@ def start_release(project: Project, user, version: str, note: str = "") -> Relea
     release = create_release(project, user, version, note)
     transaction.on_commit(lambda: run_release.delay(release.pk))
     return release
+
+
+@shared_task(acks_late=True)
+def run_upload(job_id: int) -> None:
+    """Check or import an uploaded file of issues (`dataset.uploads.run_upload_job`)."""
+    run_upload_job(job_id)

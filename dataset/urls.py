@@ -2,7 +2,16 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.authtoken.views import obtain_auth_token
 
-from dataset import api, docs, recall_api, recall_views, release_api, release_views, views
+from dataset import (
+    api,
+    docs,
+    recall_api,
+    recall_views,
+    release_api,
+    release_views,
+    upload_views,
+    views,
+)
 
 urlpatterns = [
     path("projects/<int:project_id>/exports/", views.exports, name="exports"),
@@ -94,5 +103,15 @@ urlpatterns += [
         "api/projects/<int:project_id>/recall/",
         recall_api.RecallReport.as_view(),
         name="api_filter_recall",
+    ),
+]
+
+# Uploading issues in the browser (issue #24).
+urlpatterns += [
+    path("projects/<int:project_id>/upload/", upload_views.upload_issues, name="upload_issues"),
+    path(
+        "projects/<int:project_id>/upload/<int:job_id>/",
+        upload_views.upload_job,
+        name="upload_job",
     ),
 ]
