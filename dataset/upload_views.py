@@ -10,7 +10,8 @@ from annotator.permissions import membership_or_404
 from dataset.forms import UploadIssuesForm
 from dataset.models import UploadJob
 from dataset.permissions import UPLOAD_ROLES
-from dataset.uploads import preview, start_upload
+from dataset.tasks import start_upload
+from dataset.uploads import preview
 from ingest.issue_files import KINDS, preview_rows
 
 RECENT_JOBS = 10

@@ -1,15 +1,15 @@
 """Uploading issues in the browser: a file kept for its task, read, checked, stored, queued.
 
 A lead (or admin) uploads a CSV, JSON Lines or URL-list file on the project's upload page.
-`preview` reads its first rows in the request. `start_upload` keeps the file under
-`settings.UPLOAD_ROOT` and queues `run_upload_job` (the Celery task `dataset.tasks.run_upload`,
-also what `manage.py upload_issues` runs): it reads the whole file (`ingest.issue_files`, with
-progress on the job), checks it against what is stored, and either stops there (a dry run: every
-problem by line, and what an import would do) or stores it all in one transaction
-(`ingest.uploads.store`) with the issues added to the end of the project's queue and their
-repositories to its scope (`ingest.permissions.attach`, so a later scope change keeps them). A
-problem anywhere means nothing is stored. The file is deleted when the task ends, whatever the
-outcome.
+`preview` reads its first rows in the request. `dataset.tasks.start_upload` keeps the file
+under `settings.UPLOAD_ROOT` (`keep_file`) and queues `run_upload_job` (the Celery task
+`dataset.tasks.run_upload`, also what `manage.py upload_issues` runs): it reads the whole
+file (`ingest.issue_files`, with progress on the job), checks it against what is stored, and
+either stops there (a dry run: every problem by line, and what an import would do) or stores
+it all in one transaction (`ingest.uploads.store`) with the issues added to the end of the
+project's queue and their repositories to its scope (`ingest.permissions.attach`, so a later
+scope change keeps them). A problem anywhere means nothing is stored. The file is deleted when
+the task ends, whatever the outcome.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from annotator.models import Project
 from dataset.models import UploadJob
-from ingest.issue_files import PREVIEW_ROWS, Reading, guess_kind, read_issue_file
+from ingest.issue_files import PREVIEW_ROWS, Reading, read_issue_file
 from ingest.models import Repository
 from ingest.permissions import attach
 from ingest.uploads import Outcome, plan, store
@@ -43,30 +43,6 @@ def preview(upload: UploadedFile, kind: str | None) -> Reading:
     upload.seek(0)
     data = upload.read()
     return read_issue_file(upload.name or "upload", data, kind or None, limit=PREVIEW_ROWS)
-
-
-def start_upload(
-    project: Project,
-    user,
-    upload: UploadedFile,
-    *,
-    kind: str = "",
-    source: str,
-    dry_run: bool,
-    add_to_queue: bool = True,
-    fetch: bool = False,
-) -> UploadJob:
-    """Keep the file under UPLOAD_ROOT, record the job and queue its task on commit."""
-    from dataset.tasks import run_upload  # tasks call services; this one queues a task
-
-    name = (upload.name or "upload")[:200]
-    upload.seek(0)
-    data = upload.read()
-    if not kind:
-        kind = guess_kind(name, data[:64].decode("utf-8", "replace"))
-    job = keep_file(project, user, name, data, kind, source, dry_run, add_to_queue, fetch)
-    transaction.on_commit(lambda: run_upload.delay(job.pk))
-    return job
 
 
 def keep_file(

@@ -13,8 +13,7 @@ HEADER = "url,title,body,labels,created_at,comments\n"
 
 def test_a_csv_of_a_mailing_list_and_a_forge_is_read_with_labels_dates_and_comments():
     data = (
-        HEADER
-        + "https://lists.example.org/archive/2024/0042.html,Loss spikes after resume,"
+        HEADER + "https://lists.example.org/archive/2024/0042.html,Loss spikes after resume,"
         '"bf16 on 8 GPUs",bug; training,2024-03-01T10:00:00Z,'
         '"[{""author"": ""mia"", ""body"": ""same here"", ""created_at"": ""2024-03-02""}]"\n'
         "https://github.com/NVIDIA/Megatron-LM/issues/7,Hangs at step 0,,,2024-03-05,one reply\n"
