@@ -30,6 +30,7 @@ from ingest.models import Repository
 from ingest.permissions import attach
 from ingest.uploads import Outcome, plan, store
 from labeling.models import ProjectIssue
+from lib import sql
 
 READ_SHARE = 80  # percent of the progress bar for reading the file; storing is the rest
 
@@ -159,8 +160,9 @@ def add_to_queue(project: Project, issue_ids: list[int], repository_ids: list[in
         ProjectIssue.objects.filter(project=project).aggregate(m=Max("position"))["m"] or 0
     ) + 1
     new = [i for i in issue_ids if i not in present]
-    ProjectIssue.objects.bulk_create(
-        [ProjectIssue(project=project, issue_id=i, position=start + n) for n, i in enumerate(new)],
-        batch_size=2000,
+    sql.copy_rows(
+        ProjectIssue,
+        ("project_id", "issue_id", "position"),
+        ((project.pk, issue_id, start + n) for n, issue_id in enumerate(new)),
     )
     return len(new)
