@@ -35,6 +35,8 @@ class RepositoryForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         forge = self.fields["forge"]
         assert isinstance(forge, forms.ChoiceField)
+        if self.instance.is_uploaded:
+            return  # its own settings stay editable; its forge stays what it is
         # Uploaded issues have no forge to sync from (ingest.uploads makes their repositories).
         forge.choices = [
             *BLANK_CHOICE_DASH,

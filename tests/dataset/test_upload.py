@@ -308,3 +308,22 @@ def test_the_project_page_links_the_upload_page_for_its_lead_only(client, lead, 
     assert url in client.get(reverse("project_detail", args=[project.pk])).content.decode()
     client.force_login(annotator)
     assert url not in client.get(reverse("project_detail", args=[project.pk])).content.decode()
+
+
+@pytest.mark.django_db
+def test_the_uploaded_repository_is_listed_for_the_lead_but_never_synced(
+    client, lead, project, upload_root
+):
+    data = b"url,title\nhttps://lists.example.org/ml/1,A thread\n"
+    job = keep_file(project, lead, "a.csv", data, "csv", "ml-archive", False, True, False)
+    tasks.run_upload(job.pk)
+    repository = Repository.objects.get(forge="upload")
+    client.force_login(lead)
+    page = client.get(reverse("repositories")).content.decode()
+    assert "ml-archive" in page and "uploaded: nothing to sync" in page
+    response = client.post(reverse("repository_sync", args=[repository.pk]))
+    assert response.status_code == 302 and not repository.sync_runs.exists()
+    new_form = page.split('id="id_forge"', 1)[1].split("</select>", 1)[0]
+    assert 'value="github"' in new_form and 'value="upload"' not in new_form  # only by upload
+    edit = client.get(reverse("repository_edit", args=[repository.pk])).content.decode()
+    assert 'value="upload" selected' in edit
