@@ -327,3 +327,28 @@ def test_the_uploaded_repository_is_listed_for_the_lead_but_never_synced(
     assert 'value="github"' in new_form and 'value="upload"' not in new_form  # only by upload
     edit = client.get(reverse("repository_edit", args=[repository.pk])).content.decode()
     assert 'value="upload" selected' in edit
+
+
+@pytest.mark.django_db
+def test_uploaded_issues_go_into_an_export_with_their_own_urls(
+    lead, project, upload_root, tmp_path
+):
+    import zipfile
+
+    from dataset.exports import build_zip
+
+    data = b'url,title\nhttps://lists.example.org/ml/1,"=HYPERLINK(""x"")"\n'
+    job = keep_file(project, lead, "a.csv", data, "csv", "ml-archive", False, True, False)
+    tasks.run_upload(job.pk)
+    build_zip(project, tmp_path / "e.zip", everything=True)
+    with zipfile.ZipFile(tmp_path / "e.zip") as archive:
+        names = archive.namelist()
+        study_csv = [n for n in names if n.endswith(".csv") and "ml-archive" in n]
+        jsonl = archive.read(next(n for n in names if n.endswith(".jsonl"))).decode()
+        assert "https://lists.example.org/ml/1," in archive.read(study_csv[0]).decode("utf-8-sig")
+    record = json.loads(jsonl.splitlines()[0])
+    assert (record["url"], record["forge"], record["title"]) == (
+        "https://lists.example.org/ml/1",
+        "upload",
+        '=HYPERLINK("x")',
+    )
