@@ -352,3 +352,12 @@ def test_uploaded_issues_go_into_an_export_with_their_own_urls(
         "upload",
         '=HYPERLINK("x")',
     )
+
+
+@pytest.mark.django_db
+def test_without_add_to_queue_the_issues_are_stored_but_not_queued(lead, project, upload_root):
+    data = b"url,title\nhttps://lists.example.org/ml/1,A thread\n"
+    job = keep_file(project, lead, "a.csv", data, "csv", "ml", False, False, False)
+    tasks.run_upload(job.pk)
+    assert Issue.objects.filter(url="https://lists.example.org/ml/1").exists()
+    assert not ProjectIssue.objects.filter(project=project).exists()
