@@ -199,6 +199,8 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = DATA_DIR / "staticfiles"
 MEDIA_ROOT = DATA_DIR / "media"
 EXPORT_ROOT = DATA_DIR / "exports"
+# Uploaded issue files wait here for their Celery task, which deletes them (dataset.uploads).
+UPLOAD_ROOT = DATA_DIR / "uploads"
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {

@@ -38,6 +38,8 @@ def study_issue_url(url: str, repository: Repository, number: str) -> str | None
     canonical URL on a self-hosted one). Otherwise the canonical URL to write instead: a
     forge's `html_url` such as `=HYPERLINK(…)`, or a link elsewhere, never reaches the study
     file raw."""
+    if repository.is_uploaded:
+        return None  # no forge to point at: the upload checked it is an http(s) URL
     canonical = canonical_issue_url(repository, number)
     if url == canonical:
         return None

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from django import forms
 
-from dataset.models import RecallProbe
+from dataset.models import RecallProbe, UploadJob
 from dataset.recall import MAX_SAMPLE
-from lib.inputlimits import integer_range
+from ingest.models import Repository
+from ingest.uploads import DEFAULT_SOURCE, source_problem
+from lib.inputlimits import column_limit, integer_range, upload_too_large
 
 
 class ReleaseForm(forms.Form):
@@ -80,3 +82,47 @@ class RecallDrawForm(forms.Form):
         if not self.errors and (data.get("sample_size") is None) == (data.get("margin") is None):
             self.add_error("sample_size", "give either a sample size or a margin of error")
         return data
+
+
+class UploadIssuesForm(forms.Form):
+    """An uploaded file of issues and what to do with it (`dataset.uploads`)."""
+
+    ACTIONS = {"preview": "Preview", "dry_run": "Dry run", "import": "Import"}
+
+    file = forms.FileField(
+        help_text="CSV or JSON Lines of issues (url, title; body, author, state, labels, "
+        "created_at, updated_at, closed_at, comments optional), or one issue URL per line."
+    )
+    kind = forms.ChoiceField(
+        required=False,
+        choices=[("", "from the file's name or first line"), *UploadJob.Kind.choices],
+        help_text="What the file is.",
+    )
+    source = forms.CharField(
+        max_length=column_limit(Repository, "name"),
+        initial=DEFAULT_SOURCE,
+        help_text="The repository (uploaded/<name>) of issues whose URLs are not of a forge; "
+        "a forge's issue URL goes to that forge's repository.",
+    )
+    add_to_queue = forms.BooleanField(
+        required=False, initial=True, help_text="Add the issues to the end of this project's queue."
+    )
+    fetch = forms.BooleanField(
+        required=False,
+        help_text="For a URL list: fetch the issues from their forge after the import.",
+    )
+    action = forms.ChoiceField(choices=list(ACTIONS.items()))
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        too_large = upload_too_large(upload.size or 0)
+        if too_large:
+            raise forms.ValidationError(f"The file is too large: {too_large}.")
+        return upload
+
+    def clean_source(self) -> str:
+        source = self.cleaned_data["source"].strip()
+        problem = source_problem(source)
+        if problem:
+            raise forms.ValidationError(f"Not a repository name: {problem}.")
+        return source

@@ -47,6 +47,74 @@ class ExportJob(models.Model):
         return f"export-{self.project_id}-{self.pk}.zip"
 
 
+UPLOAD_FIGURE_LABELS = {
+    "issues": "Issues",
+    "new_issues": "New issues",
+    "updated_issues": "Issues already stored (updated)",
+    "new_repositories": "New repositories",
+    "comments": "Comments",
+    "added_to_queue": "Added to the project's queue",
+    "queued_for_fetching": "Queued for fetching from the forge",
+}
+
+
+class UploadJob(models.Model):
+    """An uploaded file of issues being checked (a dry run) or imported (`dataset.uploads`)."""
+
+    class Kind(models.TextChoices):
+        CSV = "csv", "CSV"
+        JSONL = "jsonl", "JSON Lines"
+        URLS = "urls", "issue URLs"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "queued"
+        RUNNING = "running", "running"
+        DONE = "done", "done"
+        FAILED = "failed", "nothing imported"
+
+    project = models.ForeignKey(
+        "annotator.Project", on_delete=models.CASCADE, related_name="upload_jobs"
+    )
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    file_name = models.CharField(max_length=200, help_text="As uploaded, for messages only.")
+    # Relative to settings.UPLOAD_ROOT, made by the server; empty once the task deleted it.
+    file_path = models.CharField(max_length=300, blank=True)
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    source = models.CharField(
+        max_length=200, help_text="The repository of issues whose URLs are not of a forge."
+    )
+    dry_run = models.BooleanField(default=True)
+    add_to_queue = models.BooleanField(default=True)
+    fetch = models.BooleanField(default=False, help_text="Fetch URL-list issues from the forge.")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    progress = models.PositiveSmallIntegerField(default=0, help_text="percent")
+    step = models.CharField(max_length=200, blank=True)
+    problems = models.JSONField(default=list, blank=True)
+    figures = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"upload {self.pk} of {self.file_name} ({self.status})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in (self.Status.PENDING, self.Status.RUNNING)
+
+    def labeled_figures(self) -> list[tuple[str, str, object]]:
+        """(name, label, value) of the figures to show: the issue count, and those not 0."""
+        return [
+            (name, UPLOAD_FIGURE_LABELS.get(name, name), value)
+            for name, value in self.figures.items()
+            if value or name == "issues"
+        ]
+
+
 class FrozenReleaseError(Exception):
     """A change to a release that is done: its files and figures never change."""
 

@@ -48,3 +48,8 @@ RECALL_DRAW_ROLES = LEAD_ROLES
 
 def can_draw_probes(membership) -> bool:
     return membership.role in RECALL_DRAW_ROLES or membership.user.is_superuser
+
+
+# Uploading issues (dataset.uploads): it writes issues and repositories and fills the queue, so
+# leads and admins only (superusers act as project admins).
+UPLOAD_ROLES = LEAD_ROLES

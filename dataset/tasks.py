@@ -8,12 +8,15 @@ this module.
 from __future__ import annotations
 
 from celery import shared_task
+from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 
 from annotator.models import Project
 from dataset.exports import run_export_job
-from dataset.models import ExportJob, Release
+from dataset.models import ExportJob, Release, UploadJob
 from dataset.releases import build_release, create_release
+from dataset.uploads import keep_file, run_upload_job
+from ingest.issue_files import guess_kind
 
 
 @shared_task(acks_late=True)
@@ -45,3 +48,31 @@ def start_release(project: Project, user, version: str, note: str = "", **citati
     release = create_release(project, user, version, note, **citation)
     transaction.on_commit(lambda: run_release.delay(release.pk))
     return release
+
+
+@shared_task(acks_late=True)
+def run_upload(job_id: int) -> None:
+    """Check or import an uploaded file of issues (`dataset.uploads.run_upload_job`)."""
+    run_upload_job(job_id)
+
+
+def start_upload(
+    project: Project,
+    user,
+    upload: UploadedFile,
+    *,
+    kind: str = "",
+    source: str,
+    dry_run: bool,
+    add_to_queue: bool = True,
+    fetch: bool = False,
+) -> UploadJob:
+    """Keep the file under UPLOAD_ROOT, record the job and queue its task on commit."""
+    name = (upload.name or "upload")[:200]
+    upload.seek(0)
+    data = upload.read()
+    if not kind:
+        kind = guess_kind(name, data[:64].decode("utf-8", "replace"))
+    job = keep_file(project, user, name, data, kind, source, dry_run, add_to_queue, fetch)
+    transaction.on_commit(lambda: run_upload.delay(job.pk))
+    return job

@@ -10,6 +10,7 @@ from dataset import (
     release_api,
     release_views,
     table_one_api,
+    upload_views,
     views,
 )
 
@@ -112,5 +113,15 @@ urlpatterns += [
         "api/projects/<int:project_id>/table-one/",
         table_one_api.TableOne.as_view(),
         name="api_table_one",
+    ),
+]
+
+# Uploading issues in the browser (issue #24).
+urlpatterns += [
+    path("projects/<int:project_id>/upload/", upload_views.upload_issues, name="upload_issues"),
+    path(
+        "projects/<int:project_id>/upload/<int:job_id>/",
+        upload_views.upload_job,
+        name="upload_job",
     ),
 ]

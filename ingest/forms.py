@@ -8,6 +8,7 @@ repository for one of the projects they lead (an admin may add one for none).
 from __future__ import annotations
 
 from django import forms
+from django.db.models.fields import BLANK_CHOICE_DASH
 
 from annotator.models import Project
 from ingest.hosts import HostRefused, check_api_url
@@ -29,6 +30,18 @@ class RepositoryForm(forms.ModelForm):
             "forge", "owner", "name", "api_url", "group", "is_framework", "keyword_set",
             "include_pull_requests", "sync_interval_hours",
         ]  # fmt: skip
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        forge = self.fields["forge"]
+        assert isinstance(forge, forms.ChoiceField)
+        if self.instance.is_uploaded:
+            return  # its own settings stay editable; its forge stays what it is
+        # Uploaded issues have no forge to sync from (ingest.uploads makes their repositories).
+        forge.choices = [
+            *BLANK_CHOICE_DASH,
+            *((value, label) for value, label in Repository.Forge.choices if value != "upload"),
+        ]
 
     def clean_api_url(self) -> str:
         url = (self.cleaned_data.get("api_url") or "").rstrip("/")

@@ -35,6 +35,9 @@ class Repository(models.Model):
         GITHUB = "github", "GitHub"
         GITEE = "gitee", "Gitee"
         GITLAB = "gitlab", "GitLab"
+        # Issues uploaded from a file whose URLs are not of a forge (a mailing-list archive,
+        # another tracker): never synced or fetched (`ingest.uploads`).
+        UPLOAD = "upload", "uploaded file"
 
     DEFAULT_API_URLS: dict[str, str] = {
         Forge.GITHUB: "https://api.github.com",
@@ -94,7 +97,14 @@ class Repository(models.Model):
         return f"{self.owner}/{self.name}"
 
     @property
+    def is_uploaded(self) -> bool:
+        """Issues that came from an uploaded file, not from a forge (nothing to sync)."""
+        return self.forge == self.Forge.UPLOAD
+
+    @property
     def web_url(self) -> str:
+        if self.is_uploaded:
+            return ""
         return f"https://{self.WEB_HOSTS[self.forge]}/{self.full_name}"
 
 

@@ -71,29 +71,45 @@ def parse_files(paths: list[Path], year: int | None = None) -> UrlListResult:
         except (OSError, UnicodeDecodeError) as exc:
             result.errors.append(f"{path}: cannot read: {exc}")
             continue
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
+        parse_text(str(path), text, list_year, result, seen, year_from)
+    return result
+
+
+def parse_text(
+    name: str,
+    text: str,
+    list_year: int | None,
+    result: UrlListResult,
+    seen: set[IssueRef] | None = None,
+    year_from: dict[IssueRef, str] | None = None,
+) -> UrlListResult:
+    """Add one list's lines to `result`; errors are named `<name>, line N` (the browser
+    upload passes the uploaded file's name; `seen` and `year_from` span several lists)."""
+    seen = set(result.refs) if seen is None else seen
+    year_from = {} if year_from is None else year_from
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        ref = parse_line(line)
+        if isinstance(ref, str):
+            result.errors.append(f"{name}, line {lineno}: {ref}: {line.strip()[:120]!r}")
+            continue
+        if list_year is not None:
+            known = result.years.get(ref)
+            if known is not None and known != list_year:
+                result.errors.append(
+                    f"{name}, line {lineno}: {ref.url} is listed under {list_year} here "
+                    f"but under {known} in {year_from[ref]}"
+                )
                 continue
-            ref = parse_line(line)
-            if isinstance(ref, str):
-                result.errors.append(f"{path}, line {lineno}: {ref}: {line.strip()[:120]!r}")
-                continue
-            if list_year is not None:
-                known = result.years.get(ref)
-                if known is not None and known != list_year:
-                    result.errors.append(
-                        f"{path}, line {lineno}: {ref.url} is listed under {list_year} here "
-                        f"but under {known} in {year_from[ref]}"
-                    )
-                    continue
-                if known is None:
-                    result.years[ref] = list_year
-                    year_from[ref] = f"{path}, line {lineno}"
-            if ref in seen:
-                result.duplicates += 1
-            else:
-                seen.add(ref)
-                result.refs.append(ref)
+            if known is None:
+                result.years[ref] = list_year
+                year_from[ref] = f"{name}, line {lineno}"
+        if ref in seen:
+            result.duplicates += 1
+        else:
+            seen.add(ref)
+            result.refs.append(ref)
     return result
 
 

@@ -77,6 +77,9 @@ def repository_edit(request, repository_id: int):
 @require_POST
 def repository_sync(request, repository_id: int):
     repo = repository_or_404(request.user, repository_id)
+    if repo.is_uploaded:
+        messages.info(request, f"{repo} holds uploaded issues: there is no forge to sync from.")
+        return redirect("repositories")
     # A hydration of imported URLs may run beside a sync; only another sync is in the way.
     active = repo.sync_runs.filter(status__in=SyncRun.ACTIVE, kind=SyncRun.Kind.SYNC).first()
     if active is not None:

@@ -52,6 +52,7 @@ EXPECTED = {
         "exports",
         "releases",
         "filter_recall",
+        "upload_issues",
         "table_one",
         "taxonomy_proposals",
         "interviews",

@@ -1,0 +1,168 @@
+"""Uploading issues in the browser: a file kept for its task, read, checked, stored, queued.
+
+A lead (or admin) uploads a CSV, JSON Lines or URL-list file on the project's upload page.
+`preview` reads its first rows in the request. `dataset.tasks.start_upload` keeps the file
+under `settings.UPLOAD_ROOT` (`keep_file`) and queues `run_upload_job` (the Celery task
+`dataset.tasks.run_upload`, also what `manage.py upload_issues` runs): it reads the whole
+file (`ingest.issue_files`, with progress on the job), checks it against what is stored, and
+either stops there (a dry run: every problem by line, and what an import would do) or stores
+it all in one transaction (`ingest.uploads.store`) with the issues added to the end of the
+project's queue and their repositories to its scope (`ingest.permissions.attach`, so a later
+scope change keeps them). A problem anywhere means nothing is stored. The file is deleted when
+the task ends, whatever the outcome.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from annotator.models import Project
+from dataset.models import UploadJob
+from ingest.issue_files import PREVIEW_ROWS, Reading, read_issue_file
+from ingest.models import Repository
+from ingest.permissions import attach
+from ingest.uploads import Outcome, plan, store
+from labeling.models import ProjectIssue
+from lib import sql
+
+READ_SHARE = 80  # percent of the progress bar for reading the file; storing is the rest
+
+
+def upload_path(job: UploadJob) -> Path:
+    return Path(settings.UPLOAD_ROOT) / job.file_path
+
+
+def preview(upload: UploadedFile, kind: str | None) -> Reading:
+    """The first rows of an uploaded file and the problems among them (nothing kept)."""
+    upload.seek(0)
+    data = upload.read()
+    return read_issue_file(upload.name or "upload", data, kind or None, limit=PREVIEW_ROWS)
+
+
+def keep_file(
+    project: Project,
+    user,
+    name: str,
+    data: bytes,
+    kind: str,
+    source: str,
+    dry_run: bool,
+    add_to_queue: bool,
+    fetch: bool,
+) -> UploadJob:
+    """The job of a file, written under UPLOAD_ROOT by a name the server makes."""
+    root = Path(settings.UPLOAD_ROOT)
+    root.mkdir(parents=True, exist_ok=True)
+    relative = f"{uuid.uuid4().hex}.upload"
+    (root / relative).write_bytes(data)
+    return UploadJob.objects.create(
+        project=project,
+        requested_by=user if user is not None and user.is_authenticated else None,
+        file_name=name,
+        file_path=relative,
+        kind=kind,
+        source=source,
+        dry_run=dry_run,
+        add_to_queue=add_to_queue,
+        fetch=fetch,
+    )
+
+
+def _set(job: UploadJob, **fields) -> None:
+    for name, value in fields.items():
+        setattr(job, name, value)
+    UploadJob.objects.filter(pk=job.pk).update(**fields)
+
+
+def run_upload_job(job_id: int) -> UploadJob | None:
+    """Read, check and (unless a dry run) store a job's file; safe to run twice (a job that
+    ended, or whose file is gone, is left as it is)."""
+    job = UploadJob.objects.select_related("project").filter(pk=job_id).first()
+    if job is None or job.status in (UploadJob.Status.DONE, UploadJob.Status.FAILED):
+        return job
+    path = upload_path(job)
+    try:
+        if not job.file_path or not path.is_file():
+            _set(job, status=UploadJob.Status.FAILED, step="", finished_at=timezone.now())
+            _set(job, problems=[f"{job.file_name}: the uploaded file is gone; upload it again"])
+            return job
+        _set(job, status=UploadJob.Status.RUNNING, step="reading", progress=0)
+
+        def progress(done: int, total: int) -> None:
+            _set(job, progress=min(READ_SHARE, READ_SHARE * done // max(total, 1)))
+
+        reading = read_issue_file(job.file_name, path.read_bytes(), job.kind, progress=progress)
+        _set(job, progress=READ_SHARE, step="checking" if job.dry_run else "storing")
+        if job.dry_run:
+            outcome = plan(reading, job.source)
+            outcome.problems = reading.problems + outcome.problems
+        else:
+            outcome = _import(job, reading)
+        refused = bool(outcome.problems) and not job.dry_run
+        _set(
+            job,
+            status=UploadJob.Status.FAILED if refused else UploadJob.Status.DONE,
+            progress=100,
+            step="",
+            problems=outcome.problems,
+            figures={} if refused else outcome.figures(),
+            finished_at=timezone.now(),
+        )
+        return job
+    except Exception:
+        # A fault of ours, not of the file: the transaction stored nothing; say so and re-raise.
+        _set(job, status=UploadJob.Status.FAILED, step="", finished_at=timezone.now())
+        _set(job, problems=[f"{job.file_name}: the upload failed on the server; nothing imported"])
+        raise
+    finally:
+        path.unlink(missing_ok=True)
+        if job.file_path:
+            _set(job, file_path="")
+
+
+def _import(job: UploadJob, reading: Reading) -> Outcome:
+    """Store the file and add its issues to the project, in one transaction."""
+    with transaction.atomic():
+        outcome = store(reading, job.source)
+        if outcome.problems:
+            return outcome
+        if job.add_to_queue:
+            outcome.added_to_queue = add_to_queue(
+                job.project, outcome.issue_ids, outcome.repository_ids
+            )
+        to_fetch = outcome.to_fetch if job.fetch else []
+        if to_fetch:
+            from ingest.tasks import hydrate_issues
+
+            transaction.on_commit(lambda: hydrate_issues.delay(to_fetch))
+        outcome.queued_for_fetching = len(to_fetch)
+    return outcome
+
+
+def add_to_queue(project: Project, issue_ids: list[int], repository_ids: list[int]) -> int:
+    """Put the issues at the end of the project's queue (in file order), and their
+    repositories in its scope; issues already in the project stay where they are."""
+    for repository in Repository.objects.filter(pk__in=repository_ids):
+        attach(project, repository)
+    present = set(
+        ProjectIssue.objects.filter(project=project, issue_id__in=issue_ids).values_list(
+            "issue_id", flat=True
+        )
+    )
+    start = (
+        ProjectIssue.objects.filter(project=project).aggregate(m=Max("position"))["m"] or 0
+    ) + 1
+    new = [i for i in issue_ids if i not in present]
+    sql.copy_rows(
+        ProjectIssue,
+        ("project_id", "issue_id", "position"),
+        ((project.pk, issue_id, start + n) for n, issue_id in enumerate(new)),
+    )
+    return len(new)

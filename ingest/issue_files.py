@@ -1,0 +1,391 @@
+"""Reading an uploaded file of issues: CSV, JSON Lines, or a list of issue URLs.
+
+Pure reading (no database): every problem is collected with the file's name and line before
+anything is stored (`ingest.uploads` stores; the browser upload, its Celery task and
+`manage.py upload_issues` all read through here).
+
+* A URL list is read by `ingest.urllists.parse_text` (one URL per line), as the command
+  `import_issue_urls` reads one.
+* CSV and JSON Lines carry the issue itself, in the columns (keys) of the dataset export's
+  `issues.jsonl`: `url` and `title` required; `number`, `body`, `author`, `state`, `labels`,
+  `created_at`, `updated_at`, `closed_at`, `comments` optional. Other columns are ignored and
+  named in the preview (an export's `annotations` and `status` are not imported). In CSV,
+  `labels` are separated by `;` and `comments` is a JSON array (of strings or of objects with
+  `author`, `body`, `created_at`) or else the text of one comment.
+
+A URL is read by `ingest.issue_urls`: one of a known forge (github.com, gitee.com, gitlab.com)
+must name an issue and goes to that forge's repository; any other http(s) URL (a mailing-list
+archive, another tracker) goes to the upload's own repository, its number the `number` column
+or else a digest of the URL. The text is hostile: cells over the CSV limit, NUL characters,
+JSON nested too deep (`lib.inputlimits`), values longer than their columns, dates that are not
+ISO 8601 and a URL repeated in the file are problems on their line.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, time
+
+from django.core.exceptions import ValidationError
+from django.core.validators import URLValidator
+from django.utils.dateparse import parse_date, parse_datetime
+
+from ingest.issue_urls import HOSTS, MAX_NUMBER, MAX_URL, IssueRef, read_issue_url
+from ingest.models import Comment, Issue
+from ingest.urllists import UrlListResult, parse_text
+from lib import inputlimits
+
+KINDS = {"csv": "CSV", "jsonl": "JSON Lines", "urls": "a list of issue URLs"}
+COLUMNS = (
+    "url", "number", "title", "body", "author", "state", "labels", "created_at",
+    "updated_at", "closed_at", "comments",
+)  # fmt: skip
+REQUIRED = ("url", "title")
+DATES = ("created_at", "updated_at", "closed_at")
+LABEL_SEPARATOR = ";"
+PREVIEW_ROWS = 10
+# Progress is reported every this many records.
+PROGRESS_EVERY = 500
+
+Progress = Callable[[int, int], None]  # (records read, lines in the file)
+
+_url_shape = URLValidator(schemes=["http", "https"])
+
+
+@dataclass
+class CommentRow:
+    author: str
+    body: str
+    created_at: datetime | None
+
+
+@dataclass
+class IssueRow:
+    """One issue of a CSV or JSON Lines file, checked."""
+
+    line: int
+    url: str
+    ref: IssueRef | None  # None: not a forge's issue (goes to the upload's repository)
+    number: str
+    title: str
+    body: str = ""
+    author: str = ""
+    state: str = ""
+    labels: list[str] = field(default_factory=list)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    closed_at: datetime | None = None
+    comments: list[CommentRow] = field(default_factory=list)
+
+
+@dataclass
+class Reading:
+    """What a file holds: its rows (or URLs), and every problem by line."""
+
+    name: str
+    kind: str
+    rows: list[IssueRow] = field(default_factory=list)
+    urls: UrlListResult = field(default_factory=UrlListResult)
+    problems: list[str] = field(default_factory=list)
+    ignored_columns: list[str] = field(default_factory=list)
+    records: int = 0  # rows or URL lines read (blank lines not counted)
+
+    @property
+    def count(self) -> int:
+        return len(self.urls.refs) if self.kind == "urls" else len(self.rows)
+
+
+def guess_kind(name: str, text: str) -> str:
+    """The kind of a file from its name, else from its first non-blank character."""
+    lower = name.lower()
+    for ends, kind in ((".csv", "csv"), (".jsonl", "jsonl"), (".ndjson", "jsonl")):
+        if lower.endswith(ends):
+            return kind
+    if lower.endswith(".txt"):
+        return "urls"
+    start = text.lstrip("\ufeff \t\r\n")[:8].lower()
+    if start.startswith("{"):
+        return "jsonl"
+    if start.startswith(("http://", "https://")):
+        return "urls"
+    return "csv"
+
+
+def decode(name: str, data: bytes) -> tuple[str, str | None]:
+    """The text of an uploaded file, or a problem naming the line of its first bad byte."""
+    try:
+        return data.decode("utf-8-sig"), None
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        return "", f"{name}, line {line}: not UTF-8 ({exc.reason})"
+
+
+def read_issue_file(
+    name: str,
+    data: bytes,
+    kind: str | None = None,
+    progress: Progress | None = None,
+    limit: int | None = None,
+) -> Reading:
+    """Read an uploaded file (see the module docstring); `limit` stops after that many records
+    (the preview)."""
+    text, problem = decode(name, data)
+    kind = kind or guess_kind(name, text)
+    reading = Reading(name=name, kind=kind)
+    if problem:
+        reading.problems.append(problem)
+        return reading
+    if kind == "urls":
+        lines = text.splitlines()
+        if limit is not None:
+            lines = [line for line in lines if line.strip()][:limit]
+        parse_text(name, "\n".join(lines), None, reading.urls)
+        reading.records = sum(bool(line.strip()) for line in lines)
+        reading.problems.extend(reading.urls.errors)
+        return reading
+    total = text.count("\n") + 1
+    records = _csv_records(reading, text) if kind == "csv" else _jsonl_records(reading, text)
+    first_line: dict[str, int] = {}
+    for line, values in records:
+        reading.records += 1
+        row = _issue_row(line, values)
+        if isinstance(row, list):
+            reading.problems.extend(f"{name}, line {line}: {message}" for message in row)
+        elif row.url in first_line:
+            reading.problems.append(
+                f"{name}, line {line}: {row.url[:200]} repeats line {first_line[row.url]}"
+            )
+        else:
+            first_line[row.url] = line
+            reading.rows.append(row)
+        if progress and reading.records % PROGRESS_EVERY == 0:
+            progress(reading.records, total)
+        if limit is not None and reading.records >= limit:
+            break
+    if not reading.records and not reading.problems:
+        reading.problems.append(f"{name}: no issues in the file")
+    return reading
+
+
+def _csv_records(reading: Reading, text: str) -> Iterator[tuple[int, dict[str, object]]]:
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header: list[str] | None = None
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            problem = inputlimits.csv_cell_problem(exc)
+            reading.problems.append(f"{reading.name}, line {reader.line_num}: {problem}")
+            continue
+        too_long = inputlimits.csv_cell_problem(cells=cells)
+        if too_long:
+            reading.problems.append(f"{reading.name}, line {reader.line_num}: {too_long}")
+            continue
+        if header is None:
+            header = [c.strip().lower() for c in cells]
+            missing = [c for c in REQUIRED if c not in header]
+            if missing:
+                reading.problems.append(
+                    f"{reading.name}, line {reader.line_num}: missing column(s): "
+                    f"{', '.join(missing)} (the columns are {', '.join(COLUMNS)})"
+                )
+                return
+            reading.ignored_columns = [c[:40] for c in header if c not in COLUMNS]
+            continue
+        if not any(c.strip() for c in cells):
+            continue
+        if len(cells) != len(header):
+            reading.problems.append(
+                f"{reading.name}, line {reader.line_num}: expected {len(header)} cells, "
+                f"got {len(cells)}"
+            )
+            continue
+        values: dict[str, object] = dict(zip(header, cells, strict=True))
+        for column in ("labels", "comments"):
+            value = values.get(column)
+            if isinstance(value, str):
+                values[column] = _csv_list(column, value)
+        yield reader.line_num, values
+
+
+def _csv_list(column: str, cell: str) -> object:
+    """A CSV cell of labels (`a; b`) or comments (a JSON array, or one comment's text)."""
+    if column == "labels":
+        return [part.strip() for part in cell.split(LABEL_SEPARATOR) if part.strip()]
+    if not cell.strip():
+        return []
+    if cell.lstrip().startswith("["):
+        try:
+            return inputlimits.loads(cell)
+        except (ValueError, RecursionError) as exc:
+            return _Bad(f"comments: not a JSON array ({str(exc)[:120]})")
+    return [cell]
+
+
+@dataclass(frozen=True)
+class _Bad:
+    """A cell that could not be read; its message becomes the line's problem."""
+
+    message: str
+
+
+def _jsonl_records(reading: Reading, text: str) -> Iterator[tuple[int, dict[str, object]]]:
+    for line, raw in enumerate(text.split("\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            value = inputlimits.loads(raw)
+        except inputlimits.JSONTooDeep as exc:
+            reading.problems.append(f"{reading.name}, line {line}: {exc.message}")
+            continue
+        except (ValueError, RecursionError) as exc:
+            reading.problems.append(f"{reading.name}, line {line}: not JSON ({str(exc)[:120]})")
+            continue
+        if not isinstance(value, dict):
+            reading.problems.append(f"{reading.name}, line {line}: not a JSON object")
+            continue
+        for key in value:
+            if key not in COLUMNS and str(key)[:40] not in reading.ignored_columns:
+                reading.ignored_columns.append(str(key)[:40])
+        yield line, value
+
+
+def _text(values: dict[str, object], name: str, errors: list[str], limit: int | None) -> str:
+    value = values.get(name)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        errors.append(f"{name}: not text")
+        return ""
+    if inputlimits.NUL in value:
+        errors.append(f"{name}: NUL character (\\x00)")
+        return ""
+    if limit is not None and len(value) > limit:
+        errors.append(f"{name}: at most {limit} characters (this one has {len(value)})")
+        return ""
+    return value
+
+
+def _date(value: object, name: str, errors: list[str]) -> datetime | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    text = value.strip() if isinstance(value, str) else ""
+    try:
+        moment = parse_datetime(text)
+        if moment is None and (day := parse_date(text)) is not None:
+            moment = datetime.combine(day, time())
+    except ValueError:
+        moment = None
+    if moment is None:
+        errors.append(f"{name}: {str(value)[:40]!r} is not an ISO 8601 date (2024-05-01T12:00Z)")
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def read_url(url: str) -> tuple[IssueRef | None, str | None]:
+    """(the forge issue it names, None) for a forge's URL; (None, None) for another http(s)
+    URL; (None, why) for something that is not a URL to store."""
+    if len(url) > MAX_URL:
+        return None, f"url: at most {MAX_URL} characters (this one has {len(url)})"
+    try:
+        _url_shape(url)
+    except ValidationError:
+        return None, f"url: {url[:120]!r} is not an http(s) URL"
+    host = url.split("://", 1)[1].split("/", 1)[0].lower().removeprefix("www.")
+    if host in HOSTS:
+        ref = read_issue_url(url)
+        if isinstance(ref, str):
+            return None, f"url: {ref}: {url[:120]!r}"
+        return ref, None
+    return None, None
+
+
+def _issue_row(line: int, values: dict[str, object]) -> IssueRow | list[str]:
+    """The checked row, or its problems."""
+    errors: list[str] = []
+    for name, value in values.items():
+        if isinstance(value, _Bad):
+            errors.append(value.message)
+            values[name] = None
+    url = _text(values, "url", errors, None).strip()
+    title = _text(values, "title", errors, None).strip()
+    if not url and "url" not in " ".join(errors):
+        errors.append("url: empty")
+    if not title and "title" not in " ".join(errors):
+        errors.append("title: empty")
+    ref, why = read_url(url) if url else (None, None)
+    if why:
+        errors.append(why)
+    number = _text(values, "number", errors, MAX_NUMBER).strip()
+    if isinstance(values.get("number"), int):
+        number = str(values["number"])
+    if ref is not None and number and number != ref.number:
+        errors.append(f"number: {number[:40]!r} but the URL names issue {ref.number}")
+    if ref is not None:
+        number = ref.number
+    elif not number and url:
+        # Stable, so the same file uploaded again updates the same issues.
+        number = hashlib.sha256(url.encode()).hexdigest()[:16]
+    row = IssueRow(line=line, url=url, ref=ref, number=number, title=title)
+    row.body = _text(values, "body", errors, None)
+    row.author = _text(values, "author", errors, inputlimits.max_length(Issue, "author"))
+    row.state = _text(values, "state", errors, inputlimits.max_length(Issue, "state"))
+    labels = values.get("labels")
+    if labels is not None:
+        if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
+            errors.append("labels: not a list of names")
+        elif any(inputlimits.NUL in x for x in labels):
+            errors.append("labels: NUL character (\\x00)")
+        else:
+            row.labels = labels
+    for name in DATES:
+        setattr(row, name, _date(values.get(name), name, errors))
+    row.comments = _comments(values.get("comments"), errors)
+    return errors or row
+
+
+def _comments(value: object, errors: list[str]) -> list[CommentRow]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        errors.append("comments: not a list")
+        return []
+    out = []
+    author_limit = inputlimits.max_length(Comment, "author")
+    for n, item in enumerate(value, start=1):
+        where: list[str] = []
+        if isinstance(item, str):
+            item = {"body": item}
+        if not isinstance(item, dict):
+            errors.append(f"comments[{n}]: not text or an object")
+            continue
+        body = _text(item, "body", where, None)
+        author = _text(item, "author", where, author_limit)
+        created = _date(item.get("created_at"), "created_at", where)
+        errors.extend(f"comments[{n}].{message}" for message in where)
+        if not where:
+            out.append(CommentRow(author=author, body=body, created_at=created))
+    return out
+
+
+def preview_rows(reading: Reading) -> list[dict[str, object]]:
+    """The first rows as a template shows them (text only; the template escapes it)."""
+    if reading.kind == "urls":
+        return [{"url": ref.url} for ref in reading.urls.refs[:PREVIEW_ROWS]]
+    return [
+        {
+            "line": row.line,
+            "url": row.url,
+            "title": row.title,
+            "labels": ", ".join(row.labels),
+            "created_at": row.created_at,
+            "comments": len(row.comments),
+        }
+        for row in reading.rows[:PREVIEW_ROWS]
+    ]
