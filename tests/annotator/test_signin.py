@@ -18,6 +18,7 @@ from django.contrib.auth.models import User
 from annotator.models import Invite, Membership, Role
 from config.signin import social_providers
 from tests.annotator.fake_oidc import CLIENT_ID, CLIENT_SECRET, FakeOIDCProvider
+from tests.conftest import PASSWORD
 
 PROVIDER_ID = "testidp"
 LOGIN_URL = f"/accounts/oidc/{PROVIDER_ID}/login/"
@@ -89,6 +90,9 @@ def test_invited_volunteer_joins_through_the_provider_and_signs_in_again(
     assert invite.used_by == vera and invite.used_at is not None
     assert SocialAccount.objects.get(user=vera).uid == "vera-0001"
     assert len(idp.pkce_checked) == 1 and idp.refused == []
+    home = client.get("/")
+    assert b"vera-volunteer" in home.content
+    assert b"/accounts/password_change/" not in home.content  # no password to change
 
     # Later, from the login page: the linked account signs in, nothing new is made.
     client.logout()
@@ -180,3 +184,100 @@ def test_without_providers_the_pages_are_as_before(client, settings, lead, proje
         assert page.status_code == 200
         assert b'class="providers"' not in page.content
         assert b'type="password"' in page.content
+
+
+@pytest.mark.django_db
+def test_a_code_redeemed_without_the_right_pkce_verifier_signs_no_one_in(
+    client, idp, lead, project, caplog
+):
+    _, token = Invite.issue_for(project, Role.ANNOTATOR, lead)
+    idp.next_user = {"sub": "eve-1", "preferred_username": "eve-intercepts"}
+    start = client.post(f"/invite/{token}/sign-in/", {"provider": PROVIDER_ID})
+    answer = requests.get(start["Location"], allow_redirects=False, timeout=10)
+    back = urlsplit(answer.headers["Location"])
+    # The code is bound to another challenge: the verifier this session holds no longer fits.
+    (grant,) = idp.codes.values()
+    grant["challenge"] = "another-challenge"
+
+    failed = client.get(f"{back.path}?{back.query}")
+
+    assert idp.refused == ["PKCE code_verifier does not match the code_challenge"]
+    assert failed.status_code == 401  # allauth's authentication error, on our page
+    assert b"Sign-in failed" in failed.content
+    assert not User.objects.filter(username="eve-intercepts").exists()
+    assert _signed_in_as(client) is None
+    assert CLIENT_SECRET not in caplog.text
+
+
+@pytest.mark.django_db
+def test_github_is_offered_when_configured(client, settings):
+    settings.SOCIALACCOUNT_PROVIDERS = social_providers(
+        {"GITHUB_CLIENT_ID": "Iv1.abc", "GITHUB_CLIENT_SECRET": "gh-secret-9d2"}
+    )
+    page = client.get("/accounts/login/")
+    assert b"Sign in with GitHub" in page.content
+    assert b'action="/accounts/github/login/' in page.content
+    assert b"gh-secret-9d2" not in page.content
+
+
+# --- LOCAL_PASSWORDS=0: identity providers only, staff excepted on the admin's login page ----
+
+
+@pytest.fixture
+def no_passwords(settings, idp):
+    settings.LOCAL_PASSWORDS = False
+    return idp
+
+
+@pytest.mark.django_db
+def test_without_local_passwords_the_login_page_has_no_password_form_and_refuses_one(
+    client, no_passwords, annotator
+):
+    page = client.get("/accounts/login/")
+    assert b'type="password"' not in page.content
+    assert b"Sign in with University SSO" in page.content
+    refused = client.post(
+        "/accounts/login/", {"username": annotator.username, "password": PASSWORD}
+    )
+    assert refused.status_code == 400
+    assert b"Passwords are turned off" in refused.content
+    assert _signed_in_as(client) is None
+    # Nor does the API hand out a token for a password.
+    token = client.post("/api/token/", {"username": annotator.username, "password": PASSWORD})
+    assert token.status_code == 400
+    assert "token" not in token.json()
+
+
+@pytest.mark.django_db
+def test_without_local_passwords_staff_still_sign_in_on_the_admin_login(client, no_passwords):
+    User.objects.create_user("sam-staff", password=PASSWORD, is_staff=True)
+    response = client.post(
+        "/admin/login/?next=/admin/", {"username": "sam-staff", "password": PASSWORD}
+    )
+    assert response.status_code == 302
+    assert _signed_in_as(client).username == "sam-staff"
+
+
+@pytest.mark.django_db
+def test_without_local_passwords_an_invite_takes_the_provider_only(
+    client, no_passwords, lead, project
+):
+    _, token = Invite.issue_for(project, Role.ANNOTATOR, lead)
+    page = client.get(f"/invite/{token}/")
+    assert b'type="password"' not in page.content
+    assert b"Join with University SSO" in page.content
+    refused = client.post(
+        f"/invite/{token}/", {"username": "pat-password", "password": "a sturdy passphrase 42"}
+    )
+    assert refused.status_code == 400
+    assert not User.objects.filter(username="pat-password").exists()
+    no_passwords.next_user = {"sub": "pia-1", "preferred_username": "pia-provider"}
+    joined = _through_provider(client, f"/invite/{token}/sign-in/", {"provider": PROVIDER_ID})
+    assert joined.status_code == 302
+    assert Membership.objects.filter(project=project, user__username="pia-provider").exists()
+
+
+@pytest.mark.django_db
+def test_a_member_with_a_password_keeps_the_password_link(client, lead, project):
+    client.force_login(lead)
+    assert b"/accounts/password_change/" in client.get("/").content
