@@ -15,7 +15,7 @@ import requests
 from allauth.socialaccount.models import SocialAccount
 from django.contrib.auth.models import User
 
-from annotator.models import Invite, Membership, Role
+from annotator.models import Invite, Membership, Project, Role
 from config.signin import social_providers
 from tests.annotator.fake_oidc import CLIENT_ID, CLIENT_SECRET, FakeOIDCProvider
 from tests.conftest import PASSWORD
@@ -104,6 +104,30 @@ def test_invited_volunteer_joins_through_the_provider_and_signs_in_again(
     assert User.objects.filter(email="vera@uni.example").count() == 1
     # The invite stays used: its link is refused.
     assert client.get(f"/invite/{token}/").status_code == 410
+
+
+@pytest.mark.django_db
+def test_a_linked_account_accepts_another_projects_invite_through_the_provider(
+    client, idp, lead, project
+):
+    _, first_token = Invite.issue_for(project, Role.ANNOTATOR, lead)
+    idp.next_user = {"sub": "vera-0001", "preferred_username": "vera-volunteer"}
+    _through_provider(client, f"/invite/{first_token}/sign-in/", {"provider": PROVIDER_ID})
+    client.logout()
+    second_project = Project.objects.create(
+        name="Second study", taxonomy_version=project.taxonomy_version
+    )
+    second, token = Invite.issue_for(second_project, Role.RESEARCHER, lead)
+
+    joined = _through_provider(client, f"/invite/{token}/sign-in/", {"provider": PROVIDER_ID})
+
+    assert joined.status_code == 302
+    vera = User.objects.get(username="vera-volunteer")
+    assert _signed_in_as(client) == vera
+    assert Membership.objects.get(project=second_project, user=vera).role == Role.RESEARCHER
+    second.refresh_from_db()
+    assert second.used_by == vera
+    assert User.objects.filter(socialaccount__uid="vera-0001").count() == 1
 
 
 @pytest.mark.django_db

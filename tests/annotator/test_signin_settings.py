@@ -6,6 +6,7 @@ import json
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
+from django.views.debug import SafeExceptionReporterFilter
 
 from config.signin import social_providers
 
@@ -83,3 +84,16 @@ def test_a_bad_configuration_fails_naming_the_variable_never_the_secret(environ,
         social_providers(environ)
     assert names in str(refused.value)
     assert "kc-secret-31" not in str(refused.value)
+
+
+def test_the_secrets_are_masked_on_django_error_reports(settings):
+    settings.SOCIALACCOUNT_PROVIDERS = social_providers(
+        {
+            "OIDC_PROVIDERS": json.dumps([KEYCLOAK]),
+            "GITHUB_CLIENT_ID": "Iv1.abc",
+            "GITHUB_CLIENT_SECRET": "gh-secret-5",
+        }
+    )
+    shown = repr(SafeExceptionReporterFilter().get_safe_settings()["SOCIALACCOUNT_PROVIDERS"])
+    assert "https://sso.uni.example/realms/lab" in shown  # the probe: the setting is there
+    assert "kc-secret-31" not in shown and "gh-secret-5" not in shown
