@@ -24,29 +24,57 @@ any other:
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
+import requests
 from allauth.account.adapter import DefaultAccountAdapter
 from allauth.account.utils import user_username
 from allauth.core.exceptions import ImmediateHttpResponse
 from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
 from allauth.socialaccount.adapter import get_adapter as get_social_adapter
-from allauth.socialaccount.models import SocialLogin
+from allauth.socialaccount.models import SocialApp, SocialLogin
 from allauth.socialaccount.providers.base import AuthProcess, Provider
 from django.contrib import messages
 from django.contrib.auth.models import AbstractBaseUser, User
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
 from annotator.accounts import InviteUnusable, check_invite, check_new_username, join_by_invite
 from annotator.models import Membership
 
+logger = logging.getLogger(__name__)
+
 # The login backend every session of ours names (allauth would otherwise pick the first
 # backend with get_user, django-axes' standalone one, which finds no one).
 LOGIN_BACKEND = "annotator.auth.ModelBackend"
+
+
+def provider_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """A provider's allauth view, where allauth would answer 500: a 404 where the provider is
+    not configured (GitHub's routes without a GitHub app), a 502 page where the provider does
+    not answer (its discovery document, before the redirect)."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except SocialApp.DoesNotExist:
+            raise Http404("This identity provider is not configured.") from None
+        except requests.RequestException:
+            return _unreachable(request)
+
+    return wrapper
+
+
+def _unreachable(request: HttpRequest) -> HttpResponse:
+    logger.warning("identity provider unreachable at %s", request.path)
+    return render(request, "socialaccount/authentication_error.html", status=502)
 
 
 def providers(request: HttpRequest) -> list[Provider]:
@@ -59,9 +87,12 @@ def start_invite_sign_in(request: HttpRequest, token: str, provider_id: str) -> 
     the token rides in allauth's state (kept in the session), so it comes back only with this
     sign-in."""
     provider = get_social_adapter(request).get_provider(request, provider_id)
-    return provider.redirect(
-        request, AuthProcess.LOGIN, next_url=reverse("home"), data={"invite": token}
-    )
+    try:
+        return provider.redirect(
+            request, AuthProcess.LOGIN, next_url=reverse("home"), data={"invite": token}
+        )
+    except requests.RequestException:
+        return _unreachable(request)
 
 
 def _refusal(request: HttpRequest, reason: str, status: int, username: str = "") -> HttpResponse:

@@ -305,3 +305,41 @@ def test_without_local_passwords_an_invite_takes_the_provider_only(
 def test_a_member_with_a_password_keeps_the_password_link(client, lead, project):
     client.force_login(lead)
     assert b"/accounts/password_change/" in client.get("/").content
+
+
+@pytest.mark.django_db
+def test_a_provider_that_does_not_answer_gets_a_page_not_a_500(client, settings, lead, project):
+    with FakeOIDCProvider() as gone:
+        server_url = gone.issuer  # a port that closes when the provider stops
+    settings.SOCIALACCOUNT_PROVIDERS = social_providers(
+        {
+            "OIDC_SERVER_URL": server_url,
+            "OIDC_CLIENT_ID": CLIENT_ID,
+            "OIDC_CLIENT_SECRET": CLIENT_SECRET,
+        }
+    )
+    _, token = Invite.issue_for(project, Role.ANNOTATOR, lead)
+    for url, data in [
+        ("/accounts/oidc/oidc/login/", {}),
+        (f"/invite/{token}/sign-in/", {"provider": "oidc"}),
+    ]:
+        response = client.post(url, data)
+        assert response.status_code == 502, url
+        assert b"Sign-in failed" in response.content
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/accounts/github/login/",
+        "/accounts/github/login/callback/?code=x&state=y",
+        "/accounts/oidc/nope/login/",
+        "/accounts/oidc/nope/login/callback/?code=x&state=y",
+    ],
+)
+def test_a_provider_that_is_not_configured_is_a_404(client, settings, url):
+    settings.SOCIALACCOUNT_PROVIDERS = {}
+    client.raise_request_exception = False
+    assert client.get(url).status_code == 404
+    assert client.post(url).status_code == 404
