@@ -28,6 +28,7 @@ import logging
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 from allauth.account.adapter import DefaultAccountAdapter
@@ -80,6 +81,25 @@ def _unreachable(request: HttpRequest) -> HttpResponse:
 def providers(request: HttpRequest) -> list[Provider]:
     """The configured providers, for the login and invite pages' buttons (never a secret)."""
     return get_social_adapter(request).list_providers(request)
+
+
+def allow_provider_forms(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    """Let the page's provider buttons leave the site: the CSP's ``form-action 'self'`` also
+    covers where a form's POST is redirected (Chromium blocks the sign-in otherwise), so the
+    login and invite pages, and only they, add the providers' origins (an OpenID Connect
+    provider's authorization endpoint is taken to be on its issuer's origin)."""
+    origins = sorted({_origin(request, provider) for provider in providers(request)})
+    if origins:
+        response._csp_update = {"form-action": origins}  # type: ignore[attr-defined]
+    return response
+
+
+def _origin(request: HttpRequest, provider: Provider) -> str:
+    server_url = getattr(provider, "server_url", None)  # OpenID Connect's, without a request
+    if server_url is None:
+        server_url = provider.get_oauth2_adapter(request).authorize_url
+    parts = urlsplit(server_url)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def start_invite_sign_in(request: HttpRequest, token: str, provider_id: str) -> HttpResponse:

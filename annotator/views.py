@@ -27,7 +27,12 @@ from annotator.accounts import (
 )
 from annotator.auth import passwords_allowed
 from annotator.forms import AcceptInviteForm, ApiTokenForm, ProviderForm
-from annotator.signin import LOGIN_BACKEND, providers, start_invite_sign_in
+from annotator.signin import (
+    LOGIN_BACKEND,
+    allow_provider_forms,
+    providers,
+    start_invite_sign_in,
+)
 
 PASSWORDS_OFF = "Passwords are turned off on this site: sign in through your identity provider."
 
@@ -43,6 +48,11 @@ class LoginView(auth_views.LoginView):
         context["providers"] = providers(self.request)
         context["passwords"] = passwords_allowed()
         return context
+
+    def render_to_response(self, context, **response_kwargs):
+        return allow_provider_forms(
+            self.request, super().render_to_response(context, **response_kwargs)
+        )
 
     def post(self, request, *args, **kwargs):
         if not passwords_allowed():
@@ -70,7 +80,7 @@ def invite(request, token: str):
     }
     if request.method == "POST" and not passwords_allowed():
         context["passwords_refused"] = PASSWORDS_OFF
-        return render(request, "registration/accept_invite.html", context, status=400)
+        return _invite_page(request, context, status=400)
     if request.method == "POST" and form.is_valid():
         try:
             membership = accept_invite(
@@ -86,8 +96,12 @@ def invite(request, token: str):
                 request, f"Welcome! You joined {membership.project} as {membership.role}."
             )
             return redirect("project_detail", project_id=membership.project_id)
-    status = 400 if form.errors else 200
-    return render(request, "registration/accept_invite.html", context, status=status)
+    return _invite_page(request, context, status=400 if form.errors else 200)
+
+
+def _invite_page(request, context: dict, status: int) -> HttpResponse:
+    response = render(request, "registration/accept_invite.html", context, status=status)
+    return allow_provider_forms(request, response)
 
 
 @require_POST

@@ -71,6 +71,7 @@ def test_invited_volunteer_joins_through_the_provider_and_signs_in_again(
     invite, token = Invite.issue_for(project, Role.ANNOTATOR, lead)
     page = client.get(f"/invite/{token}/")
     assert b"Join with University SSO" in page.content
+    assert f"form-action 'self' {idp.issuer}" in page["Content-Security-Policy"]
     idp.next_user = {
         "sub": "vera-0001",
         "preferred_username": "vera-volunteer",
@@ -207,6 +208,7 @@ def test_without_providers_the_pages_are_as_before(client, settings, lead, proje
         page = client.get(url)
         assert page.status_code == 200
         assert b'class="providers"' not in page.content
+        assert "form-action 'self';" in page["Content-Security-Policy"]
         assert b'type="password"' in page.content
 
 
@@ -241,6 +243,8 @@ def test_github_is_offered_when_configured(client, settings):
     page = client.get("/accounts/login/")
     assert b"Sign in with GitHub" in page.content
     assert b'action="/accounts/github/login/' in page.content
+    # The button's POST is redirected to GitHub: the page's CSP lets that form go there.
+    assert "form-action 'self' https://github.com" in page["Content-Security-Policy"]
     assert b"gh-secret-9d2" not in page.content
 
 
