@@ -8,6 +8,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.views.debug import SafeExceptionReporterFilter
 
+from config.checks import check_some_sign_in
 from config.signin import social_providers
 
 KEYCLOAK = {
@@ -97,3 +98,16 @@ def test_the_secrets_are_masked_on_django_error_reports(settings):
     shown = repr(SafeExceptionReporterFilter().get_safe_settings()["SOCIALACCOUNT_PROVIDERS"])
     assert "https://sso.uni.example/realms/lab" in shown  # the probe: the setting is there
     assert "kc-secret-31" not in shown and "gh-secret-5" not in shown
+
+
+def test_passwords_off_without_a_provider_is_a_warning(settings):
+    settings.LOCAL_PASSWORDS = False
+    settings.SOCIALACCOUNT_PROVIDERS = {}
+    assert [w.id for w in check_some_sign_in(None)] == ["annotator.W002"]
+    settings.SOCIALACCOUNT_PROVIDERS = social_providers(
+        {"GITHUB_CLIENT_ID": "Iv1.abc", "GITHUB_CLIENT_SECRET": "gh-secret-5"}
+    )
+    assert check_some_sign_in(None) == []
+    settings.LOCAL_PASSWORDS = True
+    settings.SOCIALACCOUNT_PROVIDERS = {}
+    assert check_some_sign_in(None) == []
