@@ -206,12 +206,28 @@ def check_invite(token: str) -> Invite:
 @transaction.atomic
 def accept_invite(token: str, username: str, password: str) -> Membership:
     """Create the account and membership; a second use of the same link is refused."""
+    invite = _lock_usable_invite(token)
+    user = User.objects.create_user(username=username, password=password, email=invite.email)
+    return _use_invite(invite, user)
+
+
+@transaction.atomic
+def join_by_invite(token: str, user: User) -> Membership:
+    """Use the invite for an account that exists (one just made through an identity provider,
+    `annotator.signin`): the membership, and the invite marked used by `user`."""
+    return _use_invite(_lock_usable_invite(token), user)
+
+
+def _lock_usable_invite(token: str) -> Invite:
     invite = check_invite(token)
     # Lock the row so two simultaneous uses cannot both pass the check above.
     invite = Invite.objects.select_for_update().get(pk=invite.pk)
     if invite.used_at is not None:
         raise InviteUnusable("This invite link has already been used.")
-    user = User.objects.create_user(username=username, password=password, email=invite.email)
+    return invite
+
+
+def _use_invite(invite: Invite, user: User) -> Membership:
     membership = add_member(invite.project, user, invite.role)
     invite.used_at = timezone.now()
     invite.used_by = user

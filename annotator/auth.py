@@ -1,5 +1,9 @@
 """The login backend: Django's ModelBackend, with the user looked up by one prepared statement.
 
+With ``LOCAL_PASSWORDS`` off, it accepts a password from staff only (the admin's login page);
+everyone else signs in through an identity provider (annotator.signin). Every path that checks
+a password (the login page, /api/token/) goes through here.
+
 Every request of a logged-in volunteer loads their user row; through the ORM that cost more
 Python than the query itself (see lib.sql). Passwords, permissions and everything else
 are ModelBackend's.
@@ -8,10 +12,20 @@ are ModelBackend's.
 from __future__ import annotations
 
 from functools import cache
+from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import backends, get_user_model
 
 from lib import sql
+
+
+def passwords_allowed(user: Any = None) -> bool:
+    """Whether a password may sign `user` in (None: whether the password forms are shown):
+    always, unless ``LOCAL_PASSWORDS`` is off, and then for staff only."""
+    if settings.LOCAL_PASSWORDS:
+        return True
+    return user is not None and bool(user.is_staff)
 
 
 @cache
@@ -25,6 +39,10 @@ def _user_sql() -> str:
 
 
 class ModelBackend(backends.ModelBackend):
+    def authenticate(self, request, username=None, password=None, **kwargs):
+        user = super().authenticate(request, username=username, password=password, **kwargs)
+        return user if user is not None and passwords_allowed(user) else None
+
     def get_user(self, user_id):
         row = sql.first(_user_sql(), {"id": user_id})
         if row is None:

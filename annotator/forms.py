@@ -1,3 +1,6 @@
+from collections.abc import Sequence
+from typing import Any
+
 from django import forms
 from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
 from django.contrib.auth.models import User
@@ -158,3 +161,17 @@ class ApiTokenForm(forms.Form):
         choices=[("create", "create"), ("revoke", "revoke")],
         error_messages={"invalid_choice": "must be create or revoke", "required": "missing"},
     )
+
+
+class ProviderForm(forms.Form):
+    """Which identity provider an invite's "Join with …" button names."""
+
+    provider = forms.ChoiceField(
+        error_messages={"invalid_choice": "not a configured identity provider"}
+    )
+
+    def __init__(self, *args, providers: Sequence[Any], **kwargs):
+        super().__init__(*args, **kwargs)
+        field = self.fields["provider"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [(p.sub_id, p.name) for p in providers]

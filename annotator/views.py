@@ -1,5 +1,5 @@
-"""Accepting an invite: a volunteer sets a password and joins a project with a role; and the
-account's API token page.
+"""Accepting an invite: a volunteer sets a password, or signs in through an identity provider,
+and joins a project with a role; the login page; and the account's API token page.
 
 The lead's side (creating invites and accounts) lives on the project page, in
 `labeling.project_views`.
@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_POST
 
 from annotator.accounts import (
     InviteUnusable,
@@ -22,41 +25,96 @@ from annotator.accounts import (
     create_api_token,
     revoke_api_token,
 )
-from annotator.forms import AcceptInviteForm, ApiTokenForm
+from annotator.auth import passwords_allowed
+from annotator.forms import AcceptInviteForm, ApiTokenForm, ProviderForm
+from annotator.signin import (
+    LOGIN_BACKEND,
+    allow_provider_forms,
+    providers,
+    start_invite_sign_in,
+)
+
+PASSWORDS_OFF = "Passwords are turned off on this site: sign in through your identity provider."
+
+
+class LoginView(auth_views.LoginView):
+    """Django's login page, with the identity providers' buttons; with `LOCAL_PASSWORDS` off,
+    no password form, and one posted anyway is refused (staff use the admin's login page)."""
+
+    redirect_authenticated_user = True
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["providers"] = providers(self.request)
+        context["passwords"] = passwords_allowed()
+        return context
+
+    def render_to_response(self, context, **response_kwargs):
+        return allow_provider_forms(
+            self.request, super().render_to_response(context, **response_kwargs)
+        )
+
+    def post(self, request, *args, **kwargs):
+        if not passwords_allowed():
+            context = self.get_context_data(passwords_refused=PASSWORDS_OFF)
+            return self.render_to_response(context, status=400)
+        return super().post(request, *args, **kwargs)
+
+
+def _unusable(request, exc: InviteUnusable) -> HttpResponse:
+    return render(request, "registration/invite_unusable.html", {"reason": str(exc)}, status=410)
 
 
 def invite(request, token: str):
     try:
         invitation = check_invite(token)
     except InviteUnusable as exc:
-        return render(
-            request, "registration/invite_unusable.html", {"reason": str(exc)}, status=410
-        )
+        return _unusable(request, exc)
     form = AcceptInviteForm(request.POST or None)
+    context = {
+        "form": form,
+        "invite": invitation,
+        "token": token,
+        "providers": providers(request),
+        "passwords": passwords_allowed(),
+    }
+    if request.method == "POST" and not passwords_allowed():
+        context["passwords_refused"] = PASSWORDS_OFF
+        return _invite_page(request, context, status=400)
     if request.method == "POST" and form.is_valid():
         try:
             membership = accept_invite(
                 token, form.cleaned_data["username"], form.cleaned_data["password"]
             )
         except InviteUnusable as exc:
-            return render(
-                request, "registration/invite_unusable.html", {"reason": str(exc)}, status=410
-            )
+            return _unusable(request, exc)
         except ValidationError as exc:  # a look-alike was created since the form's check
             form.add_error("username", exc)
         else:
-            login(request, membership.user, backend="annotator.auth.ModelBackend")
+            login(request, membership.user, backend=LOGIN_BACKEND)
             messages.success(
                 request, f"Welcome! You joined {membership.project} as {membership.role}."
             )
             return redirect("project_detail", project_id=membership.project_id)
-    status = 400 if form.errors else 200
-    return render(
-        request,
-        "registration/accept_invite.html",
-        {"form": form, "invite": invitation},
-        status=status,
-    )
+    return _invite_page(request, context, status=400 if form.errors else 200)
+
+
+def _invite_page(request, context: dict, status: int) -> HttpResponse:
+    response = render(request, "registration/accept_invite.html", context, status=status)
+    return allow_provider_forms(request, response)
+
+
+@require_POST
+def invite_sign_in(request, token: str):
+    """Accept the invite by signing in through an identity provider (`annotator.signin`)."""
+    try:
+        check_invite(token)
+    except InviteUnusable as exc:
+        return _unusable(request, exc)
+    form = ProviderForm(request.POST, providers=providers(request))
+    if not form.is_valid():
+        return HttpResponse(f"provider: {form.errors['provider'][0]}", status=400)
+    return start_invite_sign_in(request, token, form.cleaned_data["provider"])
 
 
 # Where the new key waits, server side, for the one page that shows it (POST, redirect, GET).

@@ -24,3 +24,19 @@ def check_production_settings(app_configs, **kwargs):
             )
         )
     return problems
+
+
+@register(Tags.security)
+def check_some_sign_in(app_configs, **kwargs):
+    """With LOCAL_PASSWORDS off, members sign in only through a provider: say so if none is
+    configured (staff still can, on the admin's login page)."""
+    if settings.LOCAL_PASSWORDS or settings.SOCIALACCOUNT_PROVIDERS:
+        return []
+    return [
+        Warning(
+            "LOCAL_PASSWORDS is off and no identity provider is configured: only staff can "
+            "sign in (on /admin/login/).",
+            hint="Set OIDC_PROVIDERS, OIDC_SERVER_URL or GITHUB_CLIENT_ID, or LOCAL_PASSWORDS=1.",
+            id="annotator.W002",
+        )
+    ]

@@ -7,6 +7,7 @@ Redis are the production setup and the one every test uses.
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_int, env_list, env_str
+from config.signin import social_providers
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("DATA_DIR") or BASE_DIR / "data")
@@ -57,6 +59,11 @@ INSTALLED_APPS = [
     "django_htmx",
     "csp",
     "axes",
+    "allauth",
+    "allauth.account",
+    "allauth.socialaccount",
+    "allauth.socialaccount.providers.openid_connect",
+    "allauth.socialaccount.providers.github",
     "config",
     "taxonomy",
     "annotator",
@@ -74,6 +81,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "allauth.account.middleware.AccountMiddleware",  # sign-in through identity providers
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "config.middleware.CSPMiddleware",  # django-csp's, minus redirects
@@ -179,6 +187,26 @@ AUTHENTICATION_BACKENDS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
+
+# Sign-in through identity providers (annotator.signin; README "Sign-in"): OpenID Connect and
+# GitHub from the environment (config.signin), none by default. A provider sign-in that
+# matches no linked account makes one only from an invite, under the username rule.
+SOCIALACCOUNT_PROVIDERS = social_providers(os.environ)
+SOCIALACCOUNT_ADAPTER = "annotator.signin.SocialAccountAdapter"
+ACCOUNT_ADAPTER = "annotator.signin.AccountAdapter"
+SOCIALACCOUNT_AUTO_SIGNUP = True
+SOCIALACCOUNT_EMAIL_AUTHENTICATION = False  # never link to an account by e-mail address
+SOCIALACCOUNT_EMAIL_REQUIRED = False
+SOCIALACCOUNT_EMAIL_VERIFICATION = "none"
+SOCIALACCOUNT_STORE_TOKENS = False  # the provider's access token is used once, not kept
+SOCIALACCOUNT_LOGIN_ON_GET = False  # a sign-in starts with a POST (CSRF), never a bare link
+SOCIALACCOUNT_REQUESTS_TIMEOUT = 10
+ACCOUNT_EMAIL_VERIFICATION = "none"
+ACCOUNT_UNIQUE_EMAIL = False  # as for accounts made by a lead or an invite
+ACCOUNT_SIGNUP_FIELDS = ["username*", "email"]
+# Off: no password form on the login and invite pages; only staff sign in with a password
+# (on the admin's login page). annotator.signin.passwords_allowed.
+LOCAL_PASSWORDS = env_bool("LOCAL_PASSWORDS", True)
 
 # Failed logins: five wrong passwords for one account from one address lock it for 15 minutes.
 AXES_ENABLED = env_bool("AXES_ENABLED", True)

@@ -1,7 +1,6 @@
-"""The site's URL conf: each app's routes, the admin and the login pages."""
+"""The site's URL conf: each app's routes, the admin and the login pages (annotator.urls)."""
 
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from config import views
@@ -10,13 +9,9 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("favicon.ico", views.favicon, name="favicon"),
     path("admin/", admin.site.urls),
-    path(
-        "accounts/login/",
-        auth_views.LoginView.as_view(redirect_authenticated_user=True),
-        name="login",
-    ),
-    path("accounts/", include("django.contrib.auth.urls")),
+    # First: its login page (with the identity providers) before Django's.
     path("", include("annotator.urls")),
+    path("accounts/", include("django.contrib.auth.urls")),
     path("", include("labeling.urls")),
     path("", include("ingest.urls")),
     path("", include("agreement.urls")),
