@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "ingest",
     "labeling",
     "agreement",
+    "raters",
     "dataset",
     "interviews",
 ]

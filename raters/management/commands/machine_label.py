@@ -1,0 +1,46 @@
+"""`manage.py machine_label --project NAME --rater RATER [--wait] [--only final|open|all]`: run
+a machine rater over the project's issues. Without --wait the run is queued for a worker; with
+it the run happens here and its outcome is printed."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from annotator.models import Project
+from raters.models import MachineRater, RaterRun
+from raters.runs import RaterError, create_run, run_rater
+from raters.tasks import start_run
+
+
+class Command(BaseCommand):
+    help = "Label a project's issues with one of its machine raters."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--project", required=True, help="the project's name")
+        parser.add_argument("--rater", required=True, help="the rater's name")
+        parser.add_argument("--wait", action="store_true", help="run here and wait for it")
+        parser.add_argument("--only", default="all", help="final, open or all (default)")
+
+    def handle(self, *args, **options) -> None:
+        project = Project.objects.filter(name=options["project"]).first()
+        if project is None:
+            raise CommandError(f"project: no project named {options['project']!r}")
+        rater = MachineRater.objects.filter(project=project, name=options["rater"]).first()
+        if rater is None:
+            raise CommandError(f"rater: no rater named {options['rater']!r} in {project}")
+        try:
+            if options["wait"]:
+                run = run_rater(create_run(rater, options["only"]).pk)
+            else:
+                with transaction.atomic():
+                    run = start_run(rater, options["only"])
+                self.stdout.write(f"run {run.pk} of {rater.name} queued")
+                return
+        except RaterError as exc:
+            raise CommandError(str(exc)) from exc
+        if run.status == RaterRun.Status.FAILED:
+            raise CommandError(run.error)
+        self.stdout.write(
+            f"run {run.pk} of {rater.name}: {run.done} issues labeled, {run.invalid} invalid"
+        )
