@@ -3,13 +3,16 @@
 A backend turns issue texts into labels. The runner (`raters.runs`) gathers what a backend
 needs into a `LabelRequest` and stores what it yields; a backend never touches the database.
 
-To add a kind (the `llm` backend is the next one):
+To add a kind:
 
-1. add the kind to `MachineRater.Kind` (done for `llm`) and its class's dotted path to
-   `BACKEND_PATHS` below (`"llm": "raters.llm.LLMBackend"`);
+1. add the kind to `MachineRater.Kind` and its class's dotted path to `BACKEND_PATHS` below;
 2. write the class: `__init__(self, rater: MachineRater)`; a class attribute `trains` (True if
    it learns from the project's final labels, as the classifier does: the runner then records
-   `trained_on`, `trained_at` and bumps `version`); and
+   `trained_on`, `trained_at` and bumps `version`, and passes every final issue's text);
+   optionally `reads_finals` (True: `request.finals` is filled without training, as for the
+   llm's few-shot examples, whose texts it asks for with `request.fetch_texts`) and
+   `store_every` (how many predictions the runner stores at once; 1 for a slow backend, so
+   a run that stops loses nothing and resumes from the issues not labeled yet); and
    `label(self, request: LabelRequest) -> Iterator[Prediction]`, one `Prediction` per item of
    `request.items`, in any order, calling `request.progress(done)` now and then;
 3. return an unreadable output as `Prediction(code=None, raw_output=...)`: it is stored with
@@ -26,7 +29,7 @@ annotator's label of an open issue.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -41,6 +44,7 @@ FP_CODE: str = FP[0]
 
 BACKEND_PATHS: dict[str, str] = {
     "classifier": "raters.classifier.ClassifierBackend",
+    "llm": "raters.llm.LLMBackend",
 }
 
 
@@ -62,6 +66,20 @@ class IssueText:
     text: str  # title, body and the first comments (`raters.texts`)
 
 
+@dataclass(frozen=True)
+class NodeText:
+    """One taxonomy node as a prompt shows it: code, name, description and example details."""
+
+    code: str
+    name: str
+    description: str = ""
+    details: tuple[str, ...] = ()
+
+
+def _no_texts(ids: Iterable[int]) -> dict[int, str]:
+    return {}
+
+
 @dataclass
 class LabelRequest:
     """What a backend is given: the items to label, and the project's final labels (theme-level
@@ -75,6 +93,13 @@ class LabelRequest:
     # The codes the project's taxonomy knows (types, themes, sub-themes) and their names.
     codes: dict[str, str] = field(default_factory=dict)
     progress: Callable[[int], None] = lambda done: None
+    # The taxonomy as a prompt shows it (types, themes, sub-themes in order), its version's id,
+    # and the project's guideline (Markdown, as the leads wrote it).
+    taxonomy: Sequence[NodeText] = ()
+    taxonomy_version: int = 0
+    guideline: str = ""
+    # Texts of the given issues (final issues only: few-shot examples), read on demand.
+    fetch_texts: Callable[[Iterable[int]], dict[int, str]] = _no_texts
 
 
 @dataclass
@@ -88,6 +113,9 @@ class Prediction:
     model_version: str = ""
     parameters: dict[str, Any] = field(default_factory=dict)
     fold: int | None = None
+    # Tokens the endpoint counted for this label (summed per run).
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
 
 class Backend(Protocol):
@@ -97,7 +125,8 @@ class Backend(Protocol):
 
 
 class BackendError(Exception):
-    """A rater that cannot run (too few final labels, a missing setting): said in words."""
+    """A rater that cannot run (too few final labels, a missing setting, an endpoint that
+    refuses the key): said in words, never with a secret in them."""
 
 
 def backend_for(rater: MachineRater) -> Backend:

@@ -4,8 +4,11 @@
 Celery tasks (`raters.tasks`) call. A run reads the issues' texts and the project's final labels
 (theme-level codes, `raters.backends.theme_code`), asks the rater's backend for labels and
 stores them as `MachineLabel` rows, marking the rater's earlier labels of those issues not
-current. Nothing here touches an annotation, a reservation or an issue's status: machine labels
-never count toward K and never change what an annotator is served.
+current. A run that stopped (a worker restart: the task is delivered again; a failed run, resumed
+with `machine_label --resume`) goes on from the issues it has not labeled yet: each issue gets
+one label per run. The tokens an endpoint counted are summed on the run. Nothing here touches
+an annotation, a reservation or an issue's status: machine labels never count toward K and
+never change what an annotator is served.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from annotator.models import Project
+from ingest.hosts import MODEL_API_HOSTS, url_allowed
 from ingest.models import Comment, Issue
 from labeling.models import ProjectIssue, Resolution
 from raters.backends import (
@@ -27,6 +31,7 @@ from raters.backends import (
     BackendError,
     IssueText,
     LabelRequest,
+    NodeText,
     Prediction,
     backend_for,
     theme_code,
@@ -69,8 +74,12 @@ def add_rater(project: Project, settings: RaterSettings, user=None) -> MachineRa
         raise RaterError("kind", f"one of {', '.join(MachineRater.Kind.values)}")
     if MachineRater.objects.filter(project=project, name=settings.name.strip()).exists():
         raise RaterError("name", f"this project already has a rater named {settings.name!r}")
-    if settings.kind == MachineRater.Kind.LLM and not (settings.model and settings.api_url):
-        raise RaterError("model", "an llm rater needs --model and --api-url")
+    if settings.kind == MachineRater.Kind.LLM:
+        if not (settings.model and settings.api_url):
+            raise RaterError("model", "an llm rater needs --model and --api-url")
+        why = model_url_refused(settings.api_url)
+        if why:
+            raise RaterError("api_url", why)
     if not 0 <= settings.temperature <= 2:
         raise RaterError("temperature", "between 0 and 2")
     if not 1 <= settings.samples <= 20:
@@ -89,6 +98,15 @@ def add_rater(project: Project, settings: RaterSettings, user=None) -> MachineRa
         samples=settings.samples,
         created_by=user,
     )
+
+
+def model_url_refused(url: str) -> str:
+    """Why an llm rater's endpoint URL is refused ("" if it may be used): the forge hosts'
+    rule (`ingest.hosts.url_allowed`) with the MODEL_API_HOSTS allowlist."""
+    if "?" in url or "#" in url:
+        return "an endpoint URL has no query or fragment"
+    why = url_allowed(url, setting=MODEL_API_HOSTS)
+    return f"{url}: {why}" if why else ""
 
 
 def issue_texts(issue_ids: Iterable[int]) -> dict[int, str]:
@@ -152,8 +170,8 @@ def _label_fields(code: str | None, nodes: dict[str, TaxonomyNode]) -> dict | No
     }
 
 
-def _store(run: RaterRun, predictions: list[Prediction], nodes: dict[str, TaxonomyNode]) -> int:
-    """Write a chunk of labels as the rater's current ones; returns how many were invalid."""
+def _store(run: RaterRun, predictions: list[Prediction], nodes: dict[str, TaxonomyNode]) -> None:
+    """Write a chunk of labels as the rater's current ones, and add their tokens to the run."""
     rows = []
     now = timezone.now()
     for p in predictions:
@@ -180,7 +198,19 @@ def _store(run: RaterRun, predictions: list[Prediction], nodes: dict[str, Taxono
             rater_id=run.rater_id, issue_id__in=[p.issue_id for p in predictions], is_current=True
         ).update(is_current=False)
         MachineLabel.objects.bulk_create(rows)
-    return sum(1 for row in rows if not row.valid)
+        RaterRun.objects.filter(pk=run.pk).update(
+            prompt_tokens=F("prompt_tokens") + sum(p.prompt_tokens for p in predictions),
+            completion_tokens=F("completion_tokens")
+            + sum(p.completion_tokens for p in predictions),
+        )
+
+
+def taxonomy_texts(nodes: Iterable[TaxonomyNode]) -> list[NodeText]:
+    """The taxonomy as a prompt shows it, in the taxonomy's order (type, its themes, …)."""
+    return [
+        NodeText(n.code, n.name, n.description, tuple(str(d) for d in n.details or ()))
+        for n in sorted(nodes, key=lambda n: (n.code.split("."), n.position))
+    ]
 
 
 def _progress(run_id: int, done: int) -> None:
@@ -193,43 +223,68 @@ def create_run(rater: MachineRater, only: str = RaterRun.Scope.ALL, user=None) -
     return RaterRun.objects.create(rater=rater, only=only, requested_by=user)
 
 
+def _offset_progress(run_id: int, offset: int, done: int) -> None:
+    _progress(run_id, offset + done)
+
+
+def _invalid(run: RaterRun) -> int:
+    return MachineLabel.objects.filter(run=run, valid=False).count()
+
+
 def run_rater(run_id: int) -> RaterRun:
     """Run a rater over its run's scope and store the labels (safe to run twice: a finished
-    run is left alone, a rerun writes new current labels)."""
+    run is left alone; a run that stopped goes on from the issues it has not labeled)."""
     run = RaterRun.objects.select_related("rater__project__taxonomy_version").get(pk=run_id)
     if run.status == RaterRun.Status.DONE:
         return run
     rater = run.rater
     project = rater.project
     ids = scope_issue_ids(project, run.only)
+    labeled = set(MachineLabel.objects.filter(run=run).values_list("issue_id", flat=True))
+    todo = [i for i in ids if i not in labeled]
     finals = final_codes(project)
     RaterRun.objects.filter(pk=run.pk).update(
-        status=RaterRun.Status.RUNNING, started_at=timezone.now(), total=len(ids), done=0
+        status=RaterRun.Status.RUNNING,
+        started_at=run.started_at or timezone.now(),
+        total=len(ids),
+        done=len(ids) - len(todo),
+        error="",
     )
     nodes = {n.code: n for n in TaxonomyNode.objects.filter(version_id=project.taxonomy_version_id)}
+    chunk: list[Prediction] = []
     try:
         backend = backend_for(rater)
-        texts = issue_texts(set(ids) | (set(finals) if backend.trains else set()))
+        reads_finals = getattr(backend, "reads_finals", backend.trains)
+        store_every = getattr(backend, "store_every", STORE_CHUNK)
+        texts = issue_texts(set(todo) | (set(finals) if backend.trains else set()))
         request = LabelRequest(
             project_id=project.pk,
-            items=[IssueText(i, "", texts.get(i, "")) for i in ids],
-            finals=finals if backend.trains else {},
+            items=[IssueText(i, "", texts.get(i, "")) for i in todo],
+            finals=finals if reads_finals else {},
             final_texts={i: texts[i] for i in finals if i in texts} if backend.trains else {},
             codes={code: node.name for code, node in nodes.items()},
-            progress=partial(_progress, run.pk),
+            progress=partial(_offset_progress, run.pk, len(ids) - len(todo)),
+            taxonomy=taxonomy_texts(nodes.values()),
+            taxonomy_version=project.taxonomy_version_id,
+            guideline=project.guideline,
+            fetch_texts=lambda wanted: issue_texts(i for i in wanted if i in finals),
         )
-        invalid = 0
-        chunk: list[Prediction] = []
         for prediction in backend.label(request):
             chunk.append(prediction)
-            if len(chunk) >= STORE_CHUNK:
-                invalid += _store(run, chunk, nodes)
+            if len(chunk) >= store_every:
+                _store(run, chunk, nodes)
                 chunk = []
         if chunk:
-            invalid += _store(run, chunk, nodes)
+            _store(run, chunk, nodes)
     except BackendError as exc:
+        if chunk:
+            _store(run, chunk, nodes)
         RaterRun.objects.filter(pk=run.pk).update(
-            status=RaterRun.Status.FAILED, error=str(exc), finished_at=timezone.now()
+            status=RaterRun.Status.FAILED,
+            error=str(exc),
+            invalid=_invalid(run),
+            done=MachineLabel.objects.filter(run=run).count(),
+            finished_at=timezone.now(),
         )
         run.refresh_from_db()
         return run
@@ -238,10 +293,18 @@ def run_rater(run_id: int) -> RaterRun:
             trained_on=len(finals), trained_at=timezone.now(), version=F("version") + 1
         )
     RaterRun.objects.filter(pk=run.pk).update(
-        status=RaterRun.Status.DONE, done=len(ids), invalid=invalid, finished_at=timezone.now()
+        status=RaterRun.Status.DONE,
+        done=len(ids),
+        invalid=_invalid(run),
+        finished_at=timezone.now(),
     )
     run.refresh_from_db()
     return run
+
+
+def unfinished_run(rater: MachineRater) -> RaterRun | None:
+    """The rater's latest run that did not finish (stopped or failed), to resume."""
+    return rater.runs.exclude(status=RaterRun.Status.DONE).order_by("-created_at", "-pk").first()
 
 
 def raters_due(project_id: int) -> list[MachineRater]:

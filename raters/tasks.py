@@ -28,6 +28,12 @@ def start_run(rater: MachineRater, only: str = RaterRun.Scope.ALL, user=None) ->
     return run
 
 
+def resume_run(run: RaterRun) -> RaterRun:
+    """Queue a run that stopped again (it goes on from the issues not labeled yet)."""
+    transaction.on_commit(lambda: run_rater_task.delay(run.pk))
+    return run
+
+
 @shared_task(acks_late=True)
 def retrain_due(project_id: int) -> list[int]:
     """Retrain and rerun the project's classifiers that are due; returns the runs' ids."""

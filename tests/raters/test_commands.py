@@ -61,7 +61,8 @@ def test_machine_label_without_wait_queues_a_run(
     assert run.status == "pending"
 
 
-def test_an_llm_rater_stores_the_name_of_the_key_variable_only(project):
+def test_an_llm_rater_stores_the_name_of_the_key_variable_only(project, settings):
+    settings.MODEL_API_HOSTS = ["http://127.0.0.1:8000"]  # the endpoint must be listed
     _call(
         "add_rater", "--project", project.name, "--name", "gpt", "--kind", "llm",
         "--model", "m-small", "--api-url", "http://127.0.0.1:8000/v1",
