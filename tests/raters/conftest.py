@@ -114,3 +114,7 @@ def finals(project, repository, annotator, other_annotator) -> list[Issue]:
     return add_finals(
         project, repository, 60, annotators=(annotator, other_annotator), open_issues=10
     )
+
+
+# A real `celery worker` process (tests/ingest/test_worker.py).
+from tests.ingest.test_worker import start_worker  # noqa: E402, F401
