@@ -7,7 +7,7 @@ class RatersConfig(AppConfig):
 
     def ready(self) -> None:
         from annotator.links import ProjectLink, register
-        from raters import signals
+        from raters import checks, signals  # noqa: F401  (checks: registered on import)
         from raters.permissions import VALIDATION_ROLES
 
         register(ProjectLink("Machine raters", "raters_page", VALIDATION_ROLES, 57))

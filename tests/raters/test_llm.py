@@ -15,6 +15,7 @@ import re
 
 import pytest
 from django.core.management import call_command
+from django.urls import reverse
 
 from labeling.models import Resolution
 from raters.models import MachineLabel, MachineRater, RaterRun
@@ -359,3 +360,47 @@ def test_few_shot_examples_never_include_the_issue_being_labeled(
         assert len(row.parameters["few_shot"]) == 8
     # An issue that is an example for the others was asked with another set: another hash.
     assert len({row.prompt_hash for row in labels.values()}) > 1
+
+
+def test_the_lead_adding_an_unlisted_endpoint_gets_a_400_naming_the_field(
+    client, project, lead, settings
+):
+    settings.MODEL_API_HOSTS = ["models.internal:8000"]
+    client.force_login(lead)
+    response = client.post(
+        reverse("rater_add", args=[project.pk]),
+        {
+            "name": "gpt",
+            "kind": "llm",
+            "model": "m",
+            "api_url": "http://169.254.169.254/v1",
+            "api_key_env": "KEY",
+            "temperature": "0",
+            "samples": "1",
+        },
+    )
+    assert response.status_code == 400
+    assert "169.254.169.254 is not listed in MODEL_API_HOSTS" in response.content.decode()
+    assert not MachineRater.objects.filter(project=project).exists()
+
+
+def test_the_page_shows_the_tokens_a_run_spent(
+    client, project, lead, issues, answers, fake, monkeypatch
+):
+    rater = _rater(project, lead, fake, monkeypatch)
+    run = _run(rater, "open")
+    client.force_login(lead)
+    response = client.get(reverse("rater_run_status", args=[project.pk, run.pk]))
+    text = response.content.decode()
+    assert f"tokens {fake.prompt_tokens} prompt + {fake.completion_tokens} completion" in text
+
+
+def test_a_bad_model_api_hosts_entry_fails_the_system_check(settings):
+    from raters.checks import check_model_api_hosts
+
+    settings.MODEL_API_HOSTS = ["models.internal:8000"]
+    assert check_model_api_hosts(None) == []
+    settings.MODEL_API_HOSTS = ["https://user@models.internal/v1"]
+    errors = check_model_api_hosts(None)
+    assert [e.id for e in errors] == ["raters.E001"]
+    assert "MODEL_API_HOSTS" in errors[0].msg
