@@ -214,6 +214,8 @@ class LLMBackend:
         else:
             code, confidence = prompt.agreement([s.output for s in samples])
             source = "agreement" if code is not None else ""
+            if len(samples) < 2:  # one sample agrees with itself: that says nothing
+                confidence, source = None, ""
         whys = [s.output.why for s in samples if s.output.why]
         parameters = {
             **self.parameters,

@@ -11,7 +11,11 @@ resumes without duplicates; few-shot examples never include the issue being labe
 from __future__ import annotations
 
 import logging
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -404,3 +408,47 @@ def test_a_bad_model_api_hosts_entry_fails_the_system_check(settings):
     errors = check_model_api_hosts(None)
     assert [e.id for e in errors] == ["raters.E001"]
     assert "MODEL_API_HOSTS" in errors[0].msg
+
+
+def test_one_sample_without_logprobs_has_no_confidence(
+    project, lead, issues, answers, fake, monkeypatch
+):
+    fake.logprobs = False
+    rater = _rater(project, lead, fake, monkeypatch, samples=1)
+    run = _run(rater, "open")
+    assert (run.status, run.done) == ("done", 5)
+    labels = _labels(rater)
+    assert [row.label_code for row in labels.values()] == ["C.2"] * 5
+    assert {row.confidence for row in labels.values()} == {None}
+
+
+def test_loading_the_url_conf_and_the_tasks_does_not_import_openai():
+    # openai costs ~2.5 s to import: only a run of an llm rater may pay it (raters.llm).
+    code = (
+        "import django, sys; django.setup()\n"
+        "from config.celery import app; app.loader.import_default_modules()\n"
+        "from django.urls import get_resolver; get_resolver().url_patterns\n"
+        "import raters.runs, raters.tasks, raters.views\n"
+        "print('openai' in sys.modules, 'raters.llm' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).resolve().parents[2],
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-2:] == ["False", "False"]
+    # The probe can fire: importing the backend does import it.
+    probe_code = code.replace("import raters.runs,", "import raters.llm, raters.runs,")
+    probe = subprocess.run(
+        [sys.executable, "-c", probe_code],
+        cwd=Path(__file__).resolve().parents[2],
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert probe.stdout.split()[-2:] == ["True", "True"]
