@@ -63,6 +63,7 @@ class FakeOpenAI:
     server_errors: int = 0  # the next N get 500
     dropped: int = 0  # the next N get the connection closed without an answer
     slow: dict[str, float] = field(default_factory=dict)  # title -> seconds before answering
+    delay: float = 0.0  # seconds before every answer (a busy server), for benchmarks
     redirect_to: str | None = None  # answer 307 to this URL
     served_model: str = "fake-llm-7b-served"
     fingerprint: str | None = "fp_fake_1"
@@ -168,8 +169,8 @@ class FakeOpenAI:
             h.close_connection = True
             h.connection.shutdown(2)
             return None
-        if title in self.slow:
-            time.sleep(self.slow[title])
+        if title in self.slow or self.delay:
+            time.sleep(self.slow.get(title, self.delay))
         return self._send(h, 200, self._completion(body, title))
 
     def _title(self, body: dict[str, Any]) -> str:
