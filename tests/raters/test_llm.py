@@ -452,3 +452,21 @@ def test_loading_the_url_conf_and_the_tasks_does_not_import_openai():
         timeout=120,
     )
     assert probe.stdout.split()[-2:] == ["True", "True"]
+
+
+@pytest.mark.parametrize(
+    ("status", "words"),
+    [(403, "may not use it"), (404, "no such model or path"), (400, "refused the request")],
+)
+def test_a_403_404_or_400_stops_the_run_at_once_saying_why(
+    project, lead, issues, answers, fake, monkeypatch, status, words
+):
+    fake.status = status
+    rater = _rater(project, lead, fake, monkeypatch)
+    run = _run(rater)
+
+    assert run.status == "failed"
+    assert run.error.startswith(f"llm: {status}, ")
+    assert words in run.error
+    assert not MachineLabel.objects.filter(rater=rater).exists()
+    assert len(fake.requests) < 20  # not retried, not asked for every issue
