@@ -70,6 +70,7 @@ INSTALLED_APPS = [
     "ingest",
     "labeling",
     "agreement",
+    "raters",
     "dataset",
     "interviews",
 ]
@@ -254,6 +255,15 @@ FORGE_TOKEN_HOSTS = env_list("FORGE_TOKEN_HOSTS")
 # Hosts besides the public forges' API hosts that a repository's API URL may name (ingest.hosts):
 # `host[:port]` over https, `http://host[:port]` for plain http; trusted even on a private address.
 FORGE_API_HOSTS = env_list("FORGE_API_HOSTS")
+# Model endpoints (OpenAI-compatible chat completions) an llm machine rater may name (raters.llm),
+# under the same rule as FORGE_API_HOSTS but with no public default: only these hosts, loopback
+# too when listed. The key comes from the variable each rater names (`api_key_env`).
+MODEL_API_HOSTS = env_list("MODEL_API_HOSTS")
+# Seconds one request may take (a CPU server answers slowly), tries after a 429, a 5xx or a
+# dropped connection (with back-off, honouring retry-after), requests in flight per run.
+MODEL_API_TIMEOUT = env_int("MODEL_API_TIMEOUT", 300)
+MODEL_API_MAX_RETRIES = env_int("MODEL_API_MAX_RETRIES", 5)
+MODEL_API_CONCURRENCY = env_int("MODEL_API_CONCURRENCY", 4)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

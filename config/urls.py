@@ -17,5 +17,6 @@ urlpatterns = [
     path("", include("agreement.urls")),
     path("", include("interviews.urls")),
     path("", include("labeling.taxonomy_urls")),
+    path("", include("raters.urls")),
     path("", include("dataset.urls")),
 ]

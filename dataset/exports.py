@@ -4,8 +4,9 @@ Formats: (a) per repository `Issue_URL,Label1..LabelK,Final_Label` (UTF-8 with B
 queue order, which is the file order for an imported study); (b) JSON Lines, one issue per line
 with its text, comments, every annotation revision and the final label; (c) the taxonomy
 detail CSVs `rootcause,subcategory,symptoms` with annotators' summaries under each sub-theme;
-(d) Table I; (e) the agreement table. Every writer takes a text stream and reads the database
-in chunks, so memory stays flat however large the project is.
+(d) Table I; (e) the agreement table; (f) the machine raters' current labels
+(`machine_labels.csv`, never counted in any of the above). Every writer takes a text stream and
+reads the database in chunks, so memory stays flat however large the project is.
 
 Labels are written in the project's current taxonomy version, read through the lineage
 (`taxonomy.lineage.Translator`): a label made before a rename, move, merge or split comes out
@@ -56,6 +57,7 @@ from ingest.models import Comment, Issue, Repository
 from labeling.labels import KEY_FIELDS, LABEL_FIELDS, NODE_FIELDS
 from labeling.models import Annotation, ProjectIssue, Resolution
 from lib import csvsafe
+from raters.models import MachineLabel
 from taxonomy.detail_files import study_file_name, write_detail_csv
 from taxonomy.lineage import LabelInVersion, Translator
 from taxonomy.models import TaxonomyNode, TaxonomyVersion
@@ -526,6 +528,51 @@ def write_table_one(project_or_context: Project | ExportContext, out: TextIO) ->
     return len(rows) + 1
 
 
+MACHINE_LABEL_COLUMNS = ["Issue_URL", "rater", "kind", "model", "label", "confidence", "created_at"]
+
+
+def write_machine_labels_csv(project_or_context: Project | ExportContext, out: TextIO) -> int:
+    """`machine_labels.csv`: one row per issue of the export and machine rater, with the rater's
+    current label (a code under the project's version, or "FP"; empty for an invalid output).
+    A final issue's label is the out-of-sample one (`raters.classifier`)."""
+    ctx = _context(project_or_context)
+    writer = csvsafe.writer(out)
+    writer.writerow(MACHINE_LABEL_COLUMNS)
+    rows = (
+        MachineLabel.objects.filter(
+            rater__project=ctx.project,
+            is_current=True,
+            issue_id__in=ctx.scope().values("issue_id"),
+        )
+        .order_by("issue_id", "rater__name")
+        .values_list(
+            "issue__url",
+            "rater__name",
+            "rater__kind",
+            "model",
+            "valid",
+            *KEY_FIELDS,
+            "confidence",
+            "created_at",
+        )
+    )
+    # The nodes the labels point at (a label made before a taxonomy edit, in an older version).
+    nodes: set[int] = set()
+    for row in rows.values_list(*NODE_FIELDS).distinct():
+        nodes.update(pk for pk in row if pk)
+    ctx.translator.load(nodes)
+    n = 0
+    for url, name, kind, model, valid, *rest in rows.iterator(chunk_size=CHUNK):
+        ids, confidence, created_at = rest[:4], rest[4], rest[5]
+        code = cell_code(ctx.label(*ids)) if valid else ""
+        writer.writerow(
+            [url, name, kind, model, code, "" if confidence is None else round(confidence, 6),
+             _iso(created_at)]
+        )  # fmt: skip
+        n += 1
+    return n
+
+
 # Figures in agreement.csv: six decimals, as the study reported its kappas.
 AGREEMENT_DECIMALS = 6
 
@@ -593,6 +640,7 @@ def build_zip(
         )
     steps.append(("table_one.csv", lambda out: write_table_one(ctx, out)))
     steps.append(("agreement.csv", lambda out: write_agreement_csv(ctx, out)))
+    steps.append(("machine_labels.csv", lambda out: write_machine_labels_csv(ctx, out)))
 
     files = []
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -29,6 +29,10 @@ A repository's API URL is chosen by a lead, and every URL the client follows aft
 FORGE_API_HOSTS entries: `host`, `host:port`, `https://host[:port]` or `http://host[:port]`;
 an entry without a port allows any port of that host. FORGE_TOKEN_HOSTS entries are exact: one
 without a port means the scheme's default port (443, or 80 for `http://`).
+
+The same rule, with another allowlist, guards the machine raters' model endpoints
+(`MODEL_API_HOSTS`, `raters.llm`): `url_allowed(url, setting=MODEL_API_HOSTS)`. That list has no
+public defaults, so only a listed host may be named (a loopback server only when listed).
 """
 
 from __future__ import annotations
@@ -53,6 +57,10 @@ from urllib3.util import connection as urllib3_connection
 from ingest.models import Repository
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
+# The allowlists (settings) this rule reads: the forges' (with public defaults) and the model
+# endpoints' (none).
+FORGE_API_HOSTS = "FORGE_API_HOSTS"
+MODEL_API_HOSTS = "MODEL_API_HOSTS"
 # NAT64 embeds an IPv4 address in its last 32 bits; a gateway would connect to it.
 NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
@@ -79,8 +87,8 @@ class AllowedHost:
         )
 
 
-def parse_allowed_host(entry: str, setting: str = "FORGE_API_HOSTS") -> AllowedHost:
-    """One FORGE_API_HOSTS entry; ImproperlyConfigured naming the entry if it is not one."""
+def parse_allowed_host(entry: str, setting: str = FORGE_API_HOSTS) -> AllowedHost:
+    """One allowlist entry; ImproperlyConfigured naming the setting and entry if it is not one."""
     text = entry.strip()
     has_scheme = "://" in text
     parts = urlsplit(text if has_scheme else f"https://{text}")
@@ -105,13 +113,14 @@ def parse_allowed_host(entry: str, setting: str = "FORGE_API_HOSTS") -> AllowedH
 
 
 @lru_cache(maxsize=8)
-def _parse_all(entries: tuple[str, ...]) -> tuple[AllowedHost, ...]:
-    return tuple(parse_allowed_host(e) for e in entries if e.strip())
+def _parse_all(setting: str, entries: tuple[str, ...]) -> tuple[AllowedHost, ...]:
+    return tuple(parse_allowed_host(e, setting) for e in entries if e.strip())
 
 
-def allowed_hosts() -> tuple[AllowedHost, ...]:
-    """The admin's allowlist (FORGE_API_HOSTS), read at every call: tests change it."""
-    return _parse_all(tuple(getattr(settings, "FORGE_API_HOSTS", ()) or ()))
+def allowed_hosts(setting: str = FORGE_API_HOSTS) -> tuple[AllowedHost, ...]:
+    """An admin's allowlist (FORGE_API_HOSTS, or MODEL_API_HOSTS), read at every call: tests
+    change it."""
+    return _parse_all(setting, tuple(getattr(settings, setting, ()) or ()))
 
 
 def forge_api_host(forge: str) -> str:
@@ -201,17 +210,18 @@ def same_origin(url: str, base: str) -> bool:
         return False
 
 
-def is_listed(host: str) -> bool:
-    """Whether an admin listed this host in FORGE_API_HOSTS (any scheme or port)."""
+def is_listed(host: str, setting: str = FORGE_API_HOSTS) -> bool:
+    """Whether an admin listed this host in the allowlist (any scheme or port)."""
     host = host.lower().rstrip(".")
-    return any(entry.host == host for entry in allowed_hosts())
+    return any(entry.host == host for entry in allowed_hosts(setting))
 
 
-def url_allowed(url: str, forge: str | None = None) -> str:
+def url_allowed(url: str, forge: str | None = None, setting: str = FORGE_API_HOSTS) -> str:
     """Why a request to `url` is refused ("" if it may go): scheme, host and port.
 
     `forge`: the public API host of that forge only; None: of any forge (the session, which
-    does not know the forge, checks every request this way).
+    does not know the forge, checks every request this way). `setting`: the allowlist; only
+    FORGE_API_HOSTS adds the forges' public hosts to it.
     """
     try:
         scheme, host, port = origin(url)
@@ -227,14 +237,16 @@ def url_allowed(url: str, forge: str | None = None) -> str:
     if host in public_hosts() and (scheme, port) != ("https", 443):
         # Checked before the allowlist: a listed public host does not open its other ports.
         return f"{host} is reached over https only, on port 443"
-    if any(entry.allows(scheme, host, port) for entry in allowed_hosts()):
+    if any(entry.allows(scheme, host, port) for entry in allowed_hosts(setting)):
         return ""
     forges = [forge] if forge else list(Repository.DEFAULT_API_URLS)
-    known = {forge_api_host(f) for f in forges}
+    known = {forge_api_host(f) for f in forges} if setting == FORGE_API_HOSTS else set()
     if host in known:
         return ""
-    if is_listed(host):
-        return f"{scheme}://{host}:{port} is not allowed by FORGE_API_HOSTS (scheme or port)"
+    if is_listed(host, setting):
+        return f"{scheme}://{host}:{port} is not allowed by {setting} (scheme or port)"
+    if not known:
+        return f"{host} is not listed in {setting}"
     names = ", ".join(sorted(known))
     return f"{host} is not a forge API host ({names}) nor listed in FORGE_API_HOSTS"
 

@@ -342,6 +342,19 @@ def reopen(project_issue: ProjectIssue, lead, note: str = "") -> Resolution:
     return resolution
 
 
+def machine_opinions(project_issue: ProjectIssue) -> list:
+    """The machine raters' current labels of the issue: the lead's second opinion, shown on the
+    resolve page after the humans' labels and nowhere an annotator looks. Read through the
+    reverse relation `Issue.machine_labels` (the raters app sits above labeling)."""
+    return list(
+        project_issue.issue.machine_labels.filter(
+            rater__project_id=project_issue.project_id, is_current=True
+        )
+        .select_related("rater", "issue_type", "theme", "sub_theme")
+        .order_by("rater__name")
+    )
+
+
 def resolution_history(project_issue: ProjectIssue) -> QuerySet[Resolution]:
     return Resolution.objects.filter(
         project_id=project_issue.project_id, issue_id=project_issue.issue_id

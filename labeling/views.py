@@ -408,6 +408,7 @@ def resolve_issue(request, project_id: int, item_id: int):
         "level_name": resolution.LEVEL_NAMES.get(comparison.first_disagreement, ""),
         "final": resolution.current_resolution(item),
         "history": resolution.resolution_history(item),
+        "machine_labels": resolution.machine_opinions(item),
         "based_on": _based_on(resolution.current_resolution(item)),
         "revisions": submission.revisions(project, item.issue_id),
         "discussion": item.discussion.select_related("author"),

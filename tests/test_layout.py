@@ -21,7 +21,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "ingest": {"lib", "taxonomy", "annotator"},
     "labeling": {"lib", "taxonomy", "annotator", "ingest"},
     "agreement": {"lib", "taxonomy", "annotator", "ingest", "labeling"},
-    "dataset": {"lib", "taxonomy", "annotator", "ingest", "labeling", "agreement"},
+    "raters": {"lib", "taxonomy", "annotator", "ingest", "labeling", "agreement"},
+    "dataset": {"lib", "taxonomy", "annotator", "ingest", "labeling", "agreement", "raters"},
     "interviews": {"lib", "taxonomy", "annotator", "ingest", "labeling", "agreement"},
 }
 

@@ -35,6 +35,7 @@ EXPECTED = {
         "exports",
         "releases",
         "filter_recall",
+        "raters_page",
         "table_one",
         "interviews",
     },
@@ -53,6 +54,7 @@ EXPECTED = {
         "releases",
         "filter_recall",
         "upload_issues",
+        "raters_page",
         "table_one",
         "taxonomy_proposals",
         "interviews",
@@ -106,6 +108,7 @@ def test_the_registry_knows_every_page_the_issue_names():
     assert [link.url_name for link in links_for(Role.RESEARCHER)] == [
         "issue_list",
         "agreement_report",
+        "raters_page",
         "exports",
         "releases",
         "filter_recall",

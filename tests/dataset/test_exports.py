@@ -69,6 +69,7 @@ def test_zip_holds_every_format_with_a_manifest_of_hashes(study, tmp_path):
             "taxonomy/bug_symptoms.csv",
             "table_one.csv",
             "agreement.csv",
+            "machine_labels.csv",
         }
         for entry in manifest["files"]:
             data = zf.read(entry["name"])

@@ -171,6 +171,9 @@ def test_another_annotator_cannot_tell_what_ada_chose(
         "pk": 1,
         "a": "1.0.0",
         "b": "1.0.1",
+        # Machine raters (raters.urls): a rater and a run.
+        "rater_id": 1,
+        "run_id": 1,
     }
     urls, skipped = _urls(values)
     # The sweep reaches the labeling, proposal and API routes (a guard against an empty sweep).
@@ -194,6 +197,78 @@ def test_another_annotator_cannot_tell_what_ada_chose(
 
     changed = [key for key in before if before[key] != after[key]]
     assert not changed, [(key, _first_difference(before[key], after[key])) for key in changed[:3]]
+
+
+def _machine_labels(project, items) -> None:
+    """A classifier rater with a run and a label on every issue, Ada's included (the resolve
+    page shows them to a lead, so the probe below can fire)."""
+    from raters.models import MachineLabel, MachineRater, RaterRun
+
+    rater = MachineRater.objects.create(project=project, name="machine-secret", kind="classifier")
+    run = RaterRun.objects.create(rater=rater, status="done", total=len(items), done=len(items))
+    theme = node(project, "C.3")
+    for item in items:
+        MachineLabel.objects.create(
+            rater=rater,
+            issue_id=item.issue_id,
+            run=run,
+            issue_type=theme.parent,
+            theme=theme,
+            confidence=0.93,
+            model="tfidf-logreg",
+            model_version="v1",
+        )
+
+
+def test_machine_labels_change_nothing_an_annotator_sees(
+    client, project, items, annotator, other_annotator, lead, tia
+):
+    """Every route, as Ada and as Otto, byte for byte the same with and without a machine
+    rater's labels on every issue; the lead's resolve page does change (the probe fires)."""
+    ada, otto, item = annotator, other_annotator, items[0]
+    _state_disagreement(project, item, ada, otto, tia)
+    values = {
+        "project_id": project.pk,
+        "item_id": item.pk,
+        "version_id": project.taxonomy_version_id,
+        "type_code": "A",
+        "proposal_id": 0,
+        "member_id": Membership.objects.get(project=project, user=ada).pk,
+        "release_id": 1,
+        "pk": 1,
+        "a": "1.0.0",
+        "b": "1.0.1",
+        "rater_id": 1,
+        "run_id": 1,
+    }
+    urls, skipped = _urls(values)
+    assert any("/raters/" in u for u in urls), skipped
+    before = {}
+    for who in (ada, otto):
+        client.force_login(who)
+        _sweep(client, urls)
+        before[who.pk] = _sweep(client, urls)
+    client.force_login(lead)
+    resolve_url = f"/projects/{project.pk}/resolve/{item.pk}/"
+    lead_before = _sweep(client, [resolve_url])
+
+    _machine_labels(project, items)
+
+    lead_after = _sweep(client, [resolve_url])
+    assert lead_after != lead_before  # the lead sees the second opinion, after the humans'
+    page = lead_after[(resolve_url, False)]
+    assert b"machine-secret" in page and page.index(b'id="annotations"') < page.index(
+        b'id="machine-labels"'
+    )
+    for who in (ada, otto):
+        client.force_login(who)
+        after = _sweep(client, urls)
+        for body in after.values():
+            assert b"machine-secret" not in body
+        changed = [key for key in before[who.pk] if before[who.pk][key] != after[key]]
+        assert not changed, [
+            (key, _first_difference(before[who.pk][key], after[key])) for key in changed[:3]
+        ]
 
 
 def test_the_sweep_notices_a_leak(client, project, items, annotator, other_annotator, tia):

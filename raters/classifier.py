@@ -1,0 +1,179 @@
+"""The classifier machine rater: TF-IDF and a linear model, trained on the project's finals.
+
+Features: the issue's title, body and first comments (`raters.runs.issue_texts`), hashed into
+a fixed number of word uni- and bigram columns (`HashingVectorizer`: memory stays bounded
+whatever the vocabulary), of which only the columns the training texts use are kept, weighted
+by TF-IDF. Model: multinomial logistic regression over one
+class per theme-level label ("FP", a theme code, or a type code for a final label without a
+theme): it is fitted by log-loss, so its probabilities are calibrated by construction (no
+separate calibration fold to spend). The type's probability is the sum over its themes; the
+label is the most probable class, its confidence that probability.
+
+Always out of sample (cross-fitting): a final issue's label comes from the model of the fold
+that left it out (`FOLDS` folds, shuffled with `SEED`); issues not final yet are labeled by the
+model trained on every final issue. `prompt_hash` of each label is a SHA-256 of the feature
+configuration and of the (issue, label) pairs its model was trained on.
+
+Everything runs in the process, on the embedded default: no outside service. scikit-learn is
+imported inside the functions (it costs ~1 s to import; see docs/CONVENTIONS.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from raters.backends import BackendError, LabelRequest, Prediction
+
+if TYPE_CHECKING:
+    from raters.models import MachineRater
+
+MODEL_NAME = "tfidf-logreg"
+FOLDS = 5
+SEED = 0
+# Fewer final issues than this, or only one distinct final label: nothing to learn from.
+MIN_FINALS = 20
+FEATURES: dict[str, Any] = {
+    "text": "title + body + first 3 comments",
+    "vectorizer": "hashing",
+    "n_features": 2**20,
+    "drop_unused_columns": True,
+    "ngram_range": [1, 2],
+    "sublinear_tf": True,
+    "model": "logistic_regression",
+    "C": 10.0,
+    "folds": FOLDS,
+    "seed": SEED,
+}
+
+
+def training_hash(pairs: Sequence[tuple[int, str]]) -> str:
+    """SHA-256 of the feature configuration and the (issue id, label) pairs trained on."""
+    digest = hashlib.sha256(json.dumps(FEATURES, sort_keys=True).encode())
+    for issue_id, code in sorted(pairs):
+        digest.update(f"\n{issue_id}\t{code}".encode())
+    return digest.hexdigest()
+
+
+@dataclass
+class Model:
+    """A fitted pipeline, or the one class of a training set that has only one."""
+
+    classes: list[str]
+    pipeline: Any = None
+
+    def predict(self, texts: Sequence[str]) -> tuple[list[str], list[float]]:
+        if self.pipeline is None:
+            return [self.classes[0]] * len(texts), [1.0] * len(texts)
+        proba = self.pipeline.predict_proba(list(texts))
+        best = proba.argmax(axis=1)
+        return [self.classes[i] for i in best], [float(p) for p in proba.max(axis=1)]
+
+
+def fit(texts: Sequence[str], targets: Sequence[str]) -> Model:
+    from sklearn.feature_extraction.text import HashingVectorizer, TfidfTransformer
+    from sklearn.feature_selection import VarianceThreshold
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    classes = sorted(set(targets))
+    if len(classes) < 2:
+        return Model(classes=classes)
+    pipeline = make_pipeline(
+        HashingVectorizer(
+            n_features=FEATURES["n_features"],
+            ngram_range=tuple(FEATURES["ngram_range"]),
+            alternate_sign=False,
+            norm=None,
+        ),
+        # Only the columns some training text uses: the model's size and each step's cost
+        # follow the training vocabulary, not the 2**20 hashed columns.
+        VarianceThreshold(0.0),
+        TfidfTransformer(sublinear_tf=FEATURES["sublinear_tf"]),
+        LogisticRegression(C=FEATURES["C"], max_iter=300),
+    )
+    try:
+        pipeline.fit(list(texts), list(targets))
+    except ValueError:
+        # Every training text the same (no column varies): only the commonest label is known.
+        return Model(classes=[max(classes, key=list(targets).count)])
+    return Model(classes=[str(c) for c in pipeline.classes_], pipeline=pipeline)
+
+
+def fold_of(issue_ids: Sequence[int], folds: int = FOLDS, seed: int = SEED) -> dict[int, int]:
+    """Which fold leaves each final issue out (a seeded shuffle, so reruns agree)."""
+    from sklearn.model_selection import KFold
+
+    ids = sorted(issue_ids)
+    out: dict[int, int] = {}
+    splitter = KFold(n_splits=min(folds, len(ids)), shuffle=True, random_state=seed)
+    for k, (_, held_out) in enumerate(splitter.split(ids)):
+        for i in held_out:
+            out[ids[i]] = k
+    return out
+
+
+class ClassifierBackend:
+    trains = True
+
+    def __init__(self, rater: MachineRater) -> None:
+        self.rater = rater
+
+    def label(self, request: LabelRequest) -> Iterator[Prediction]:
+        finals = request.finals
+        if len(finals) < MIN_FINALS or len(set(finals.values())) < 2:
+            raise BackendError(
+                f"classifier: needs at least {MIN_FINALS} final issues with two different "
+                f"labels to train on (this project has {len(finals)})"
+            )
+        texts = request.final_texts
+        params = {**FEATURES, "trained_on": len(finals)}
+        version = f"v{self.rater.version + 1}"
+        done = 0
+        final_items = [item for item in request.items if item.issue_id in finals]
+        other_items = [item for item in request.items if item.issue_id not in finals]
+        # Out of sample: each final issue by the model of the fold that left it out.
+        folds = fold_of(list(finals))
+        for k in sorted(set(folds.values())):
+            held = [item for item in final_items if folds[item.issue_id] == k]
+            if not held:
+                continue
+            train = [(i, code) for i, code in finals.items() if folds[i] != k]
+            model = fit([texts[i] for i, _ in train], [code for _, code in train])
+            codes, confidences = model.predict([item.text for item in held])
+            hashed = training_hash(train)
+            for item, code, confidence in zip(held, codes, confidences, strict=True):
+                yield Prediction(
+                    issue_id=item.issue_id,
+                    code=code,
+                    confidence=confidence,
+                    raw_output=code,
+                    prompt_hash=hashed,
+                    model=MODEL_NAME,
+                    model_version=version,
+                    parameters=params,
+                    fold=k,
+                )
+            done += len(held)
+            request.progress(done)
+        if other_items:
+            train = list(finals.items())
+            model = fit([texts[i] for i, _ in train], [code for _, code in train])
+            hashed = training_hash(train)
+            codes, confidences = model.predict([item.text for item in other_items])
+            for item, code, confidence in zip(other_items, codes, confidences, strict=True):
+                yield Prediction(
+                    issue_id=item.issue_id,
+                    code=code,
+                    confidence=confidence,
+                    raw_output=code,
+                    prompt_hash=hashed,
+                    model=MODEL_NAME,
+                    model_version=version,
+                    parameters=params,
+                )
+            done += len(other_items)
+            request.progress(done)

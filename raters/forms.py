@@ -1,0 +1,39 @@
+"""The lead's forms: add a rater, run one."""
+
+from __future__ import annotations
+
+from django import forms
+
+from raters.models import MachineRater, RaterRun
+from raters.runs import RaterSettings
+
+
+class AddRaterForm(forms.Form):
+    name = forms.CharField(max_length=100)
+    kind = forms.ChoiceField(choices=MachineRater.Kind.choices)
+    model = forms.CharField(max_length=200, required=False)
+    api_url = forms.URLField(max_length=500, required=False, assume_scheme="https")
+    api_key_env = forms.RegexField(
+        regex=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        max_length=100,
+        required=False,
+        error_messages={"invalid": "the name of an environment variable (letters, digits, _)"},
+    )
+    temperature = forms.FloatField(min_value=0, max_value=2, initial=0, required=False)
+    samples = forms.IntegerField(min_value=1, max_value=20, initial=1, required=False)
+
+    def settings(self) -> RaterSettings:
+        data = self.cleaned_data
+        return RaterSettings(
+            name=data["name"],
+            kind=data["kind"],
+            model=data["model"],
+            api_url=data["api_url"],
+            api_key_env=data["api_key_env"],
+            temperature=data["temperature"] if data["temperature"] is not None else 0.0,
+            samples=data["samples"] or 1,
+        )
+
+
+class RunForm(forms.Form):
+    only = forms.ChoiceField(choices=RaterRun.Scope.choices, initial=RaterRun.Scope.ALL)

@@ -1,0 +1,68 @@
+"""`manage.py machine_label --project NAME --rater RATER [--wait] [--only final|open|all]
+[--resume]`: run a machine rater over the project's issues. Without --wait the run is queued
+for a worker; with it the run happens here and its outcome is printed. --resume goes on with
+the rater's latest run that did not finish (stopped or failed), from the issues it has not
+labeled yet."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from annotator.models import Project
+from raters.models import MachineRater, RaterRun
+from raters.runs import RaterError, create_run, run_rater, unfinished_run
+from raters.tasks import resume_run, start_run
+
+
+class Command(BaseCommand):
+    help = "Label a project's issues with one of its machine raters."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--project", required=True, help="the project's name")
+        parser.add_argument("--rater", required=True, help="the rater's name")
+        parser.add_argument("--wait", action="store_true", help="run here and wait for it")
+        parser.add_argument("--only", default="all", help="final, open or all (default)")
+        parser.add_argument(
+            "--resume", action="store_true", help="go on with the latest unfinished run"
+        )
+
+    def handle(self, *args, **options) -> None:
+        project = Project.objects.filter(name=options["project"]).first()
+        if project is None:
+            raise CommandError(f"project: no project named {options['project']!r}")
+        rater = MachineRater.objects.filter(project=project, name=options["rater"]).first()
+        if rater is None:
+            raise CommandError(f"rater: no rater named {options['rater']!r} in {project}")
+        unfinished = unfinished_run(rater) if options["resume"] else None
+        if options["resume"]:
+            if unfinished is None:
+                raise CommandError(f"resume: {rater.name} has no unfinished run")
+            if not options["wait"]:
+                with transaction.atomic():
+                    resume_run(unfinished)
+                self.stdout.write(f"run {unfinished.pk} of {rater.name} queued to resume")
+                return
+        try:
+            if unfinished is not None:
+                run = run_rater(unfinished.pk)
+            elif options["wait"]:
+                run = run_rater(create_run(rater, options["only"]).pk)
+            else:
+                with transaction.atomic():
+                    run = start_run(rater, options["only"])
+                self.stdout.write(f"run {run.pk} of {rater.name} queued")
+                return
+        except RaterError as exc:
+            raise CommandError(str(exc)) from exc
+        if run.status == RaterRun.Status.FAILED:
+            raise CommandError(run.error)
+        tokens = (
+            f", tokens {run.prompt_tokens} prompt + {run.completion_tokens} completion"
+            if run.prompt_tokens or run.completion_tokens
+            else ""
+        )
+        self.stdout.write(
+            f"run {run.pk} of {rater.name}: {run.done} issues labeled, {run.invalid} invalid"
+            f"{tokens}"
+        )

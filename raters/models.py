@@ -1,0 +1,149 @@
+"""Machine raters of a project and the labels they give.
+
+A `MachineRater` is one configured rater (a classifier trained in the project, or an LLM
+behind an OpenAI-compatible endpoint; the backends live in `raters.backends`). A
+`MachineLabel` is one label it gave one issue, with everything needed to reproduce and judge
+it: model and version, the hash of its prompt (for the classifier: of its feature
+configuration and training set), parameters, confidence, time, and the raw output with a
+`valid` flag (an invalid output is kept and counted, never dropped). Labels are never
+overwritten: a new run writes new rows and marks the older ones not current.
+
+Machine labels are blind: no annotator page reads these tables, they never count toward K and
+never change what an annotator is served. `enlisted` and `confidence_threshold` are the hooks
+for letting a rater count in the stopping rule later; both default off.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from labeling.models import LabelFields
+
+
+class MachineRater(models.Model):
+    class Kind(models.TextChoices):
+        CLASSIFIER = "classifier", "classifier trained on the project's final labels"
+        LLM = "llm", "LLM (OpenAI-compatible chat completions)"
+
+    project = models.ForeignKey(
+        "annotator.Project", on_delete=models.CASCADE, related_name="machine_raters"
+    )
+    name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    # The classifier's feature and model family, or the LLM's model name.
+    model = models.CharField(max_length=200, blank=True)
+    # LLM settings (used by the llm backend). The key is never stored: `api_key_env` is the
+    # NAME of the environment variable that holds it.
+    api_url = models.URLField(max_length=500, blank=True)
+    api_key_env = models.CharField(max_length=100, blank=True)
+    temperature = models.FloatField(default=0.0)
+    samples = models.PositiveSmallIntegerField(default=1)
+    max_tokens = models.PositiveIntegerField(default=512)
+    seed = models.IntegerField(null=True, blank=True)
+    # Hooks for the stopping rule (not used yet): off by default.
+    enlisted = models.BooleanField(default=False)
+    confidence_threshold = models.FloatField(null=True, blank=True)
+    # The classifier: retrain (a Celery task) once this many new final labels have arrived.
+    retrain_after = models.PositiveIntegerField(default=50)
+    trained_on = models.PositiveIntegerField(default=0, help_text="final issues at last training")
+    trained_at = models.DateTimeField(null=True, blank=True)
+    version = models.PositiveIntegerField(default=0, help_text="incremented on each training")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["project", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="unique_rater_name")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind}) in {self.project}"
+
+
+class RaterRun(models.Model):
+    """One run of a rater over a project's issues, with progress for the page."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "queued"
+        RUNNING = "running", "running"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+
+    class Scope(models.TextChoices):
+        FINAL = "final", "final issues"
+        OPEN = "open", "issues not final yet"
+        ALL = "all", "all issues"
+
+    rater = models.ForeignKey(MachineRater, on_delete=models.CASCADE, related_name="runs")
+    only = models.CharField(max_length=10, choices=Scope.choices, default=Scope.ALL)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    total = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    invalid = models.PositiveIntegerField(default=0)
+    # Tokens the model endpoint counted (usage), summed over the run's requests (llm raters).
+    prompt_tokens = models.PositiveBigIntegerField(default=0)
+    completion_tokens = models.PositiveBigIntegerField(default=0)
+    error = models.TextField(blank=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} of {self.rater.name}: {self.status} {self.done}/{self.total}"
+
+    @property
+    def percent(self) -> int:
+        return int(100 * self.done / self.total) if self.total else 0
+
+
+class MachineLabel(LabelFields):
+    """One machine rater's label on one issue (the label fields as a human's, never shown to
+    annotators)."""
+
+    rater = models.ForeignKey(MachineRater, on_delete=models.CASCADE, related_name="labels")
+    issue = models.ForeignKey(
+        "ingest.Issue", on_delete=models.CASCADE, related_name="machine_labels"
+    )
+    run = models.ForeignKey(
+        RaterRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="labels"
+    )
+    # False when the output could not be read as a label (kept, and counted as invalid).
+    valid = models.BooleanField(default=True)
+    raw_output = models.TextField(blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    model_version = models.CharField(max_length=100, blank=True)
+    # The LLM's prompt, or the classifier's feature config and training set, as a SHA-256.
+    prompt_hash = models.CharField(max_length=64, blank=True)
+    parameters = models.JSONField(default=dict, blank=True)
+    confidence = models.FloatField(null=True, blank=True)
+    # Cross-fitting: the fold whose model (trained without this issue) gave a final issue's
+    # label; None for a label from the model trained on every final issue (open issues).
+    fold = models.SmallIntegerField(null=True, blank=True)
+    is_current = models.BooleanField(default=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["rater", "issue", "-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["rater", "issue"],
+                condition=Q(is_current=True),
+                name="one_current_machine_label",
+            )
+        ]
+        indexes = [models.Index(fields=["rater", "is_current"])]
+
+    def __str__(self) -> str:
+        return f"{self.rater.name} on {self.issue_id}: {self.label_code}"

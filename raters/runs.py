@@ -1,0 +1,320 @@
+"""Adding a machine rater, running it over a project's issues, and retraining it.
+
+`add_rater`, `run_rater` and `retrain_due` are what the pages, the API, the commands and the
+Celery tasks (`raters.tasks`) call. A run reads the issues' texts and the project's final labels
+(theme-level codes, `raters.backends.theme_code`), asks the rater's backend for labels and
+stores them as `MachineLabel` rows, marking the rater's earlier labels of those issues not
+current. A run that stopped (a worker restart: the task is delivered again; a failed run, resumed
+with `machine_label --resume`) goes on from the issues it has not labeled yet: each issue gets
+one label per run. The tokens an endpoint counted are summed on the run. Nothing here touches
+an annotation, a reservation or an issue's status: machine labels never count toward K and
+never change what an annotator is served.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import partial
+
+from django.db import transaction
+from django.db.models import F, Window
+from django.db.models.functions import RowNumber
+from django.utils import timezone
+
+from annotator.models import Project
+from ingest.hosts import MODEL_API_HOSTS, url_allowed
+from ingest.models import Comment, Issue
+from labeling.models import ProjectIssue, Resolution
+from raters.backends import (
+    FP_CODE,
+    BackendError,
+    IssueText,
+    LabelRequest,
+    NodeText,
+    Prediction,
+    backend_for,
+    theme_code,
+)
+from raters.models import MachineLabel, MachineRater, RaterRun
+from taxonomy.lineage import Translator
+from taxonomy.models import TaxonomyNode
+
+# The text a rater reads: title, body and the first comments, cut at a length.
+FIRST_COMMENTS = 3
+MAX_TEXT = 20_000
+STORE_CHUNK = 2000
+
+
+class RaterError(Exception):
+    """Bad input or a rater that cannot run, naming the field."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field, self.message = field, message
+
+
+@dataclass
+class RaterSettings:
+    """What `add_rater` takes (validated by the form and the command alike)."""
+
+    name: str
+    kind: str
+    model: str = ""
+    api_url: str = ""
+    api_key_env: str = ""
+    temperature: float = 0.0
+    samples: int = 1
+
+
+def add_rater(project: Project, settings: RaterSettings, user=None) -> MachineRater:
+    if not settings.name.strip():
+        raise RaterError("name", "a rater needs a name")
+    if settings.kind not in MachineRater.Kind.values:
+        raise RaterError("kind", f"one of {', '.join(MachineRater.Kind.values)}")
+    if MachineRater.objects.filter(project=project, name=settings.name.strip()).exists():
+        raise RaterError("name", f"this project already has a rater named {settings.name!r}")
+    if settings.kind == MachineRater.Kind.LLM:
+        if not (settings.model and settings.api_url):
+            raise RaterError("model", "an llm rater needs --model and --api-url")
+        why = model_url_refused(settings.api_url)
+        if why:
+            raise RaterError("api_url", why)
+    if not 0 <= settings.temperature <= 2:
+        raise RaterError("temperature", "between 0 and 2")
+    if not 1 <= settings.samples <= 20:
+        raise RaterError("samples", "between 1 and 20")
+    model = settings.model
+    if settings.kind == MachineRater.Kind.CLASSIFIER and not model:
+        model = "tfidf-logreg"
+    return MachineRater.objects.create(
+        project=project,
+        name=settings.name.strip(),
+        kind=settings.kind,
+        model=model,
+        api_url=settings.api_url,
+        api_key_env=settings.api_key_env,
+        temperature=settings.temperature,
+        samples=settings.samples,
+        created_by=user,
+    )
+
+
+def model_url_refused(url: str) -> str:
+    """Why an llm rater's endpoint URL is refused ("" if it may be used): the forge hosts'
+    rule (`ingest.hosts.url_allowed`) with the MODEL_API_HOSTS allowlist."""
+    if "?" in url or "#" in url:
+        return "an endpoint URL has no query or fragment"
+    why = url_allowed(url, setting=MODEL_API_HOSTS)
+    return f"{url}: {why}" if why else ""
+
+
+def issue_texts(issue_ids: Iterable[int]) -> dict[int, str]:
+    """Title, body and the first `FIRST_COMMENTS` comments of each issue, as one text."""
+    ids = list(issue_ids)
+    texts = {
+        pk: f"{title}\n{body}"
+        for pk, title, body in Issue.objects.filter(pk__in=ids).values_list("pk", "title", "body")
+    }
+    first = (
+        Comment.objects.filter(issue_id__in=ids)
+        .annotate(
+            n=Window(RowNumber(), partition_by=[F("issue_id")], order_by=[F("created_at"), F("id")])
+        )
+        .filter(n__lte=FIRST_COMMENTS)
+        .values_list("issue_id", "body")
+    )
+    for issue_id, body in first:
+        texts[issue_id] += f"\n{body}"
+    return {pk: text[:MAX_TEXT] for pk, text in texts.items()}
+
+
+def final_codes(project: Project) -> dict[int, str]:
+    """Each final issue's label at theme level ("FP", a theme, or a type without a theme),
+    read under the project's taxonomy version."""
+    translator = Translator(project.taxonomy_version)
+    rows = Resolution.objects.filter(project=project, is_current=True).select_related(
+        "issue_type", "theme", "sub_theme"
+    )
+    out = {}
+    for row in rows:
+        code = theme_code(translator.label(row).code)
+        if code:
+            out[row.issue_id] = code
+    return out
+
+
+def scope_issue_ids(project: Project, only: str) -> list[int]:
+    items = ProjectIssue.objects.filter(project=project)
+    if only == RaterRun.Scope.FINAL:
+        items = items.filter(status=ProjectIssue.Status.FINAL)
+    elif only == RaterRun.Scope.OPEN:
+        items = items.exclude(status=ProjectIssue.Status.FINAL)
+    return list(items.order_by("position").values_list("issue_id", flat=True))
+
+
+def _label_fields(code: str | None, nodes: dict[str, TaxonomyNode]) -> dict | None:
+    """The label fields of a code the taxonomy knows; None for an unreadable one."""
+    if code == FP_CODE:
+        return {"is_false_positive": True}
+    if not code or code not in nodes:
+        return None
+    parts = code.split(".")
+    levels = [nodes.get(".".join(parts[: i + 1])) for i in range(len(parts))]
+    if any(node is None for node in levels):
+        return None
+    return {
+        "issue_type": levels[0],
+        "theme": levels[1] if len(levels) > 1 else None,
+        "sub_theme": levels[2] if len(levels) > 2 else None,
+    }
+
+
+def _store(run: RaterRun, predictions: list[Prediction], nodes: dict[str, TaxonomyNode]) -> None:
+    """Write a chunk of labels as the rater's current ones, and add their tokens to the run."""
+    rows = []
+    now = timezone.now()
+    for p in predictions:
+        fields = _label_fields(p.code, nodes)
+        rows.append(
+            MachineLabel(
+                rater_id=run.rater_id,
+                issue_id=p.issue_id,
+                run=run,
+                valid=fields is not None,
+                raw_output=p.raw_output[:100_000],
+                model=p.model,
+                model_version=p.model_version,
+                prompt_hash=p.prompt_hash,
+                parameters=p.parameters,
+                confidence=p.confidence,
+                fold=p.fold,
+                created_at=now,
+                **(fields or {}),
+            )
+        )
+    with transaction.atomic():
+        MachineLabel.objects.filter(
+            rater_id=run.rater_id, issue_id__in=[p.issue_id for p in predictions], is_current=True
+        ).update(is_current=False)
+        MachineLabel.objects.bulk_create(rows)
+        RaterRun.objects.filter(pk=run.pk).update(
+            prompt_tokens=F("prompt_tokens") + sum(p.prompt_tokens for p in predictions),
+            completion_tokens=F("completion_tokens")
+            + sum(p.completion_tokens for p in predictions),
+        )
+
+
+def taxonomy_texts(nodes: Iterable[TaxonomyNode]) -> list[NodeText]:
+    """The taxonomy as a prompt shows it, in the taxonomy's order (type, its themes, …)."""
+    return [
+        NodeText(n.code, n.name, n.description, tuple(str(d) for d in n.details or ()))
+        for n in sorted(nodes, key=lambda n: (n.code.split("."), n.position))
+    ]
+
+
+def _progress(run_id: int, done: int) -> None:
+    RaterRun.objects.filter(pk=run_id).update(done=done)
+
+
+def create_run(rater: MachineRater, only: str = RaterRun.Scope.ALL, user=None) -> RaterRun:
+    if only not in RaterRun.Scope.values:
+        raise RaterError("only", f"one of {', '.join(RaterRun.Scope.values)}")
+    return RaterRun.objects.create(rater=rater, only=only, requested_by=user)
+
+
+def _offset_progress(run_id: int, offset: int, done: int) -> None:
+    _progress(run_id, offset + done)
+
+
+def _invalid(run: RaterRun) -> int:
+    return MachineLabel.objects.filter(run=run, valid=False).count()
+
+
+def run_rater(run_id: int) -> RaterRun:
+    """Run a rater over its run's scope and store the labels (safe to run twice: a finished
+    run is left alone; a run that stopped goes on from the issues it has not labeled)."""
+    run = RaterRun.objects.select_related("rater__project__taxonomy_version").get(pk=run_id)
+    if run.status == RaterRun.Status.DONE:
+        return run
+    rater = run.rater
+    project = rater.project
+    ids = scope_issue_ids(project, run.only)
+    labeled = set(MachineLabel.objects.filter(run=run).values_list("issue_id", flat=True))
+    todo = [i for i in ids if i not in labeled]
+    finals = final_codes(project)
+    RaterRun.objects.filter(pk=run.pk).update(
+        status=RaterRun.Status.RUNNING,
+        started_at=run.started_at or timezone.now(),
+        total=len(ids),
+        done=len(ids) - len(todo),
+        error="",
+    )
+    nodes = {n.code: n for n in TaxonomyNode.objects.filter(version_id=project.taxonomy_version_id)}
+    chunk: list[Prediction] = []
+    try:
+        backend = backend_for(rater)
+        reads_finals = getattr(backend, "reads_finals", backend.trains)
+        store_every = getattr(backend, "store_every", STORE_CHUNK)
+        texts = issue_texts(set(todo) | (set(finals) if backend.trains else set()))
+        request = LabelRequest(
+            project_id=project.pk,
+            items=[IssueText(i, "", texts.get(i, "")) for i in todo],
+            finals=finals if reads_finals else {},
+            final_texts={i: texts[i] for i in finals if i in texts} if backend.trains else {},
+            codes={code: node.name for code, node in nodes.items()},
+            progress=partial(_offset_progress, run.pk, len(ids) - len(todo)),
+            taxonomy=taxonomy_texts(nodes.values()),
+            taxonomy_version=project.taxonomy_version_id,
+            guideline=project.guideline,
+            fetch_texts=lambda wanted: issue_texts(i for i in wanted if i in finals),
+        )
+        for prediction in backend.label(request):
+            chunk.append(prediction)
+            if len(chunk) >= store_every:
+                _store(run, chunk, nodes)
+                chunk = []
+        if chunk:
+            _store(run, chunk, nodes)
+    except BackendError as exc:
+        if chunk:
+            _store(run, chunk, nodes)
+        RaterRun.objects.filter(pk=run.pk).update(
+            status=RaterRun.Status.FAILED,
+            error=str(exc),
+            invalid=_invalid(run),
+            done=MachineLabel.objects.filter(run=run).count(),
+            finished_at=timezone.now(),
+        )
+        run.refresh_from_db()
+        return run
+    if backend.trains:
+        MachineRater.objects.filter(pk=rater.pk).update(
+            trained_on=len(finals), trained_at=timezone.now(), version=F("version") + 1
+        )
+    RaterRun.objects.filter(pk=run.pk).update(
+        status=RaterRun.Status.DONE,
+        done=len(ids),
+        invalid=_invalid(run),
+        finished_at=timezone.now(),
+    )
+    run.refresh_from_db()
+    return run
+
+
+def unfinished_run(rater: MachineRater) -> RaterRun | None:
+    """The rater's latest run that did not finish (stopped or failed), to resume."""
+    return rater.runs.exclude(status=RaterRun.Status.DONE).order_by("-created_at", "-pk").first()
+
+
+def raters_due(project_id: int) -> list[MachineRater]:
+    """Trained classifier raters of the project with at least `retrain_after` new final labels
+    since their last training."""
+    finals = Resolution.objects.filter(project_id=project_id, is_current=True).count()
+    return [
+        rater
+        for rater in MachineRater.objects.filter(
+            project_id=project_id, kind=MachineRater.Kind.CLASSIFIER, version__gt=0
+        )
+        if finals - rater.trained_on >= rater.retrain_after
+    ]

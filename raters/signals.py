@@ -1,0 +1,28 @@
+"""Retraining on arrival: a new final label queues `raters.tasks.retrain_due` for its project,
+but only where the project has a trained classifier (one indexed look-up per final label)."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.db.models.signals import post_save
+
+from labeling.models import Resolution
+from raters.models import MachineRater
+from raters.tasks import retrain_due
+
+
+def _after_resolution(sender, instance: Resolution, created: bool, **kwargs) -> None:
+    if not created or not instance.is_current or kwargs.get("raw"):
+        return
+    project_id = instance.project_id
+    if not MachineRater.objects.filter(
+        project_id=project_id, kind=MachineRater.Kind.CLASSIFIER, version__gt=0
+    ).exists():
+        return
+    transaction.on_commit(lambda: retrain_due.delay(project_id))
+
+
+def connect() -> None:
+    post_save.connect(
+        _after_resolution, sender=Resolution, dispatch_uid="raters.signals.after_resolution"
+    )

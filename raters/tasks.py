@@ -1,0 +1,45 @@
+"""Celery wrappers: they take ids and call `raters.runs`, which tests also call directly.
+
+`start_run` is how a page, the API or a command asks for a run: it records the run and queues
+the task once the transaction commits. `retrain_due` is queued when a final label is recorded
+in a project that has a trained classifier (`raters.signals`); it reruns every classifier with
+enough new final labels.
+"""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.db import transaction
+
+from raters.models import MachineRater, RaterRun
+from raters.runs import create_run, raters_due, run_rater
+
+
+@shared_task(acks_late=True)
+def run_rater_task(run_id: int) -> None:
+    if RaterRun.objects.filter(pk=run_id).exists():
+        run_rater(run_id)
+
+
+def start_run(rater: MachineRater, only: str = RaterRun.Scope.ALL, user=None) -> RaterRun:
+    """Record a run (RaterError naming the field) and queue it once the transaction commits."""
+    run = create_run(rater, only, user)
+    transaction.on_commit(lambda: run_rater_task.delay(run.pk))
+    return run
+
+
+def resume_run(run: RaterRun) -> RaterRun:
+    """Queue a run that stopped again (it goes on from the issues not labeled yet)."""
+    transaction.on_commit(lambda: run_rater_task.delay(run.pk))
+    return run
+
+
+@shared_task(acks_late=True)
+def retrain_due(project_id: int) -> list[int]:
+    """Retrain and rerun the project's classifiers that are due; returns the runs' ids."""
+    runs = []
+    for rater in raters_due(project_id):
+        run = create_run(rater, RaterRun.Scope.ALL)
+        run_rater(run.pk)
+        runs.append(run.pk)
+    return runs

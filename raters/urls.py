@@ -1,0 +1,19 @@
+from django.urls import path
+
+from raters import api, views
+
+urlpatterns = [
+    path("projects/<int:project_id>/raters/", views.raters_page, name="raters_page"),
+    path("projects/<int:project_id>/raters/add/", views.rater_add, name="rater_add"),
+    path(
+        "projects/<int:project_id>/raters/<int:rater_id>/run/",
+        views.rater_run,
+        name="rater_run",
+    ),
+    path(
+        "projects/<int:project_id>/raters/runs/<int:run_id>/",
+        views.rater_run_status,
+        name="rater_run_status",
+    ),
+    path("api/projects/<int:project_id>/raters/", api.raters_api, name="api_raters"),
+]

@@ -1,0 +1,89 @@
+"""The machine raters page: validation figures (leads, researchers), adding and running a rater
+with a progress display (leads)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+
+from annotator.permissions import membership_or_404
+from raters.forms import AddRaterForm, RunForm
+from raters.models import MachineRater, RaterRun
+from raters.permissions import RUN_ROLES, VALIDATION_ROLES
+from raters.runs import RaterError, add_rater
+from raters.tasks import start_run
+from raters.validation import validation_report
+
+
+def _page(request, membership, form: AddRaterForm | None = None, status: int = 200):
+    project = membership.project
+    report = validation_report(project)
+    raters = {r.name: r for r in MachineRater.objects.filter(project=project)}
+    rows = [{**row, "rater": raters[row["name"]]} for row in report["raters"]]
+    may_run = membership.role in RUN_ROLES
+    return render(
+        request,
+        "raters/raters.html",
+        {
+            "project": project,
+            "report": report,
+            "rows": rows,
+            "may_run": may_run,
+            "form": form or AddRaterForm(initial={"kind": MachineRater.Kind.CLASSIFIER}),
+            "run_form": RunForm(),
+            "runs": RaterRun.objects.filter(rater__project=project).select_related("rater")[:10]
+            if may_run
+            else [],
+        },
+        status=status,
+    )
+
+
+@login_required
+def raters_page(request, project_id: int):
+    membership = membership_or_404(request.user, project_id, roles=VALIDATION_ROLES)
+    return _page(request, membership)
+
+
+@login_required
+def rater_add(request, project_id: int):
+    membership = membership_or_404(request.user, project_id, roles=RUN_ROLES)
+    if request.method != "POST":
+        return redirect("raters_page", project_id=project_id)
+    form = AddRaterForm(request.POST)
+    if form.is_valid():
+        try:
+            rater = add_rater(membership.project, form.settings(), request.user)
+        except RaterError as exc:
+            form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+        else:
+            messages.success(request, f"Rater {rater.name} added.")
+            return redirect("raters_page", project_id=project_id)
+    return _page(request, membership, form, status=400)
+
+
+@login_required
+def rater_run(request, project_id: int, rater_id: int):
+    membership = membership_or_404(request.user, project_id, roles=RUN_ROLES)
+    rater = get_object_or_404(MachineRater, pk=rater_id, project=membership.project)
+    if request.method != "POST":
+        return redirect("raters_page", project_id=project_id)
+    form = RunForm(request.POST)
+    if not form.is_valid():
+        return HttpResponse(f"only: {'; '.join(str(e) for e in form.errors['only'])}", status=400)
+    run = start_run(rater, form.cleaned_data["only"], request.user)
+    if request.htmx:
+        return render(request, "raters/_run.html", {"project": membership.project, "run": run})
+    messages.success(request, f"Run of {rater.name} queued.")
+    return redirect("raters_page", project_id=project_id)
+
+
+@login_required
+def rater_run_status(request, project_id: int, run_id: int):
+    membership = membership_or_404(request.user, project_id, roles=RUN_ROLES)
+    run = get_object_or_404(
+        RaterRun.objects.select_related("rater"), pk=run_id, rater__project=membership.project
+    )
+    return render(request, "raters/_run.html", {"project": membership.project, "run": run})

@@ -1,0 +1,57 @@
+"""Chromium: a lead adds a classifier rater to a project with enough final issues, runs it,
+watches the run finish and reads the validation page."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from raters.models import MachineRater, RaterRun
+from raters.runs import run_rater
+from raters.validation import validation_report
+from tests.conftest import log_in
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_a_lead_adds_runs_and_reads_a_classifier(page, live_server, project, lead, finals):
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    log_in(page, live_server, lead.username)
+    page.goto(live_server.url + reverse("project_detail", args=[project.pk]))
+    page.get_by_role("link", name="Machine raters").click()
+    page.locator("#no-raters").wait_for()
+
+    page.fill("#id_name", "tfidf")
+    page.select_option("#id_kind", "classifier")
+    page.click("#add-rater-button")
+    row = page.locator('tr[data-rater="tfidf"]')
+    row.wait_for()
+    rater = MachineRater.objects.get()
+    assert (rater.name, rater.kind, rater.created_by_id) == ("tfidf", "classifier", lead.pk)
+
+    row.locator("select[name=only]").select_option("final")
+    row.locator("button.run-rater").click()
+    run = None
+    for _ in range(50):
+        run = RaterRun.objects.first()
+        if run is not None:
+            break
+        page.wait_for_timeout(100)
+    assert run is not None and run.only == "final"
+    shown = page.locator(f"#run-{run.pk}")
+    shown.wait_for()
+    assert shown.get_attribute("hx-trigger") == "every 1s"  # it polls while queued
+    run_rater(run.pk)  # what the worker runs
+    page.wait_for_function(
+        "id => document.querySelector('#run-' + id)?.textContent.includes('60 issues labeled')",
+        arg=run.pk,
+    )
+
+    page.reload()
+    figures = validation_report(project)["raters"][0]
+    assert row.locator("td.kappa-theme").inner_text() == f"{figures['kappa_theme']:.3f}"
+    assert row.locator("td.kappa-type").inner_text() == f"{figures['kappa_type']:.3f}"
+    assert "median" in page.locator("#human-kappa").inner_text()
+    assert not problems, problems

@@ -1,0 +1,81 @@
+"""Retraining when enough new final labels have arrived: a final label queues the task (only in
+a project with a trained classifier); the task reruns the classifiers that are due, called
+directly and on a real Celery worker."""
+
+from __future__ import annotations
+
+import pytest
+
+from labeling.models import Resolution
+from raters.models import MachineLabel, MachineRater, RaterRun
+from raters.runs import create_run, run_rater
+from raters.tasks import retrain_due
+from tests.raters.conftest import add_finals
+
+
+def _trained(project, retrain_after: int = 10) -> MachineRater:
+    rater = MachineRater.objects.create(
+        project=project, name="tfidf", kind="classifier", retrain_after=retrain_after
+    )
+    run_rater(create_run(rater, "all").pk)
+    rater.refresh_from_db()
+    assert (rater.version, rater.trained_on) == (1, 60)
+    return rater
+
+
+@pytest.mark.django_db
+def test_enough_new_finals_queue_a_retraining_that_reruns_the_classifier(
+    project, repository, finals, django_capture_on_commit_callbacks
+):
+    rater = _trained(project)
+    with django_capture_on_commit_callbacks() as queued:
+        add_finals(project, repository, 10, start=5000, seed=7)
+    assert len(queued) == 10  # one per new final label; the task decides whether it is due
+
+    assert len(retrain_due(project.pk)) == 1
+    rater.refresh_from_db()
+    assert (rater.version, rater.trained_on) == (2, 70)
+    current = MachineLabel.objects.filter(rater=rater, is_current=True)
+    assert current.count() == 80 and {m.model_version for m in current} == {"v2"}
+    # Safe to run twice: nothing is due any more.
+    assert retrain_due(project.pk) == []
+    assert RaterRun.objects.count() == 2
+
+
+@pytest.mark.django_db
+def test_fewer_new_finals_than_the_threshold_retrain_nothing(project, repository, finals):
+    rater = _trained(project)
+    add_finals(project, repository, 9, start=5000, seed=7)
+    assert retrain_due(project.pk) == []
+    rater.refresh_from_db()
+    assert rater.version == 1
+
+
+@pytest.mark.django_db
+def test_a_project_without_a_trained_classifier_queues_nothing(
+    project, repository, django_capture_on_commit_callbacks
+):
+    MachineRater.objects.create(project=project, name="never-run", kind="classifier")
+    with django_capture_on_commit_callbacks() as queued:
+        add_finals(project, repository, 3)
+    assert Resolution.objects.count() == 3 and queued == []
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_the_retraining_runs_on_a_real_worker(project, repository, finals, start_worker):
+    from tests.ingest.test_worker import wait_for
+
+    rater = _trained(project)
+    start_worker()
+    add_finals(project, repository, 10, start=5000, seed=7)  # autocommit: queued at once
+
+    def retrained() -> bool:
+        return RaterRun.objects.filter(rater=rater, status="done").count() == 2
+
+    wait_for(retrained, 120, "the worker's retraining run")
+    rater.refresh_from_db()
+    assert (rater.version, rater.trained_on) == (2, 70)
+    assert (
+        MachineLabel.objects.filter(rater=rater, is_current=True, model_version="v2").count() == 80
+    )

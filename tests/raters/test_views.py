@@ -1,0 +1,112 @@
+"""The machine raters page and API: leads and researchers read the validation, leads add and
+run raters; annotators and outsiders get 404 (machine labels would anchor annotators)."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from raters.models import MachineRater, RaterRun
+from raters.runs import create_run, run_rater
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def trained(project, finals) -> MachineRater:
+    rater = MachineRater.objects.create(project=project, name="tfidf", kind="classifier")
+    run_rater(create_run(rater, "final").pk)
+    return rater
+
+
+@pytest.mark.parametrize("who", ["lead", "researcher"])
+def test_leads_and_researchers_read_the_validation(client, request, project, trained, who):
+    client.force_login(request.getfixturevalue(who))
+    response = client.get(reverse("raters_page", args=[project.pk]))
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert 'data-rater="tfidf"' in body and 'id="human-kappa"' in body
+    from raters.validation import validation_report
+
+    kappa = validation_report(project)["raters"][0]["kappa_theme"]
+    assert f"{kappa:.3f}" in body
+    # Only a lead may add or run a rater.
+    assert ('id="add-rater"' in body) == (who == "lead")
+    assert ("run-rater" in body) == (who == "lead")
+
+
+@pytest.mark.parametrize("who", ["annotator", "other_annotator", "outsider"])
+def test_annotators_and_outsiders_get_404(client, request, project, trained, who):
+    client.force_login(request.getfixturevalue(who))
+    urls = [
+        reverse("raters_page", args=[project.pk]),
+        reverse("api_raters", args=[project.pk]),
+        reverse("rater_add", args=[project.pk]),
+        reverse("rater_run", args=[project.pk, trained.pk]),
+        reverse("rater_run_status", args=[project.pk, RaterRun.objects.get().pk]),
+    ]
+    lead_only_probe = client.get(urls[0]).status_code
+    assert lead_only_probe == 404
+    for url in urls:
+        assert client.get(url).status_code == 404, url
+        if not url.startswith("/api/"):  # the API is read-only (a POST there is a 405)
+            assert client.post(url, {"name": "x", "kind": "classifier"}).status_code == 404, url
+    assert MachineRater.objects.count() == 1
+
+
+def test_a_researcher_cannot_add_or_run(client, project, researcher, trained):
+    client.force_login(researcher)
+    assert (
+        client.post(
+            reverse("rater_add", args=[project.pk]), {"name": "x", "kind": "classifier"}
+        ).status_code
+        == 404
+    )
+    assert client.post(reverse("rater_run", args=[project.pk, trained.pk])).status_code == 404
+    assert RaterRun.objects.count() == 1
+
+
+def test_the_lead_adds_a_rater_and_a_bad_one_is_a_400_naming_the_field(client, project, lead):
+    client.force_login(lead)
+    url = reverse("rater_add", args=[project.pk])
+    response = client.post(url, {"name": "tfidf", "kind": "classifier"})
+    assert response.status_code == 302
+    assert MachineRater.objects.get().created_by == lead
+    response = client.post(url, {"name": "tfidf", "kind": "classifier"})
+    assert response.status_code == 400
+    assert b'data-field="name"' in response.content
+    assert b"already has a rater named" in response.content
+    response = client.post(url, {"name": "g", "kind": "llm", "api_key_env": "sk-secret value"})
+    assert response.status_code == 400
+    assert b'data-field="api_key_env"' in response.content
+    assert MachineRater.objects.count() == 1
+
+
+def test_the_lead_runs_a_rater_and_watches_its_progress(
+    client, project, lead, finals, django_capture_on_commit_callbacks
+):
+    rater = MachineRater.objects.create(project=project, name="tfidf", kind="classifier")
+    client.force_login(lead)
+    with django_capture_on_commit_callbacks() as queued:
+        response = client.post(
+            reverse("rater_run", args=[project.pk, rater.pk]),
+            {"only": "final"},
+            HTTP_HX_REQUEST="true",
+        )
+    assert response.status_code == 200 and b"queued" in response.content
+    run = RaterRun.objects.get()
+    assert len(queued) == 1  # the task, sent to the worker on commit; run here instead
+    run_rater(run.pk)
+    status = client.get(reverse("rater_run_status", args=[project.pk, run.pk]))
+    assert b"done" in status.content and b"60 issues labeled" in status.content
+    bad = client.post(reverse("rater_run", args=[project.pk, rater.pk]), {"only": "some"})
+    assert bad.status_code == 400 and bad.content.startswith(b"only:")
+
+
+def test_the_api_lists_raters_with_their_figures(client, project, researcher, trained):
+    client.force_login(researcher)
+    response = client.get(reverse("api_raters", args=[project.pk]))
+    assert response.status_code == 200
+    [row] = response.json()["raters"]
+    assert (row["name"], row["n"], row["settings"]["version"]) == ("tfidf", 60, 1)
+    assert "api_key_env" not in row["settings"]
