@@ -422,6 +422,7 @@ def test_one_sample_without_logprobs_has_no_confidence(
     assert {row.confidence for row in labels.values()} == {None}
 
 
+@pytest.mark.slow  # starts a Python process
 def test_loading_the_url_conf_and_the_tasks_does_not_import_openai():
     # openai costs ~2.5 s to import: only a run of an llm rater may pay it (raters.llm).
     code = (
