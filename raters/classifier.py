@@ -2,12 +2,12 @@
 
 Features: the issue's title, body and first comments (`raters.runs.issue_texts`), hashed into
 a fixed number of word uni- and bigram columns (`HashingVectorizer`: memory stays bounded
-whatever the vocabulary), of which only the columns the training texts use are kept, weighted
-by TF-IDF. Model: multinomial logistic regression over one
-class per theme-level label ("FP", a theme code, or a type code for a final label without a
-theme): it is fitted by log-loss, so its probabilities are calibrated by construction (no
-separate calibration fold to spend). The type's probability is the sum over its themes; the
-label is the most probable class, its confidence that probability.
+whatever the vocabulary); of the columns the training texts use, the `chi2_best_columns` that
+tell the labels apart most (chi-squared) are kept, weighted by TF-IDF. Model: multinomial
+logistic regression over one class per theme-level label ("FP", a theme code, or a type code
+for a final label without a theme): it is fitted by log-loss, so its probabilities are
+calibrated by construction (no separate calibration fold to spend). The type's probability is
+the sum over its themes; the label is the most probable class, its confidence that probability.
 
 Always out of sample (cross-fitting): a final issue's label comes from the model of the fold
 that left it out (`FOLDS` folds, shuffled with `SEED`); issues not final yet are labeled by the
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -39,8 +40,10 @@ MIN_FINALS = 20
 FEATURES: dict[str, Any] = {
     "text": "title + body + first 3 comments",
     "vectorizer": "hashing",
-    "n_features": 2**20,
+    # chi2 holds a classes x columns table: 2**18 columns keep it near 150 MB at 70 classes.
+    "n_features": 2**18,
     "drop_unused_columns": True,
+    "chi2_best_columns": 5000,
     "ngram_range": [1, 2],
     "sublinear_tf": True,
     "model": "logistic_regression",
@@ -75,13 +78,14 @@ class Model:
 
 def fit(texts: Sequence[str], targets: Sequence[str]) -> Model:
     from sklearn.feature_extraction.text import HashingVectorizer, TfidfTransformer
-    from sklearn.feature_selection import VarianceThreshold
+    from sklearn.feature_selection import SelectKBest, VarianceThreshold, chi2
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
 
     classes = sorted(set(targets))
     if len(classes) < 2:
         return Model(classes=classes)
+    best = SelectKBest(chi2, k=FEATURES["chi2_best_columns"])
     pipeline = make_pipeline(
         HashingVectorizer(
             n_features=FEATURES["n_features"],
@@ -92,11 +96,17 @@ def fit(texts: Sequence[str], targets: Sequence[str]) -> Model:
         # Only the columns some training text uses: the model's size and each step's cost
         # follow the training vocabulary, not the 2**20 hashed columns.
         VarianceThreshold(0.0),
+        # The columns that tell the labels apart most (chi-squared): the model's parameters
+        # are columns x classes, so this bounds its memory and time (bench/RESULTS.md).
+        best,
         TfidfTransformer(sublinear_tf=FEATURES["sublinear_tf"]),
         LogisticRegression(C=FEATURES["C"], max_iter=300),
     )
     try:
-        pipeline.fit(list(texts), list(targets))
+        with warnings.catch_warnings():
+            # A small project uses fewer columns than the budget: all are kept, as wanted.
+            warnings.filterwarnings("ignore", message=r"k=\d+ is greater than n_features")
+            pipeline.fit(list(texts), list(targets))
     except ValueError:
         # Every training text the same (no column varies): only the commonest label is known.
         return Model(classes=[max(classes, key=list(targets).count)])
