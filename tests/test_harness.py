@@ -37,7 +37,19 @@ CHOOSES_A_HASHER = {
     "tests/settings.py": "the fast hasher of every test",
     "tests/annotator/test_accounts_security.py": "password upgrades and token rotation",
 }
+# Final labels come from tests/builders.py (`final_issue`): through the real submission and
+# resolution. These still write rows by hand; no new file may.
+WRITES_FINALS_BY_HAND = {
+    "tests/agreement/audit_helpers.py": "thousands of synthetic issues for Dawid-Skene",
+    "tests/dataset/test_recall.py": "bulk rows for the recall estimate",
+    "tests/labeling/test_dashboard.py": "labels and finals at given times (not converted yet)",
+    "tests/annotator/test_table_one.py": "not converted yet",
+    "tests/annotator/test_table_one_years.py": "not converted yet",
+    "tests/dataset/test_api.py": "not converted yet",
+    "tests/dataset/test_releases.py": "not converted yet",
+}
 LOAD = re.compile(r"\bload_study_taxonomy\(")
+FINAL_BY_HAND = re.compile(r"\bResolution(\.objects\.create)?\(")
 HASHERS = re.compile(r"\bPASSWORD_HASHERS\b")
 
 
@@ -108,16 +120,24 @@ def test_no_test_module_chooses_its_own_password_hasher():
     )
 
 
+def test_no_new_test_module_writes_final_labels_by_hand():
+    assert offenders(FINAL_BY_HAND, WRITES_FINALS_BY_HAND) == [], (
+        "use tests.builders.final_issue: final labels through the real submission"
+    )
+
+
 def test_the_scans_notice_an_offender(tmp_path, monkeypatch):
     # The probe can fire: a module that loads the taxonomy in a fixture is found.
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_new.py").write_text(
         "@pytest.fixture\ndef version(db):\n    return load_study_taxonomy()\n"
         "def test_x(settings):\n    settings.PASSWORD_HASHERS = []\n"
+        "    Resolution.objects.create(project=project)\n"
     )
     monkeypatch.setattr(sys.modules[__name__], "TESTS", tmp_path / "tests")
     assert offenders(LOAD, LOADS_A_SECOND_VERSION) == ["tests/test_new.py"]
     assert offenders(HASHERS, CHOOSES_A_HASHER) == ["tests/test_new.py"]
+    assert offenders(FINAL_BY_HAND, WRITES_FINALS_BY_HAND) == ["tests/test_new.py"]
 
 
 def test_a_fast_test_may_not_start_a_process():

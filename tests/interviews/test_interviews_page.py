@@ -7,7 +7,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from interviews.models import CodebookEntry, Ranking
-from tests.taxonomy.labels import resolve
+from labeling.models import ProjectIssue
+from tests.builders import final_issue
 
 pytestmark = pytest.mark.django_db
 
@@ -42,7 +43,8 @@ def test_annotator_reads_but_cannot_change(client, project, annotator):
 def test_researcher_imports_codebook_and_records_rankings(
     client, project, researcher, issues_in_project
 ):
-    resolve(project, issues_in_project[0], "A.2.i")
+    item = ProjectIssue.objects.get(project=project, issue=issues_in_project[0])
+    final_issue(project, item, "A.2.i", "A.2.i")
     client.force_login(researcher)
     upload = SimpleUploadedFile("codebook.csv", CSV.encode(), content_type="text/csv")
     client.post(url("interviews", project), {"action": "import", "file": upload})

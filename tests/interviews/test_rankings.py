@@ -11,8 +11,9 @@ from interviews.rankings import (
     import_rankings_csv,
     record_ranking,
 )
+from labeling.models import ProjectIssue
 from taxonomy import edits
-from tests.taxonomy.labels import resolve
+from tests.builders import final_issue
 
 pytestmark = pytest.mark.django_db
 
@@ -95,11 +96,10 @@ def test_pure_aggregation_with_no_rankings():
 
 
 def test_frequencies_of_final_labels_sit_beside_the_ranks(project, lead, ranked, issues_in_project):
-    for issue, code in zip(
-        issues_in_project, ["A.1.i", "A.1.ii", "A.3.i", "A.1.i", "C.1.i"], strict=False
-    ):
-        resolve(project, issue, code)
-    resolve(project, issues_in_project[5], "A.2.i", is_false_positive=True)
+    items = list(ProjectIssue.objects.filter(project=project).order_by("position"))
+    for item, code in zip(items, ["A.1.i", "A.1.ii", "A.3.i", "A.1.i", "C.1.i"], strict=False):
+        final_issue(project, item, code, code)
+    final_issue(project, items[5], "FP", "FP")  # a false positive counts for no theme
     agg = aggregate(project, ranked)
     freq = {row.theme.code: (row.frequency, row.frequency_rank) for row in agg.rows}
     assert freq == {"A.1": (3, 1), "A.2": (0, 3), "A.3": (1, 2), "A.4": (0, 3)}

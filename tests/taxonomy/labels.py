@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from labeling.models import Annotation, Resolution
+from labeling.models import Annotation
 from taxonomy.models import TaxonomyVersion
 
 
@@ -20,16 +20,6 @@ def annotate(project, issue, user, code: str, **fields) -> Annotation:
         project=project,
         issue=issue,
         annotator=user,
-        **nodes_for(project.taxonomy_version, code),
-        **fields,
-    )
-
-
-def resolve(project, issue, code: str, **fields) -> Resolution:
-    return Resolution.objects.create(
-        project=project,
-        issue=issue,
-        method=Resolution.Method.UNANIMOUS,
         **nodes_for(project.taxonomy_version, code),
         **fields,
     )
