@@ -7,7 +7,8 @@ lead of every project. The rule:
 * A lead (or project admin) may manage the repositories a project they lead *uses*: those named
   in the scope its setup page last applied (`Project.scope["repository_ids"]`), and those whose
   issues are in its queue. A lead adds a repository *for* one of their projects, which puts it in
-  that project's scope (`attach`).
+  that project's scope (`attach`). A lead's scope (the setup page, an upload of issues) takes
+  in only repositories they manage or the project holds (`scope_repositories`).
 * Everyone else, and everything else, gets 404 (never 403: no hint that a repository or a run
   exists). A sync run is visible exactly to those who may sync its repository.
 """
