@@ -101,7 +101,8 @@ class UploadIssuesForm(forms.Form):
     source = forms.CharField(
         max_length=column_limit(Repository, "name"),
         initial=DEFAULT_SOURCE,
-        help_text="The repository (uploaded/<name>) of issues whose URLs are not of a forge; "
+        help_text="This project's repository (uploaded-p<project id>/<name>) of issues whose URLs "
+        "are not of a forge; "
         "a forge's issue URL goes to that forge's repository.",
     )
     add_to_queue = forms.BooleanField(

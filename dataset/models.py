@@ -51,6 +51,7 @@ UPLOAD_FIGURE_LABELS = {
     "issues": "Issues",
     "new_issues": "New issues",
     "updated_issues": "Issues already stored (updated)",
+    "kept_issues": "Issues already stored elsewhere (existing, kept as they are)",
     "new_repositories": "New repositories",
     "comments": "Comments",
     "added_to_queue": "Added to the project's queue",

@@ -8,8 +8,10 @@ file (`ingest.issue_files`, with progress on the job), checks it against what is
 either stops there (a dry run: every problem by line, and what an import would do) or stores
 it all in one transaction (`ingest.uploads.store`) with the issues added to the end of the
 project's queue and their repositories to its scope (`ingest.permissions.attach`, so a later
-scope change keeps them). A problem anywhere means nothing is stored. The file is deleted when
-the task ends, whatever the outcome.
+scope change keeps them). The checks run with the uploader's rights (`ingest.uploads.Target`):
+a lead cannot upload into a repository they may not put in the project's scope, and an upload
+never rewrites an issue outside the project's own upload repository. A problem anywhere means
+nothing is stored. The file is deleted when the task ends, whatever the outcome.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from dataset.models import UploadJob
 from ingest.issue_files import PREVIEW_ROWS, Reading, read_issue_file
 from ingest.models import Repository
 from ingest.permissions import attach
-from ingest.uploads import Outcome, plan, store
+from ingest.uploads import Outcome, Target, plan, store
 from labeling.models import ProjectIssue
 from lib import sql
 
@@ -84,7 +86,7 @@ def _set(job: UploadJob, **fields) -> None:
 def run_upload_job(job_id: int) -> UploadJob | None:
     """Read, check and (unless a dry run) store a job's file; safe to run twice (a job that
     ended, or whose file is gone, is left as it is)."""
-    job = UploadJob.objects.select_related("project").filter(pk=job_id).first()
+    job = UploadJob.objects.select_related("project", "requested_by").filter(pk=job_id).first()
     if job is None or job.status in (UploadJob.Status.DONE, UploadJob.Status.FAILED):
         return job
     path = upload_path(job)
@@ -101,7 +103,7 @@ def run_upload_job(job_id: int) -> UploadJob | None:
         reading = read_issue_file(job.file_name, path.read_bytes(), job.kind, progress=progress)
         _set(job, progress=READ_SHARE, step="checking" if job.dry_run else "storing")
         if job.dry_run:
-            outcome = plan(reading, job.source)
+            outcome = plan(reading, _target(job))
             outcome.problems = reading.problems + outcome.problems
         else:
             outcome = _import(job, reading)
@@ -127,10 +129,16 @@ def run_upload_job(job_id: int) -> UploadJob | None:
             _set(job, file_path="")
 
 
+def _target(job: UploadJob) -> Target:
+    """The uploader's rights go with the job (`ingest.uploads`): a job without a user is the
+    operator's `manage.py upload_issues`."""
+    return Target(project=job.project, user=job.requested_by, source=job.source)
+
+
 def _import(job: UploadJob, reading: Reading) -> Outcome:
     """Store the file and add its issues to the project, in one transaction."""
     with transaction.atomic():
-        outcome = store(reading, job.source)
+        outcome = store(reading, _target(job))
         if outcome.problems:
             return outcome
         if job.add_to_queue:

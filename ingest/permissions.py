@@ -7,7 +7,8 @@ lead of every project. The rule:
 * A lead (or project admin) may manage the repositories a project they lead *uses*: those named
   in the scope its setup page last applied (`Project.scope["repository_ids"]`), and those whose
   issues are in its queue. A lead adds a repository *for* one of their projects, which puts it in
-  that project's scope (`attach`).
+  that project's scope (`attach`). A lead's scope (the setup page, an upload of issues) takes
+  in only repositories they manage or the project holds (`scope_repositories`).
 * Everyone else, and everything else, gets 404 (never 403: no hint that a repository or a run
   exists). A sync run is visible exactly to those who may sync its repository.
 """
@@ -40,8 +41,12 @@ def may_open_ingest(user) -> bool:
 
 
 def _scope_ids(projects: QuerySet[Project]) -> set[int]:
+    return _ids_in(projects.values_list("scope", flat=True))
+
+
+def _ids_in(scopes) -> set[int]:
     ids: set[int] = set()
-    for scope in projects.values_list("scope", flat=True):
+    for scope in scopes:
         for value in (scope or {}).get("repository_ids") or []:
             if isinstance(value, int) and not isinstance(value, bool):
                 ids.add(value)
@@ -60,6 +65,24 @@ def manageable_repositories(user) -> QuerySet[Repository]:
 
 def may_manage(user, repository: Repository) -> bool:
     return manageable_repositories(user).filter(pk=repository.pk).exists()
+
+
+def scope_repositories(user, project: Project) -> QuerySet[Repository]:
+    """The repositories a lead may put in the project's scope (the setup page's scope form) or
+    upload issues of (`ingest.uploads`): those they may manage, and those the project already
+    holds (a scope is what lets a lead sync a repository, so choosing one must not be a way to
+    take over a repository another project uses)."""
+    held = Q(issues__project_issues__project=project) | Q(pk__in=_ids_in([project.scope]))
+    manageable = manageable_repositories(user).values("pk")
+    return (
+        Repository.objects.filter(Q(pk__in=manageable) | held).distinct().order_by("owner", "name")
+    )
+
+
+def may_add_repository(user, project: Project) -> bool:
+    """Whether the user may add a new repository for the project (`NewRepositoryForm` offers the
+    projects they lead; an admin any): one that no project uses yet joins this one's scope."""
+    return is_ingest_admin(user) or led_projects(user).filter(pk=project.pk).exists()
 
 
 def repository_or_404(user, repository_id: int) -> Repository:

@@ -1,16 +1,31 @@
 """Storing an uploaded file of issues (read by `ingest.issue_files`): atomic, or nothing.
 
 Where the issues go: an issue URL of a known forge goes to that forge's repository (made if
-missing, as `import_issue_urls` makes it); any other URL goes to the upload's own repository,
-`uploaded/<source>` of the forge "uploaded file" (`Repository.Forge.UPLOAD`, never synced).
+missing, as `import_issue_urls` makes it); any other URL goes to the project's own upload
+repository, `uploaded-p<project id>/<source>` of the forge "uploaded file"
+(`Repository.Forge.UPLOAD`, never synced), so two projects never share one.
 A URL list is stored by `ingest.urllists.import_refs`, its issues known by URL until fetched.
 Issues of a CSV or JSON Lines file are stored with what the file says (fetched now), keyword
 filtered like a sync's (`ingest.filtering`), and their comments replace the ones an earlier
-upload gave them; uploading the same file again updates the same issues.
+upload gave them.
 
-`plan` checks the file against what is stored (a URL already stored as another issue) and
-counts what would change: the dry run stops there; `store` checks again and writes everything
-in one transaction.
+Who may upload what (docs/SECURITY.md, #24 review H1 and H2):
+
+* A row of a forge repository that is stored already is refused on its line unless the
+  uploader may put that repository in the project's scope (`ingest.permissions.
+  scope_repositories`: one they manage, or one the project holds); a new forge repository only
+  if they may add one for the project (`may_add_repository`). Admins, and the operator's
+  `manage.py upload_issues` (no user), may upload to any repository.
+* An upload updates only issues of the project's own upload repository (the same file again
+  updates them). An issue already stored anywhere else (fetched from its forge, or uploaded
+  into a forge repository) is never rewritten, and its comments are left alone: it is linked
+  into the queue as it is and counted `kept_issues` ("existing, kept"). Refusing it instead
+  would make a file that overlaps the project's fetched issues unusable; keeping it loses
+  nothing.
+
+`plan` checks the file against what is stored (a URL already stored as another issue, a
+repository the uploader may not use) and counts what would change: the dry run stops there;
+`store` checks again and writes everything in one transaction.
 """
 
 from __future__ import annotations
@@ -18,14 +33,17 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db import connection, transaction
 from django.utils import timezone
 
+from annotator.models import Project
 from ingest.filtering import classify, matcher_for
 from ingest.issue_files import IssueRow, Reading
 from ingest.issue_urls import MAX_NAME
 from ingest.models import Comment, Issue, Repository
+from ingest.permissions import may_add_repository, scope_repositories
 from ingest.urllists import import_refs
 from lib import sql
 
@@ -42,6 +60,7 @@ class Outcome:
     issues: int = 0
     new_issues: int = 0
     updated_issues: int = 0
+    kept_issues: int = 0  # stored already outside the project's upload repository: untouched
     new_repositories: int = 0
     comments: int = 0
     problems: list[str] = field(default_factory=list)
@@ -54,7 +73,7 @@ class Outcome:
 
     def figures(self) -> dict[str, int]:
         names = (
-            "issues", "new_issues", "updated_issues", "new_repositories", "comments",
+            "issues", "new_issues", "updated_issues", "kept_issues", "new_repositories", "comments",
             "added_to_queue", "queued_for_fetching",
         )  # fmt: skip
         return {name: getattr(self, name) for name in names}
@@ -71,10 +90,59 @@ def source_problem(source: str) -> str | None:
     return None
 
 
-def _repo_key(row: IssueRow, source: str) -> tuple[str, str, str]:
+RepoKey = tuple[str, str, str]
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where an upload goes and who sends it: the project, the uploader (None: the operator,
+    through `manage.py upload_issues`, with every right) and the source naming the project's
+    upload repository."""
+
+    project: Project
+    user: Any
+    source: str
+
+    @property
+    def upload_key(self) -> RepoKey:
+        return (Repository.Forge.UPLOAD.value, upload_owner(self.project.pk), self.source)
+
+
+def upload_owner(project_id: int) -> str:
+    """The owner of a project's upload repositories: its own, never another project's."""
+    return f"{UPLOAD_OWNER}-p{project_id}"
+
+
+def _repo_key(row: IssueRow, target: Target) -> RepoKey:
     if row.ref is not None:
         return row.ref.repo_key
-    return (Repository.Forge.UPLOAD.value, UPLOAD_OWNER, source)
+    return target.upload_key
+
+
+def _refused(repos: dict[tuple, Repository | None], target: Target) -> dict[tuple, str]:
+    """The repositories of the file the uploader may not upload to, with the reason."""
+    if target.user is None:
+        return {}
+    existing = {repo.pk for key, repo in repos.items() if repo is not None}
+    allowed = set(
+        scope_repositories(target.user, target.project)
+        .filter(pk__in=existing)
+        .values_list("pk", flat=True)
+    )
+    may_add: bool | None = None
+    refused: dict[tuple, str] = {}
+    for key, repo in repos.items():
+        if key == target.upload_key:
+            continue  # the project's own
+        if repo is not None:
+            if repo.pk not in allowed:
+                refused[key] = f"repository {repo}: not one you manage"
+            continue
+        if may_add is None:
+            may_add = may_add_repository(target.user, target.project)
+        if not may_add:
+            refused[key] = f"repository {key[0]}:{key[1]}/{key[2]}: only an admin may add it"
+    return refused
 
 
 def _find_repositories(keys: Iterable[tuple[str, str, str]]) -> dict[tuple, Repository | None]:
@@ -93,12 +161,17 @@ def _chunks(items: list, size: int = CHUNK) -> Iterable[list]:
         yield items[start : start + size]
 
 
-def plan(reading: Reading, source: str) -> Outcome:
+def plan(reading: Reading, target: Target) -> Outcome:
     """Check the rows against what is stored and count what storing them would do."""
     outcome = Outcome()
     if reading.kind == "urls":
         refs = reading.urls.refs
         repos = _find_repositories(ref.repo_key for ref in refs)
+        refused = _refused(repos, target)
+        for ref in refs:
+            if ref.repo_key in refused:
+                at = reading.urls.places.get(ref, reading.name)
+                outcome.problems.append(f"{at}: url: {refused[ref.repo_key]}")
         outcome.new_repositories = sum(repo is None for repo in repos.values())
         known = _stored_numbers(repos)
         repo_ids = {key: repo.pk for key, repo in repos.items() if repo is not None}
@@ -106,9 +179,11 @@ def plan(reading: Reading, source: str) -> Outcome:
         outcome.new_issues = sum(
             (repo_ids.get(ref.repo_key), ref.number) not in known for ref in refs
         )
+        outcome.kept_issues = outcome.issues - outcome.new_issues
         return outcome
     rows = reading.rows
-    repos = _find_repositories(_repo_key(row, source) for row in rows)
+    repos = _find_repositories(_repo_key(row, target) for row in rows)
+    refused = _refused(repos, target)
     outcome.new_repositories = sum(repo is None for repo in repos.values())
     # A URL is unique among the stored issues: one stored as another issue cannot be this one.
     stored: dict[str, tuple[int, str]] = {}
@@ -120,19 +195,22 @@ def plan(reading: Reading, source: str) -> Outcome:
             )
         )
     known = _stored_numbers(repos)
-    names = {
-        pk: str(repo)
-        for pk, repo in Repository.objects.in_bulk({place[0] for place in stored.values()}).items()
-    }
+    names = _names_shown({place[0] for place in stored.values()}, target)
     first_line: dict[tuple[tuple[str, str, str], str], int] = {}
     for row in rows:
-        key = _repo_key(row, source)
+        key = _repo_key(row, target)
+        if key in refused:
+            outcome.problems.append(f"{reading.name}, line {row.line}: url: {refused[key]}")
+            continue
         repo = repos[key]
         place = stored.get(row.url)
         if place is not None and (repo is None or place != (repo.pk, row.number)):
-            where = f"{names.get(place[0], place[0])}#{place[1]}"
+            where = names.get(place[0])
             outcome.problems.append(
-                f"{reading.name}, line {row.line}: url: already stored as issue {where}"
+                f"{reading.name}, line {row.line}: url: already stored as issue {where}#{place[1]}"
+                if where
+                else f"{reading.name}, line {row.line}: url: already stored as an issue of "
+                "a repository you do not manage"
             )
             continue
         seen = first_line.setdefault((key, row.number), row.line)
@@ -142,12 +220,26 @@ def plan(reading: Reading, source: str) -> Outcome:
             )
             continue
         outcome.issues += 1
-        outcome.comments += len(row.comments)
-        if repo is not None and (repo.pk, row.number) in known:
-            outcome.updated_issues += 1
-        else:
+        if repo is None or (repo.pk, row.number) not in known:
             outcome.new_issues += 1
+            outcome.comments += len(row.comments)
+        elif key == target.upload_key:
+            outcome.updated_issues += 1
+            outcome.comments += len(row.comments)
+        else:
+            outcome.kept_issues += 1  # another repository's issue: linked, never rewritten
     return outcome
+
+
+def _names_shown(repository_ids: set[int], target: Target) -> dict[int, str]:
+    """The names of stored repositories a problem may name: those of the project's scope rule
+    (another project's repository is not named to a lead who may not manage it)."""
+    repositories = Repository.objects.filter(pk__in=repository_ids)
+    if target.user is not None:
+        repositories = repositories.filter(
+            pk__in=scope_repositories(target.user, target.project).values("pk")
+        )
+    return {repo.pk: str(repo) for repo in repositories}
 
 
 def _stored_numbers(repos: dict[tuple, Repository | None]) -> set[tuple[int, str]]:
@@ -155,11 +247,11 @@ def _stored_numbers(repos: dict[tuple, Repository | None]) -> set[tuple[int, str
     return set(Issue.objects.filter(repository_id__in=ids).values_list("repository_id", "number"))
 
 
-def store(reading: Reading, source: str) -> Outcome:
+def store(reading: Reading, target: Target) -> Outcome:
     """Store a file without problems in one transaction; with any problem (the file's or one
     against what is stored), store nothing and return the problems."""
     with transaction.atomic():
-        outcome = plan(reading, source)
+        outcome = plan(reading, target)
         if reading.problems or outcome.problems:
             outcome.problems = reading.problems + outcome.problems
             return outcome
@@ -172,19 +264,28 @@ def store(reading: Reading, source: str) -> Outcome:
             )
             outcome.to_fetch = result.issue_ids
             return outcome
-        made = _repositories(reading.rows, source)
+        made = _repositories(reading.rows, target)
         outcome.repository_ids = [repo.pk for repo in made.values()]
-        _store_rows(reading, made, source)
+        # Decided before writing: the rows this upload owns (new issues, and issues of the
+        # project's upload repository); every other stored issue is kept as it is.
+        known = _stored_numbers(dict(made))
+        owned = [
+            row
+            for row in reading.rows
+            if _repo_key(row, target) == target.upload_key
+            or (made[_repo_key(row, target)].pk, row.number) not in known
+        ]
+        _store_rows(reading.name, owned, made, target, known)
         outcome.issue_ids = _issue_ids(
-            (made[_repo_key(row, source)], row.number) for row in reading.rows
+            (made[_repo_key(row, target)], row.number) for row in reading.rows
         )
-        _store_comments(reading.rows, made, source)
+        _store_comments(owned, made, target)
     return outcome
 
 
-def _repositories(rows: list[IssueRow], source: str) -> dict[tuple, Repository]:
+def _repositories(rows: list[IssueRow], target: Target) -> dict[tuple, Repository]:
     repos: dict[tuple, Repository] = {}
-    for key in dict.fromkeys(_repo_key(row, source) for row in rows):
+    for key in dict.fromkeys(_repo_key(row, target) for row in rows):
         forge, owner, name = key
         repos[key], _ = Repository.objects.get_or_create(
             forge=forge,
@@ -223,22 +324,28 @@ _COLUMNS = (
 _JSON_COLUMNS = {"labels", "raw", "matched_keywords"}
 
 
-def _store_rows(reading: Reading, repos: dict[tuple, Repository], source: str) -> None:
+def _store_rows(
+    name: str,
+    rows: list[IssueRow],
+    repos: dict[tuple, Repository],
+    target: Target,
+    known: set[tuple[int, str]],
+) -> None:
     """New issues by COPY (`lib.sql.copy_rows`, as `import_refs` stores a URL list: the ORM's
-    bulk insert spent ~5 s of CPU compiling 10,000 rows), issues already stored by an upsert."""
+    bulk insert spent ~5 s of CPU compiling 10,000 rows), issues of the project's upload
+    repository already stored by an upsert (the caller passes only the rows the upload owns)."""
     now = timezone.now()
     matchers = {key: matcher_for(repo) for key, repo in repos.items()}
-    known = _stored_numbers(dict(repos))
     new_rows: list[tuple] = []
     old_rows: list[tuple] = []
-    for row in reading.rows:
-        key = _repo_key(row, source)
+    for row in rows:
+        key = _repo_key(row, target)
         repo = repos[key]
         status, found = classify(matchers[key], row.title, row.body, row.labels)
         values = (
             repo.pk, row.number, row.url, row.title, row.body, row.author, row.state,
             row.labels, row.created_at, row.updated_at, row.closed_at, len(row.comments),
-            {"uploaded": reading.name, "line": row.line}, status, found, now,
+            {"uploaded": name, "line": row.line}, status, found, now,
         )  # fmt: skip
         (old_rows if (repo.pk, row.number) in known else new_rows).append(values)
     copy_json = connection.vendor == "postgresql"  # COPY reads JSON columns as text
@@ -262,9 +369,10 @@ def _store_rows(reading: Reading, repos: dict[tuple, Repository], source: str) -
     )
 
 
-def _store_comments(rows: list[IssueRow], repos: dict[tuple, Repository], source: str) -> None:
-    """The file's comments replace those an earlier upload gave the same issues."""
-    ids = _issue_ids((repos[_repo_key(row, source)], row.number) for row in rows)
+def _store_comments(rows: list[IssueRow], repos: dict[tuple, Repository], target: Target) -> None:
+    """The file's comments replace those an earlier upload gave the same issues (only issues the
+    upload owns: the caller leaves out every issue it keeps as it is)."""
+    ids = _issue_ids((repos[_repo_key(row, target)], row.number) for row in rows)
     for chunk in _chunks(ids):
         Comment.objects.filter(issue_id__in=chunk, forge_id__startswith=COMMENT_PREFIX).delete()
     comments = [

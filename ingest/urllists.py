@@ -47,6 +47,8 @@ class UrlListResult:
     # The study year of each ref that came from a list with a year.
     years: dict[IssueRef, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    # Where each ref first appears, "<name>, line N" (problems found later name it).
+    places: dict[IssueRef, str] = field(default_factory=dict)
     duplicates: int = 0
     created_repositories: int = 0
     created_issues: int = 0
@@ -110,6 +112,7 @@ def parse_text(
         else:
             seen.add(ref)
             result.refs.append(ref)
+            result.places.setdefault(ref, f"{name}, line {lineno}")
     return result
 
 

@@ -43,6 +43,12 @@ def run_tasks_here(monkeypatch):
     monkeypatch.setattr(tasks.run_upload, "delay", lambda job_id: tasks.run_upload(job_id))
 
 
+def use(project, repository) -> None:
+    """The project uses the repository (its scope names it), so its lead manages it."""
+    project.scope = {"repository_ids": [repository.pk]}
+    project.save(update_fields=["scope"])
+
+
 def post(client, project, name: str, data: bytes, action: str, **fields):
     form = {"file": SimpleUploadedFile(name, data), "action": action, "source": "ml-archive"}
     form.update({"add_to_queue": "on", **fields})
@@ -73,7 +79,9 @@ def test_the_page_dry_runs_and_refuses_10000_rows_with_a_broken_line_then_import
     job = UploadJob.objects.filter(dry_run=False).first()
     assert job is not None and job.status == "done" and job.problems == []
     assert job.figures["issues"] == ROWS and job.figures["added_to_queue"] == ROWS
-    repository = Repository.objects.get(forge="upload", owner="uploaded", name="ml-archive")
+    repository = Repository.objects.get(
+        forge="upload", owner=f"uploaded-p{project.pk}", name="ml-archive"
+    )
     assert repository.issues.count() == ROWS
     issue = repository.issues.get(url=f"https://lists.example.org/ml/{BROKEN}")
     assert (issue.title, issue.labels) == (f"Message {BROKEN}", ["ml", "bug"])
@@ -130,6 +138,7 @@ def test_a_json_lines_file_with_comments_goes_to_its_forge_and_to_the_upload_rep
         {"url": "https://tracker.example.org/T-9", "title": "vLLM OOM", "number": "T-9"},
     ]
     data = "\n".join(json.dumps(r) for r in records).encode()
+    use(project, repository)  # Lena manages the forge repository her project uses
     job = keep_file(project, lead, "issues.jsonl", data, "jsonl", "tracker", False, True, False)
     tasks.run_upload(job.pk)
     job.refresh_from_db()
@@ -145,11 +154,13 @@ def test_a_json_lines_file_with_comments_goes_to_its_forge_and_to_the_upload_rep
     )
     assert ProjectIssue.objects.filter(project=project).count() == 2
 
-    # The same file again updates the same issues: no second issue, no second comment.
+    # The same file again updates the issue of the project's upload repository; the forge
+    # issue, stored now, is kept as it is (#24 H2): no second issue, no second comment.
     again = keep_file(project, lead, "issues.jsonl", data, "jsonl", "tracker", False, True, False)
     tasks.run_upload(again.pk)
     again.refresh_from_db()
-    assert again.figures["updated_issues"] == 2 and again.figures["added_to_queue"] == 0
+    assert (again.figures["updated_issues"], again.figures["kept_issues"]) == (1, 1)
+    assert again.figures["added_to_queue"] == 0
     assert Issue.objects.count() == 2 and Comment.objects.count() == 1
 
 
@@ -182,6 +193,7 @@ def test_a_url_already_stored_as_another_issue_is_a_problem_on_its_line(
     lead, project, repository, upload_root
 ):
     Issue.objects.create(repository=repository, number="5", url="https://example.org/taken")
+    use(project, repository)  # named because Lena manages it (another's is not named)
     data = b"url,title\nhttps://example.org/free,A\nhttps://example.org/taken,B\n"
     job = keep_file(project, lead, "f.csv", data, "csv", "ml", False, True, False)
     tasks.run_upload(job.pk)

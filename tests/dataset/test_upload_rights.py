@@ -1,0 +1,169 @@
+"""Who may upload into what (#24 review, H1 and H2): Lena leads the pilot, which uses the
+Megatron-LM repository and holds a final issue of it; Bruno leads another project. Bruno cannot
+take Lena's repository into his project by uploading its URLs, no upload rewrites an issue
+already stored in a forge repository (a final one least of all), two projects' uploaded files
+never share a repository, and an admin may still upload anything."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from annotator.models import Membership, Project, Role
+from dataset import tasks
+from dataset.models import UploadJob
+from dataset.uploads import keep_file
+from ingest.models import Comment, Issue, Repository
+from ingest.permissions import may_manage
+from labeling.models import ProjectIssue
+from tests.conftest import make_issue, make_user
+
+
+@pytest.fixture
+def upload_root(settings, tmp_path):
+    settings.UPLOAD_ROOT = tmp_path / "uploads"
+    return settings.UPLOAD_ROOT
+
+
+@pytest.fixture
+def final_issue(project, repository) -> Issue:
+    """Issue 7 of Megatron-LM, fetched from GitHub, final in Lena's pilot, with one comment."""
+    project.scope = {"repository_ids": [repository.pk]}
+    project.save(update_fields=["scope"])
+    issue = make_issue(repository, 7, title="NCCL timeout", body="8 nodes, step 0")
+    Comment.objects.create(issue=issue, forge_id="901", author="ann", body="Set NCCL_P2P_DISABLE")
+    ProjectIssue.objects.create(project=project, issue=issue, position=0, status="final")
+    return issue
+
+
+@pytest.fixture
+def bruno(db):
+    return make_user("bruno-lead")
+
+
+@pytest.fixture
+def other_project(taxonomy_version, bruno) -> Project:
+    other = Project.objects.create(name="Compiler bugs", taxonomy_version=taxonomy_version)
+    Membership.objects.create(project=other, user=bruno, role=Role.LEAD, pseudonym="rater-b")
+    return other
+
+
+def run(project, user, name: str, data: bytes, kind: str, dry_run=False, source="uploads"):
+    job = keep_file(project, user, name, data, kind, source, dry_run, True, True)
+    tasks.run_upload(job.pk)
+    job.refresh_from_db()
+    return job
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_a_lead_cannot_take_another_projects_repository_by_uploading_its_urls(
+    bruno, other_project, repository, final_issue, upload_root, dry_run
+):
+    urls = (
+        b"https://github.com/vllm-project/vllm/issues/1\n"
+        b"https://github.com/NVIDIA/Megatron-LM/issues/7\n"
+        b"https://github.com/NVIDIA/Megatron-LM/issues/8\n"
+    )
+    issues_before = Issue.objects.count()
+    job = run(other_project, bruno, "urls.txt", urls, "urls", dry_run=dry_run)
+    refused = "url: repository github:NVIDIA/Megatron-LM: not one you manage"
+    assert job.problems == [f"urls.txt, line 2: {refused}", f"urls.txt, line 3: {refused}"]
+    assert job.status == ("done" if dry_run else "failed")
+    assert Issue.objects.count() == issues_before  # nothing imported, not even vllm#1
+    assert not ProjectIssue.objects.filter(project=other_project).exists()
+    other_project.refresh_from_db()
+    assert repository.pk not in (other_project.scope or {}).get("repository_ids", [])
+    assert not may_manage(bruno, repository)
+
+
+@pytest.mark.django_db
+def test_a_csv_row_of_a_repository_the_lead_does_not_manage_is_refused_on_its_line(
+    bruno, other_project, repository, final_issue, upload_root
+):
+    data = (
+        b"url,title\n"
+        b"https://lists.example.org/ml/1,A thread\n"
+        b"https://github.com/NVIDIA/Megatron-LM/issues/7,Rewritten\n"
+    )
+    job = run(other_project, bruno, "f.csv", data, "csv")
+    assert job.status == "failed"
+    assert job.problems == [
+        "f.csv, line 3: url: repository github:NVIDIA/Megatron-LM: not one you manage"
+    ]
+    final_issue.refresh_from_db()
+    assert final_issue.title == "NCCL timeout"
+    assert not Issue.objects.filter(url="https://lists.example.org/ml/1").exists()
+
+
+@pytest.mark.django_db
+def test_an_upload_keeps_a_final_issue_as_it_is_and_links_it_into_the_queue(
+    bruno, other_project, repository, final_issue, upload_root
+):
+    # Both projects use Megatron-LM, so Bruno manages it; its stored issues stay as they are.
+    other_project.scope = {"repository_ids": [repository.pk]}
+    other_project.save(update_fields=["scope"])
+    record = {
+        "url": "https://github.com/NVIDIA/Megatron-LM/issues/7",
+        "title": "Rewritten title",
+        "body": "rewritten body",
+        "comments": [{"author": "mallory", "body": "planted", "created_at": None}],
+    }
+    data = json.dumps(record).encode()
+    dry = run(other_project, bruno, "i.jsonl", data, "jsonl", dry_run=True)
+    assert dry.problems == [] and dry.figures["kept_issues"] == 1
+    assert (dry.figures["new_issues"], dry.figures["updated_issues"]) == (0, 0)
+    assert ("kept_issues", "Issues already stored elsewhere (existing, kept as they are)", 1) in (
+        dry.labeled_figures()
+    )
+
+    job = run(other_project, bruno, "i.jsonl", data, "jsonl")
+    assert job.status == "done", job.problems
+    assert (job.figures["kept_issues"], job.figures["added_to_queue"]) == (1, 1)
+    final_issue.refresh_from_db()
+    assert (final_issue.title, final_issue.body) == ("NCCL timeout", "8 nodes, step 0")
+    assert list(final_issue.comments.values_list("body", flat=True)) == ["Set NCCL_P2P_DISABLE"]
+    assert ProjectIssue.objects.filter(project=other_project, issue=final_issue).exists()
+
+
+@pytest.mark.django_db
+def test_two_projects_uploading_the_same_numbers_each_get_their_own_repository(
+    lead, project, bruno, other_project, upload_root
+):
+    mine = b"url,number,title\nhttps://lists.example.org/ml/1,1,Lena's thread\n"
+    theirs = b"url,number,title\nhttps://bugs.example.com/1,1,Bruno's bug\n"
+    assert run(project, lead, "a.csv", mine, "csv").status == "done"
+    assert run(other_project, bruno, "b.csv", theirs, "csv").status == "done"
+    repos = Repository.objects.filter(forge="upload", name="uploads").order_by("pk")
+    assert [r.owner for r in repos] == [f"uploaded-p{project.pk}", f"uploaded-p{other_project.pk}"]
+    assert [r.issues.get(number="1").title for r in repos] == ["Lena's thread", "Bruno's bug"]
+
+    # Lena's URL in Bruno's file is not his to rewrite, and her repository is not named to him.
+    steal = b"url,number,title\nhttps://lists.example.org/ml/1,1,Bruno was here\n"
+    job = run(other_project, bruno, "c.csv", steal, "csv")
+    assert job.status == "failed"
+    assert job.problems == [
+        "c.csv, line 2: url: already stored as an issue of a repository you do not manage"
+    ]
+    assert Issue.objects.get(url="https://lists.example.org/ml/1").title == "Lena's thread"
+
+    # Lena's own file again updates her own issue, as before.
+    again = b"url,number,title\nhttps://lists.example.org/ml/1,1,Lena's thread (edited)\n"
+    job = run(project, lead, "a.csv", again, "csv")
+    assert job.status == "done" and job.figures["updated_issues"] == 1, job.problems
+    assert Issue.objects.get(url="https://lists.example.org/ml/1").title == "Lena's thread (edited)"
+
+
+@pytest.mark.django_db
+def test_an_admin_may_upload_urls_of_any_repository(
+    other_project, repository, final_issue, upload_root, django_user_model
+):
+    admin = django_user_model.objects.create_superuser("ada-admin", password="x" * 12)
+    urls = b"https://github.com/NVIDIA/Megatron-LM/issues/7\n"
+    job = run(other_project, admin, "urls.txt", urls, "urls")
+    assert job.status == "done" and job.problems == []
+    assert job.figures["kept_issues"] == 1 and job.figures["added_to_queue"] == 1
+    other_project.refresh_from_db()
+    assert repository.pk in other_project.scope["repository_ids"]
+    assert UploadJob.objects.get().requested_by == admin
