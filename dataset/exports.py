@@ -495,8 +495,10 @@ def write_taxonomy_details(
 
 
 def write_table_one(project_or_context: Project | ExportContext, out: TextIO) -> int:
-    """Table I as CSV, counted as the context asks (`count`); a false-positive count or rate
-    the files cannot tell (imported labels only) is an empty cell, never 0."""
+    """Table I as CSV, counted as the context asks (`count`). "screened finals" is the rate's
+    denominator: the finals that could carry a false-positive mark (not imported;
+    `agreement.table_one`); where there is none, the false positives and the rate are empty
+    cells, never 0."""
     ctx = _context(project_or_context)
     rows, total = table_one(ctx.project, ctx.count)
     writer = csvsafe.writer(out)
@@ -509,6 +511,7 @@ def write_table_one(project_or_context: Project | ExportContext, out: TextIO) ->
             "final",
             "false positives",
             "false positive rate",
+            "screened finals",
         ]
     )
     for row in [*rows, total]:
@@ -523,6 +526,7 @@ def write_table_one(project_or_context: Project | ExportContext, out: TextIO) ->
                 row.final,
                 "" if false_positives is None else false_positives,
                 "" if rate is None else f"{rate:.4f}",
+                row.screened,
             ]
         )
     return len(rows) + 1
