@@ -509,9 +509,9 @@ def write_table_one(project_or_context: Project | ExportContext, out: TextIO) ->
             "other years",
             *(n for _, n in TYPE_COLUMNS),
             "final",
+            "screened finals",
             "false positives",
             "false positive rate",
-            "screened finals",
         ]
     )
     for row in [*rows, total]:
@@ -524,9 +524,9 @@ def write_table_one(project_or_context: Project | ExportContext, out: TextIO) ->
                 row.other_years,
                 *(row.types[c] for c, _ in TYPE_COLUMNS),
                 row.final,
+                row.screened,
                 "" if false_positives is None else false_positives,
                 "" if rate is None else f"{rate:.4f}",
-                row.screened,
             ]
         )
     return len(rows) + 1
