@@ -5,8 +5,8 @@ full name. Year columns count the issues still in the dataset (not excluded as f
 by the year the issue was created on its forge, or, while that date has not been fetched, by its
 study year (the year of the study's URL list it was imported from, `<repo>_<year>.txt`). So the
 study's published files alone (URL lists and label CSVs) give the paper's Table I. The type
-columns count final labels; the false-positive rate is the share of finalized issues excluded as
-not LLM-related. The "Sum" row adds the counts and, as the paper
+columns count final labels; the false-positive rate is the share of screened finals (below)
+excluded as not LLM-related. The "Sum" row adds the counts and, as the paper
 does, averages the per-repository rates.
 
 **Issues or rows** (`count`): by default an issue counts once. The paper counts the rows of its
@@ -17,11 +17,14 @@ read through the `Project.published_repeats` relation), under that row's own fin
 then gives the paper's cells from the published files. Issues labeled in the tool have no rows
 and count once either way.
 
-**An unknown false-positive rate is None, not 0.** The published label files hold only the
-issues kept as LLM-related: an imported final label is never a false positive, so files alone
-cannot tell the rate. A repository's rate is known once one of its final labels was decided
-in the tool (any method but "imported") or is a false positive; until then it is None (blank
-in the CSV, the API and the page), and the Sum row averages the known rates only.
+**The false-positive rate is counted over the screened finals only, and unknown is None, not
+0.** The published label files hold only the issues kept as LLM-related: an imported final label
+is never a false positive, so it says nothing of the rate and would only dilute it (10,000
+imported finals and one false positive decided here are not a rate of 0.0001). A repository's
+rate is its false positives over its *screened* finals: those that could carry a false-positive
+mark, i.e. decided in the tool (any method but "imported") or themselves a false positive. With
+no screened final the false positives and the rate are None (blank in the CSV and on the page,
+null in the API), and the Sum row averages the known rates only.
 """
 
 from __future__ import annotations
@@ -51,17 +54,24 @@ class TableOneRow:
     types: dict[str, int] = field(default_factory=lambda: {c: 0 for c, _ in TYPE_COLUMNS})
     final: int = 0
     false_positives: int = 0
-    # Whether the rate can be told: a final label decided in the tool or a false positive.
-    rate_known: bool = False
+    # The rate's denominator: finals that could carry a false-positive mark (decided in the
+    # tool, or a false positive); imported finals never can (see the module docstring).
+    screened: int = 0
     # The total row only: the mean of the repositories' false-positive rates (the study's
     # "average" column), not the pooled rate.
     average_rate: float | None = None
 
     @property
+    def rate_known(self) -> bool:
+        """Whether the rate can be told: some final could carry a false-positive mark."""
+        return self.screened > 0
+
+    @property
     def false_positive_rate(self) -> float | None:
-        if not self.final or not self.rate_known:
+        """False positives over the screened finals, or None when there is none."""
+        if not self.screened:
             return None
-        return self.false_positives / self.final
+        return self.false_positives / self.screened
 
     @property
     def known_false_positives(self) -> int | None:
@@ -79,7 +89,8 @@ class TableOneRow:
         if final is not None:
             is_false_positive, type_code = final
             self.final += 1
-            self.rate_known = self.rate_known or decided_in_tool or is_false_positive
+            if decided_in_tool or is_false_positive:
+                self.screened += 1
             if is_false_positive:
                 self.false_positives += 1
                 return
@@ -168,7 +179,7 @@ def table_one(project: Project, count: str = COUNT_ISSUES) -> tuple[list[TableOn
             per_type[code] += n
         total.final += row.final
         total.false_positives += row.false_positives
-        total.rate_known = total.rate_known or row.rate_known
+        total.screened += row.screened
         if row.false_positive_rate is not None:
             rates.append(row.false_positive_rate)
     total.types = {c: per_type.get(c, 0) for c, _ in TYPE_COLUMNS}
@@ -177,8 +188,9 @@ def table_one(project: Project, count: str = COUNT_ISSUES) -> tuple[list[TableOn
 
 
 def table_one_records(rows: list[TableOneRow], total: TableOneRow) -> list[dict[str, Any]]:
-    """Table I as plain records (the API and the page): counts, and the false positives and
-    their rate as None where the files cannot tell them; the Sum row's rate is the mean."""
+    """Table I as plain records (the API and the page): counts, the screened finals (the
+    rate's denominator), and the false positives and their rate as None where no final could
+    carry a false-positive mark; the Sum row's rate is the mean of the known rates."""
     out = []
     for row in [*rows, total]:
         out.append(
@@ -189,6 +201,7 @@ def table_one_records(rows: list[TableOneRow], total: TableOneRow) -> list[dict[
                 "issues": sum(row.years.values()),
                 "types": {label: row.types[code] for code, label in TYPE_COLUMNS},
                 "final": row.final,
+                "screened": row.screened,
                 "false_positives": row.known_false_positives,
                 "false_positive_rate": (
                     row.average_rate if row is total else row.false_positive_rate

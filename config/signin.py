@@ -12,11 +12,14 @@ an empty dict: no provider buttons, and sign-in works exactly as with passwords 
 * ``GITHUB_CLIENT_ID`` and ``GITHUB_CLIENT_SECRET``: "Sign in with GitHub".
 
 A bad value fails at start-up (ImproperlyConfigured) naming the variable and the entry; the
-message never quotes a secret.
+message never quotes a secret. A ``server_url`` must be https, except to a loopback host
+(localhost, 127.0.0.0/8, ::1), so the token exchange and the id_token never cross a network in
+clear text.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 from collections.abc import Mapping
@@ -29,11 +32,33 @@ _PROVIDER_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
 _OIDC_KEYS = frozenset({"id", "name", "server_url", "client_id", "secret"})
 
 
+def is_loopback(host: str | None) -> bool:
+    """Whether `host` (a URL's hostname, brackets stripped) names this machine: localhost,
+    127.0.0.0/8 or ::1."""
+    if not host:
+        return False
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _server_url(value: Any, where: str) -> str:
+    """The provider's issuer URL: https, since the token exchange carries the client secret
+    and the id_token; plain http only to a loopback host (a provider on this machine, such as
+    the tests')."""
     if not isinstance(value, str) or urlsplit(value).scheme not in ("https", "http"):
         raise ImproperlyConfigured(f"{where}: server_url must be an http(s) URL")
-    if not urlsplit(value).netloc:
+    parts = urlsplit(value)
+    if not parts.netloc or not parts.hostname:
         raise ImproperlyConfigured(f"{where}: server_url has no host")
+    if parts.scheme == "http" and not is_loopback(parts.hostname):
+        raise ImproperlyConfigured(
+            f"{where}: server_url must use https (plain http only for localhost, "
+            "127.0.0.0/8 or ::1): the token exchange would travel in clear text"
+        )
     return value
 
 

@@ -495,8 +495,10 @@ def write_taxonomy_details(
 
 
 def write_table_one(project_or_context: Project | ExportContext, out: TextIO) -> int:
-    """Table I as CSV, counted as the context asks (`count`); a false-positive count or rate
-    the files cannot tell (imported labels only) is an empty cell, never 0."""
+    """Table I as CSV, counted as the context asks (`count`). "screened finals" is the rate's
+    denominator: the finals that could carry a false-positive mark (not imported;
+    `agreement.table_one`); where there is none, the false positives and the rate are empty
+    cells, never 0."""
     ctx = _context(project_or_context)
     rows, total = table_one(ctx.project, ctx.count)
     writer = csvsafe.writer(out)
@@ -507,6 +509,7 @@ def write_table_one(project_or_context: Project | ExportContext, out: TextIO) ->
             "other years",
             *(n for _, n in TYPE_COLUMNS),
             "final",
+            "screened finals",
             "false positives",
             "false positive rate",
         ]
@@ -521,6 +524,7 @@ def write_table_one(project_or_context: Project | ExportContext, out: TextIO) ->
                 row.other_years,
                 *(row.types[c] for c, _ in TYPE_COLUMNS),
                 row.final,
+                row.screened,
                 "" if false_positives is None else false_positives,
                 "" if rate is None else f"{rate:.4f}",
             ]

@@ -33,9 +33,16 @@ Once probes are final, `recall_report` estimates, per repository and overall:
   labeled in full, so the relevant ones among them are counted, not estimated (scaled from the
   final ones while not all are final, as K; unknown in [0, M] while none is);
 * the relevant issues it kept, K: the kept issues in the project that are final and not false
-  positives, scaled to all kept issues when not all are final (K = M·R/F);
-* the recall K / (K + L + D). It falls as D grows, so its interval is D's carried through:
-  (K / (K + L + D_high), K / (K + L + D_low)). K is taken as known.
+  positives, scaled to all kept issues when not all are final (K_h = M_h·R_h/F_h per
+  repository). Overall, K and L are stratified like D: K = Σ K_h and L = Σ L_h, never the pooled
+  M·R/F (which weighs a repository by how far its labeling got). A repository with kept issues
+  of which none is final yet is unknown as D's unlabeled stratum is: K_h anywhere in [0, M_h],
+  so the overall K has no point estimate and its bounds widen by M_h (`kept_relevant` None,
+  `kept_relevant_bounds` (estimate, low, high));
+* the recall K / (K + L + D). It falls as D or L grows and rises with K, so its interval is
+  their intervals carried through: (K_low / (K_low + L_high + D_high), K_high / (K_high + L_low
+  + D_low)). A repository's own K_h is taken as known (None while none of its kept issues is
+  final).
 
 The sample size for a target margin of error e comes from n0 = z²·p(1-p)/e² (p = 0.5 unless an
 expected share is given, z = 1.96) with the finite-population correction n = n0 / (1 + (n0-1)/N),
@@ -207,6 +214,20 @@ def recall_from_losses(kept_relevant: float | None, lost: Interval | None) -> In
         return 1.0 if total == 0 else kept_relevant / total
 
     return (None if estimate is None else r(estimate), r(high), r(low))
+
+
+def recall_from_intervals(kept: Interval | None, lost: Interval | None) -> Interval | None:
+    """(estimate, low, high) of K / (K + lost) with K an interval too: the recall rises with K
+    and falls with the losses, so the low bound takes K's low and the losses' high bound."""
+    if kept is None or lost is None:
+        return None
+
+    def r(k: float, d: float) -> float:
+        # Nothing relevant kept nor lost: the filter missed nothing there.
+        return 1.0 if k + d == 0 else k / (k + d)
+
+    estimate = None if kept[0] is None or lost[0] is None else r(kept[0], lost[0])
+    return (estimate, r(kept[1], lost[2]), r(kept[2], lost[1]))
 
 
 def recall_interval(kept_relevant: float | None, dropped: int, share: Interval | None):
@@ -455,19 +476,38 @@ def _known_losses(c: dict[str, int]) -> Interval:
     return (scaled, scaled, scaled)
 
 
-def _sum_counts(counts: Iterable[dict[str, int]]) -> dict[str, int]:
-    totals = {"kept": 0, "final": 0, "rel": 0}
+def _stratified_kept(counts: Iterable[dict[str, int]]) -> Interval | None:
+    """K over all repositories: Σ K_h, each scaled in its own repository (never the pooled
+    M·R/F); a repository with kept issues but none final adds [0, M_h] and takes the point
+    estimate away, as D's unlabeled stratum. None while no kept issue is final anywhere."""
+    counts = [c for c in counts if c["kept"]]
+    if not any(c["final"] for c in counts):
+        return None
+    estimate = 0.0
+    unknown = 0
     for c in counts:
-        for key in totals:
-            totals[key] += c[key]
-    return totals
+        scaled = _scaled(c)
+        if scaled is None:
+            unknown += c["kept"]
+        else:
+            estimate += scaled
+    return (None if unknown else estimate, estimate, estimate + unknown)
+
+
+def _stratified_losses(counts: Iterable[dict[str, int]]) -> Interval:
+    """L over all repositories: Σ L_h, each repository's known losses scaled in itself."""
+    total: Interval = (0.0, 0.0, 0.0)
+    for c in counts:
+        total = add_intervals(total, _known_losses(c))
+    return total
 
 
 def recall_report(project: Project) -> dict[str, Any]:
     """Everything the recall page shows: the draws, and the estimates overall and per
     repository (see the module's docstring). Shares and recalls are (estimate, low, high)
     tuples, or None while nothing is labeled; the overall estimate is None (bounds kept) while
-    a repository with dropped issues has no final probe (`unknown_strata`)."""
+    a repository with dropped issues has no final probe (`unknown_strata`), or one with kept
+    issues has no final one (K, L and D are summed per repository, never pooled)."""
     sizes, candidates = dropped_population(project)
     probes = list(RecallProbe.objects.filter(project=project).select_related("issue__repository"))
     finals = dict(
@@ -541,8 +581,8 @@ def recall_report(project: Project) -> dict[str, Any]:
             merged["missed_caught"] += row["missed_caught"]
             merged["false_positives"] += row["false_positives"]
             merged["repositories"].append(repo.full_name)
-    kept_relevant = _scaled(_sum_counts(kept.values()))
-    known_lost = _known_losses(_sum_counts(known.values()))
+    kept_bounds = _stratified_kept(kept.values())
+    known_lost = _stratified_losses(known.values())
     lost = dropped_relevant(strata)
     keyword_rows = sorted(
         suggestions.values(), key=lambda r: (-r["missed_caught"], r["false_positives"], r["word"])
@@ -567,13 +607,14 @@ def recall_report(project: Project) -> dict[str, Any]:
         "not_drawn": sum(len(v) for v in candidates.values()),
         "labeled": sum(r["labeled"] for r in rows),
         "llm_related": sum(r["llm_related"] for r in rows),
-        "kept_relevant": kept_relevant,
+        "kept_relevant": None if kept_bounds is None else kept_bounds[0],
+        "kept_relevant_bounds": kept_bounds,
         "known_dropped": sum(r["known_dropped"] for r in rows),
         "known_lost": known_lost,
         "dropped_relevant": lost,
         "share": stratified_share(strata),
-        "recall": recall_from_losses(
-            kept_relevant, None if lost is None else add_intervals(lost, known_lost)
+        "recall": recall_from_intervals(
+            kept_bounds, None if lost is None else add_intervals(lost, known_lost)
         ),
         "unknown_strata": [r["repository"] for r in rows if r["dropped"] and not r["labeled"]],
         "by_repository": rows,

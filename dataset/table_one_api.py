@@ -1,5 +1,6 @@
 """The Table I API: the same records as the Table I page (`agreement.table_one`), counted by
-issue or by published row (`?count=issues|rows`); an unknown false-positive rate is null."""
+issue or by published row (`?count=issues|rows`); the false-positive rate is over the
+`screened` finals (not imported), and null where there is none."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from dataset.api import ProjectScoped
 
 class TableOne(ProjectScoped):
     """Table I per repository group and the Sum row: issues per year and type, final labels,
-    false positives and their rate (null where the imported files cannot tell them)."""
+    screened finals, false positives and their rate over the screened finals (null where
+    there is none: imported finals cannot carry a false-positive mark)."""
 
     roles = TABLE_ONE_ROLES
 

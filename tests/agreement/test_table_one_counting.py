@@ -88,8 +88,11 @@ def test_a_false_positive_rate_the_files_cannot_tell_is_unknown_not_zero(study):
         project=study, issue=issue, method=Resolution.Method.LEAD_DECISION, is_false_positive=True
     )
     (decided,), total = table_one(study)
-    assert decided.false_positive_rate == pytest.approx(1 / 4)
-    assert total.average_rate == pytest.approx(1 / 4)
+    # The rate is over the finals that could be marked a false positive: the one decided
+    # here (1 of 1), not the three imported ones beside it.
+    assert decided.final == 4 and decided.screened == 1
+    assert decided.false_positive_rate == pytest.approx(1 / 1)
+    assert total.average_rate == pytest.approx(1 / 1)
 
 
 def test_rita_switches_the_page_between_issues_and_rows(client, study, researcher, outsider):

@@ -75,6 +75,18 @@ def test_one_provider_through_single_variables():
             {"OIDC_PROVIDERS": json.dumps([{**KEYCLOAK, "scret": "typo"}])},
             "entry 1: unknown keys scret",
         ),
+        (
+            {"OIDC_PROVIDERS": json.dumps([{**KEYCLOAK, "server_url": "http://sso.uni.example"}])},
+            "OIDC_PROVIDERS entry 1: server_url must use https",
+        ),
+        (
+            {
+                "OIDC_SERVER_URL": "http://10.0.0.7:8080/realms/lab",
+                "OIDC_CLIENT_ID": "a",
+                "OIDC_CLIENT_SECRET": "kc-secret-31",
+            },
+            "OIDC_SERVER_URL: server_url must use https",
+        ),
         ({"OIDC_PROVIDERS": json.dumps([KEYCLOAK, KEYCLOAK])}, "every id must be unique"),
         ({"OIDC_SERVER_URL": "https://sso.example", "OIDC_CLIENT_ID": "a"}, "secret is missing"),
         ({"GITHUB_CLIENT_ID": "Iv1.abc"}, "GITHUB_CLIENT_SECRET"),
@@ -85,6 +97,33 @@ def test_a_bad_configuration_fails_naming_the_variable_never_the_secret(environ,
         social_providers(environ)
     assert names in str(refused.value)
     assert "kc-secret-31" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "server_url",
+    [
+        "http://127.0.0.1:8081/realms/test",
+        "http://127.8.9.10/issuer",
+        "http://[::1]:9000",
+        "http://localhost:8080",
+        "http://LocalHost",
+    ],
+)
+def test_plain_http_is_accepted_only_to_this_machine(server_url):
+    """The test provider runs on a loopback address over http: nothing crosses a network."""
+    providers = social_providers(
+        {"OIDC_PROVIDERS": json.dumps([{**KEYCLOAK, "server_url": server_url}])}
+    )
+    assert providers["openid_connect"]["APPS"][0]["settings"] == {"server_url": server_url}
+
+
+@pytest.mark.parametrize(
+    "server_url",
+    ["http://sso.uni.example", "http://128.0.0.1", "http://localhost.evil.example", "http://[::2]"],
+)
+def test_plain_http_to_another_host_is_refused(server_url):
+    with pytest.raises(ImproperlyConfigured, match="OIDC_PROVIDERS entry 1: server_url must use"):
+        social_providers({"OIDC_PROVIDERS": json.dumps([{**KEYCLOAK, "server_url": server_url}])})
 
 
 def test_the_secrets_are_masked_on_django_error_reports(settings):

@@ -205,3 +205,101 @@ def test_the_coverage_check_can_fail_the_pooled_share_misses_often():
         return None, low, high
 
     assert _coverage(pooled) < 0.5
+
+
+# --- K and L per repository, never pooled ------------------------------------------------------
+
+
+@pytest.fixture
+def uneven_progress(project):
+    """Lena's "done" repository is labeled in full, her "slow" one barely:
+
+    - kept issues: done 100, all final, 50 relevant; slow 1,000, 10 final, 9 relevant;
+    - dropped issues in the queue as ordinary issues: done 10, all final, 4 relevant; slow 100,
+      20 final, 10 relevant;
+    - 100 further dropped issues each, to sample from.
+    """
+    done, slow = _repository("done"), _repository("slow")
+    _issues(done, range(1, 101), "kept")
+    _issues(slow, range(1, 1001), "kept")
+    _issues(done, range(1001, 1101), "filtered_out")
+    _issues(slow, range(1001, 1101), "filtered_out")
+    _issues(done, range(3001, 3011), "filtered_out")
+    _issues(slow, range(3001, 3101), "filtered_out")
+    apply_scope(
+        project, Scope(repository_ids=[done.pk, slow.pk], filter_statuses=["kept"]), 0, seed=3
+    )
+    for issue in Issue.objects.filter(number__in=[str(n) for n in range(3001, 3101)]):
+        ProjectIssue.objects.create(project=project, issue=issue, position=5000 + issue.pk)
+    items = ProjectIssue.objects.filter(project=project)
+    finalize(
+        project,
+        items.filter(issue__repository=done),
+        relevant=[*range(1, 51), *range(3001, 3005)],
+    )
+    slow_kept = [str(n) for n in range(1, 11)]
+    slow_known = [str(n) for n in range(3001, 3021)]
+    finalize(
+        project,
+        items.filter(issue__repository=slow, issue__number__in=slow_kept + slow_known),
+        relevant=[*range(1, 10), *range(3001, 3011)],
+    )
+    return project, done, slow
+
+
+def _label_all_probes(project, repo, relevant: int) -> None:
+    _label_probes(project, repo, labeled=10, relevant=relevant)
+
+
+def test_kept_and_known_losses_are_summed_per_repository_not_pooled(uneven_progress):
+    project, done, slow = uneven_progress
+    draw = draw_probes(project, sample_size=20, seed=5)
+    assert draw.by_repository == {"org/done": 10, "org/slow": 10}
+    _label_all_probes(project, done, relevant=2)
+    _label_all_probes(project, slow, relevant=3)
+
+    report = recall_report(project)
+    # K = 100·50/100 + 1,000·9/10 = 50 + 900; the pooled 1,100·59/110 would say 590.
+    assert report["kept_relevant"] == pytest.approx(950)
+    assert report["kept_relevant_bounds"] == pytest.approx((950, 950, 950))
+    # L = 10·4/10 + 100·10/20 = 4 + 50; the pooled 110·14/30 would say 51.3.
+    assert report["known_dropped"] == 110
+    assert report["known_lost"] == pytest.approx((54, 54, 54))
+    lost, lost_low, lost_high = hand_stratified([(100, 2, 10), (100, 3, 10)])
+    assert lost == pytest.approx(20 + 30)
+    assert report["recall"] == pytest.approx(
+        (950 / (950 + 54 + lost), 950 / (950 + 54 + lost_high), 950 / (950 + 54 + lost_low))
+    )
+    rows = {r["repository"]: r for r in report["by_repository"]}
+    assert rows["org/slow"]["kept_relevant"] == pytest.approx(900)
+    assert rows["org/done"]["known_lost"] == pytest.approx((4, 4, 4))
+
+
+def test_a_repository_with_no_final_kept_issue_widens_k_as_an_unlabeled_stratum(project):
+    """As above with the slow repository's kept issues all still open: its K is anywhere in
+    [0, 1,000], so the overall K and recall have bounds but no point estimate."""
+    done, slow = _repository("done"), _repository("slow")
+    _issues(done, range(1, 101), "kept")
+    _issues(slow, range(1, 1001), "kept")
+    _issues(done, range(1001, 1101), "filtered_out")
+    _issues(slow, range(1001, 1101), "filtered_out")
+    apply_scope(
+        project, Scope(repository_ids=[done.pk, slow.pk], filter_statuses=["kept"]), 0, seed=3
+    )
+    finalize(
+        project,
+        ProjectIssue.objects.filter(project=project, issue__repository=done),
+        relevant=range(1, 51),
+    )
+    draw_probes(project, sample_size=20, seed=5)
+    _label_all_probes(project, done, relevant=2)
+    _label_all_probes(project, slow, relevant=3)
+
+    report = recall_report(project)
+    assert report["kept_relevant"] is None
+    assert report["kept_relevant_bounds"] == pytest.approx((None, 50, 50 + 1_000))
+    _, lost_low, lost_high = hand_stratified([(100, 2, 10), (100, 3, 10)])
+    assert report["recall"][0] is None
+    assert report["recall"][1:] == pytest.approx(
+        (50 / (50 + lost_high), 1_050 / (1_050 + lost_low))
+    )

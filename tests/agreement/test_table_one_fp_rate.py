@@ -1,0 +1,109 @@
+"""Table I's false-positive rate counts only the finals that could be marked a false positive
+(the review's finding on #21's rate). Lena (lead) imported 10,000 final labels of Megatron-LM
+from the study's files and decided one more issue here, a false positive; MindSpeed has
+imported finals only. Rita (researcher) reads the rate on the page, in the API and in
+table_one.csv.
+
+Expected figures by hand: Megatron has 1 screened final (the decision here), of which 1 is a
+false positive, so 1 / 1 = 1.0 (pooling over all finals would say 1 / 10,001). MindSpeed has
+no screened final: blank. The Sum row averages the known rates: 1.0 alone.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from agreement.table_one import table_one
+from dataset.exports import write_table_one
+from ingest.models import Issue, Repository
+from labeling.models import ProjectIssue, Resolution
+
+pytestmark = pytest.mark.django_db
+
+IMPORTED = 10_000
+
+
+@pytest.fixture
+def study(project, repository, taxonomy_version):
+    mindspeed = Repository.objects.create(
+        forge="gitee",
+        api_url="https://gitee.com/api/v5",
+        owner="ascend",
+        name="MindSpeed",
+        group="MindSpeed",
+    )
+    bug = taxonomy_version.nodes.get(code="C.5")
+    plan = [(repository, n) for n in range(IMPORTED)] + [(mindspeed, n) for n in range(3)]
+    issues = Issue.objects.bulk_create(
+        Issue(repository=repo, number=str(n), url=f"{repo.web_url}/issues/{n}") for repo, n in plan
+    )
+    ProjectIssue.objects.bulk_create(
+        ProjectIssue(project=project, issue=issue, position=i) for i, issue in enumerate(issues)
+    )
+    Resolution.objects.bulk_create(
+        Resolution(
+            project=project,
+            issue=issue,
+            method=Resolution.Method.IMPORTED,
+            issue_type=bug.issue_type,
+            theme=bug,
+        )
+        for issue in issues
+    )
+    reviewed = Issue.objects.create(repository=repository, number="X1", url="x1")
+    ProjectIssue.objects.create(project=project, issue=reviewed, position=len(issues))
+    Resolution.objects.create(
+        project=project,
+        issue=reviewed,
+        method=Resolution.Method.LEAD_DECISION,
+        is_false_positive=True,
+    )
+    return project
+
+
+def test_the_rate_is_over_the_screened_finals_not_all_finals(study):
+    (megatron, mindspeed), total = table_one(study)
+    assert megatron.name == "Megatron" and megatron.final == IMPORTED + 1
+    assert megatron.screened == 1 and megatron.false_positives == 1
+    assert megatron.false_positive_rate == pytest.approx(1.0)
+    assert mindspeed.name == "MindSpeed" and mindspeed.final == 3 and mindspeed.screened == 0
+    assert mindspeed.false_positive_rate is None and mindspeed.known_false_positives is None
+    assert total.average_rate == pytest.approx(1.0)
+    # table_one.csv, as the export writes it: the rate, its denominator, and a blank.
+    out = io.StringIO()
+    write_table_one(study, out)
+    megatron, mindspeed, total = csv.DictReader(io.StringIO(out.getvalue()))
+    assert megatron["false positive rate"] == "1.0000" and megatron["screened finals"] == "1"
+    assert megatron["final"] == str(IMPORTED + 1)
+    assert mindspeed["false positive rate"] == "" and mindspeed["false positives"] == ""
+    assert mindspeed["screened finals"] == "0"
+    assert total["false positive rate"] == "1.0000"
+
+
+def test_rita_reads_the_rate_on_the_page_and_in_the_api(client, study, researcher, outsider):
+    client.force_login(researcher)
+    page = client.get(reverse("table_one", args=[study.pk]))
+    assert page.status_code == 200
+    megatron, mindspeed = page.context["rows"][:2]
+    assert megatron["screened"] == 1 and megatron["false_positive_rate"] == pytest.approx(1.0)
+    assert mindspeed["false_positive_rate"] is None
+    body = page.content.decode()
+    assert '<td class="num fp-rate">100%</td>' in body  # Megatron
+    assert '<td class="num fp-rate"></td>' in body  # MindSpeed: blank, not 0 %
+    assert "screened finals" in body
+
+    url = reverse("api_table_one", args=[study.pk])
+    api = APIClient()
+    api.force_authenticate(researcher)
+    megatron, mindspeed, total = api.get(url).json()["rows"]
+    assert (megatron["screened"], megatron["false_positives"]) == (1, 1)
+    assert megatron["false_positive_rate"] == pytest.approx(1.0)
+    assert mindspeed["false_positive_rate"] is None and mindspeed["false_positives"] is None
+    assert total["false_positive_rate"] == pytest.approx(1.0)
+    api.force_authenticate(outsider)
+    assert api.get(url).status_code == 404
