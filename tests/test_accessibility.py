@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
@@ -25,13 +26,13 @@ from dataset.models import ExportJob
 from ingest.models import SyncRun
 from labeling import details, proposals
 from labeling.models import ProjectIssue, Reservation
+from tests.axe import blocking_violations
 from tests.builders import final_issue, label_item
 from tests.conftest import log_in, make_user
 from tests.security import fuzz
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-BLOCKING = {"serious", "critical"}
 # Not pages: files, JSON, the API (DRF's own templates), the health check, and routes that only
 # act (log out, skip an issue) or need a one-time token from an e-mail.
 NOT_A_PAGE = re.compile(
@@ -88,20 +89,6 @@ def page_urls(values: dict) -> list[str]:
     return urls
 
 
-def blocking_violations(page, axe: Axe, where: str) -> list[str]:
-    """axe-core's serious and critical violations on the open page, one line per node."""
-    results = axe.run(page)
-    found = []
-    for violation in results.response["violations"]:
-        if violation["impact"] in BLOCKING:
-            for node in violation["nodes"]:
-                found.append(
-                    f"{violation['id']} ({violation['impact']}) on {where}: {node['target']}"
-                    f" {node.get('failureSummary', '')[:200]!r}"
-                )
-    return found
-
-
 def audit(browser, live_server, username: str | None, urls: list[str]) -> tuple[list[str], int]:
     """Open each URL once in one context as this user; the violations and the pages audited."""
     context = browser.new_context()
@@ -122,9 +109,10 @@ def audit(browser, live_server, username: str | None, urls: list[str]) -> tuple[
                 continue  # an empty answer (405 to a GET): nothing to see
             if response is None or "text/html" not in response.headers.get("content-type", ""):
                 continue
-            if page.url in opened or "<html" not in response.text()[:300].lower():
+            landed = urlsplit(page.url).path  # the login page once, whatever its ?next=
+            if landed in opened or "<html" not in response.text()[:300].lower():
                 continue  # a redirect to a page audited already, or an htmx fragment
-            opened.add(page.url)
+            opened.add(landed)
             # An error page (403, 404, 410) is a page too, audited once per role.
             if response.status != 200:
                 if response.status in error_pages:

@@ -2,12 +2,14 @@
 
 The letter and digit keys change the type and theme selects without moving the focus, so the
 page says what is chosen in a polite live region (`#label-status`); the focused control shows a
-visible outline.
+visible outline; the states the script builds pass axe-core.
 """
 
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 from django.urls import reverse
 
+from tests.axe import blocking_violations
 from tests.conftest import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -51,3 +53,22 @@ def test_the_focused_control_has_a_visible_outline(page, live_server, project, i
     )
     assert outline["tag"] == "TEXTAREA", outline  # the note follows the summary
     assert outline["style"] != "none" and outline["width"] >= 2, outline
+
+
+def test_the_keys_dialog_and_the_search_hits_pass_the_audit(
+    page, live_server, project, items, annotator
+):
+    """What the page's script builds (the search hits, the open Keys dialog) is audited too."""
+    log_in(page, live_server, annotator.username)
+    page.goto(live_server.url + reverse("label_next", args=[project.pk]))
+    page.locator("body[data-labeling-ready]").wait_for(state="attached")
+    axe = Axe()
+    page.keyboard.press("/")
+    page.keyboard.type("configuration")
+    page.locator("#subtheme-hits button.hit").first.wait_for()
+    found = blocking_violations(page, axe, "search hits")
+    page.keyboard.press("Escape")
+    page.keyboard.press("?")
+    page.locator("dialog#help[open]").wait_for()
+    found += blocking_violations(page, axe, "Keys dialog")
+    assert not found, "\n".join(found)
