@@ -65,9 +65,10 @@ def study(project, issues_in_project, lead, annotator, other_annotator, research
     Membership.objects.create(project=project, user=admin, role=Role.ADMIN)
     values = {
         "project_id": [project.pk],
-        # The resolve and issue pages of the disputed issue; the label page of the handed one.
-        "item_id": [disputed.pk],
-        "public_id": [handed.public_id],
+        # The lead's pages of the disputed and the final issue; the label page of the issue
+        # handed to Ada, the one she labeled (a revision) and the final one (its change request).
+        "item_id": [disputed.pk, final.pk],
+        "public_id": [handed.public_id, labeled.public_id, final.public_id],
         "proposal_id": [proposal.pk],
         "version_id": [project.taxonomy_version_id],
         "type_code": ["A"],
@@ -154,6 +155,7 @@ def test_every_page_as_every_role_has_no_serious_accessibility_violation(
         violations, count = audit(browser, live_server, username, urls)
         found.extend(violations)
         audited[persona or "visitor"] = count
+    print(f"pages audited per role: {audited}")  # shown with -rP
     # Each role reached its pages: the lead sees the most, the visitor only the public ones.
     assert audited["lead"] > 20 and audited["annotator"] > 5 and audited["researcher"] > 5
     assert not found, f"{len(found)} serious/critical axe-core violations:\n" + "\n".join(found)
