@@ -2,12 +2,14 @@
 
 A project mid-study (an issue handed to Ada, one she labeled, one in disagreement, one final, a
 proposal, detail summaries, an export, a sync run, an invite). Lena the lead, Ada the annotator,
-Rita the researcher, Adam the admin (staff) and a visitor who is not signed in each get one
-Chromium context and open every route of the URL conf once (the routes come from the URL conf,
-as the fuzz test reads them, so a new page is audited without editing this test). Every HTML
-page they may open (200) and the 404 page is checked by axe-core (the engine bundled by
-`axe-playwright-python`, no network), with WCAG 2.0-2.2 A/AA and best-practice rules; no
-violation of impact serious or critical may remain. A failure lists rule, page and node.
+Rita the researcher, Adam the admin (a superuser, so Django's admin too) and a visitor who is
+not signed in each get one Chromium context and open every route of the URL conf once (the
+routes come from the URL conf, as the fuzz test reads them, so a new page is audited without
+editing this test). Every HTML page they may open (200), and each error page (403, 404, 410)
+once, is checked by axe-core (the engine bundled by `axe-playwright-python`, no network) with
+its default rules (WCAG 2.0-2.2 A/AA and best practices); no violation of impact serious or
+critical may remain. A failure lists rule, page and node. htmx fragments are audited inside
+their pages, not alone.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ def study(project, issues_in_project, lead, annotator, other_annotator, research
     job = ExportJob.objects.create(project=project, requested_by=lead)
     run = SyncRun.objects.create(repository=repository)
     Invite.issue_for(project, Role.ANNOTATOR, lead)
-    admin = make_user("adam-admin", is_staff=True)
+    admin = make_user("adam-admin", is_staff=True, is_superuser=True)
     Membership.objects.create(project=project, user=admin, role=Role.ADMIN)
     values = {
         "project_id": [project.pk],
@@ -83,7 +85,8 @@ def study(project, issues_in_project, lead, annotator, other_annotator, research
 
 def page_urls(values: dict) -> list[str]:
     """Every route of the URL conf that serves a page, filled with the scenario's ids."""
-    urls: list[str] = []
+    # Django's admin (its routes are left out of fuzz.routes): its index and one change list.
+    urls: list[str] = ["/admin/", "/admin/annotator/project/"]
     for route in dict.fromkeys(fuzz.routes()):
         if not NOT_A_PAGE.search(route):
             urls.extend(fuzz.expand(route, values))
