@@ -106,3 +106,5 @@ class MoveDetailForm(forms.Form):
     def __init__(self, version: TaxonomyVersion, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fields["node"] = _node_field(version, (Level.SUB_THEME,), "Move to")
+        # Shown without its <label> (one per summary group): the select names itself.
+        self.fields["node"].widget.attrs["aria-label"] = "Move to sub-theme"

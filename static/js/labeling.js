@@ -113,7 +113,27 @@
     }
     return shown;
   };
+  // The picker's state, said by a screen reader (the polite live region #label-status): the
+  // letter and digit keys change the selects without moving the focus, so nothing else would.
+  const status = document.getElementById("label-status");
+  const chosenText = (select) => (select.value ? select.selectedOptions[0].textContent.trim() : "");
+  const announce = () => {
+    if (!status) return;
+    let text;
+    if (fpBox?.checked) {
+      text = "Not LLM-related selected";
+    } else if (!typeSelect.value) {
+      text = "No type selected";
+    } else {
+      const parts = [`Type: ${chosenText(typeSelect)}`];
+      if (themeSelect.value) parts.push(`theme: ${chosenText(themeSelect)}`);
+      if (subSelect.value) parts.push(`sub-theme: ${chosenText(subSelect)}`);
+      text = `${parts.join(", ")} selected`;
+    }
+    if (status.textContent !== text) status.textContent = text;
+  };
   const renderGuide = () => {
+    announce();
     if (!guide) return;
     const type = typeSelect.value ? byId.get(typeSelect.value) : undefined;
     const theme = themeSelect.value ? byId.get(themeSelect.value) : undefined;
@@ -187,6 +207,7 @@
     if (!fpBox) return;
     fpBox.checked = on;
     document.getElementById("label-levels")?.classList.toggle("muted", on);
+    announce();
   };
   fpBox?.addEventListener("change", () => setFalsePositive(fpBox.checked));
   if (fpBox) setFalsePositive(fpBox.checked);

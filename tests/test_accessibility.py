@@ -1,0 +1,164 @@
+"""Scenario: every page the site serves, opened by every role, passes axe-core's audit.
+
+A project mid-study (an issue handed to Ada, one she labeled, one in disagreement, one final, a
+proposal, detail summaries, an export, a sync run, an invite). Lena the lead, Ada the annotator,
+Rita the researcher, Adam the admin (a superuser, so Django's admin too) and a visitor who is
+not signed in each get one Chromium context and open every route of the URL conf once (the
+routes come from the URL conf, as the fuzz test reads them, so a new page is audited without
+editing this test). Every HTML page they may open (200), and each error page (403, 404, 410)
+once, is checked by axe-core (the engine bundled by `axe-playwright-python`, no network) with
+its default rules (WCAG 2.0-2.2 A/AA and best practices); no violation of impact serious or
+critical may remain. A failure lists rule, page and node. htmx fragments are audited inside
+their pages, not alone.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from urllib.parse import urlsplit
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from django.utils import timezone
+from playwright.sync_api import Error as PlaywrightError
+
+from annotator.models import Invite, Membership, Role
+from dataset.models import ExportJob
+from ingest.models import SyncRun
+from labeling import details, proposals
+from labeling.models import ProjectIssue, Reservation
+from tests.axe import blocking_violations
+from tests.builders import final_issue, label_item
+from tests.conftest import log_in, make_user
+from tests.security import fuzz
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+# Not pages: files, JSON, the API (DRF's own templates), the health check, and routes that only
+# act (log out, skip an issue) or need a one-time token from an e-mail.
+NOT_A_PAGE = re.compile(
+    r"^(api/|healthz|favicon|accounts/logout|accounts/reset/<)|\.csv$|\.json$|download/$|skip/$"
+)
+
+
+@pytest.fixture
+def study(project, issues_in_project, lead, annotator, other_annotator, researcher, repository):
+    """The project mid-study, its admin, and the ids its routes take."""
+    project.annotations_per_issue = 2
+    project.save()
+    items = list(ProjectIssue.objects.filter(project=project).order_by("position"))
+    handed, labeled, disputed, final = items[:4]
+    Reservation.objects.create(
+        project_issue=handed, annotator=annotator, expires_at=timezone.now() + timedelta(hours=1)
+    )
+    label_item(annotator, project, labeled, "A.1", summary="Where is the config documented?")
+    label_item(annotator, project, disputed, "A.1", summary="Asks how to shard")
+    label_item(other_annotator, project, disputed, "C.1", summary="Sharding crashes")
+    final_issue(project, final, "C.2", "C.2")
+    details.sync_entries(project)
+    proposal = proposals.propose(
+        project, annotator, name="Licensing questions", parent_code="A", description="Who may"
+    )
+    job = ExportJob.objects.create(project=project, requested_by=lead)
+    run = SyncRun.objects.create(repository=repository)
+    Invite.issue_for(project, Role.ANNOTATOR, lead)
+    admin = make_user("adam-admin", is_staff=True, is_superuser=True)
+    Membership.objects.create(project=project, user=admin, role=Role.ADMIN)
+    values = {
+        "project_id": [project.pk],
+        # The lead's pages of the disputed and the final issue; the label page of the issue
+        # handed to Ada, the one she labeled (a revision) and the final one (its change request).
+        "item_id": [disputed.pk, final.pk],
+        "public_id": [handed.public_id, labeled.public_id, final.public_id],
+        "proposal_id": [proposal.pk],
+        "version_id": [project.taxonomy_version_id],
+        "type_code": ["A"],
+        "job_id": [job.pk],
+        "run_id": [run.pk],
+        "repository_id": [repository.pk],
+        "member_id": [Membership.objects.filter(project=project, role=Role.ANNOTATOR).first().pk],
+    }
+    personas = {"lead": lead, "annotator": annotator, "researcher": researcher, "admin": admin}
+    return values, personas
+
+
+def page_urls(values: dict) -> list[str]:
+    """Every route of the URL conf that serves a page, filled with the scenario's ids."""
+    # Django's admin (its routes are left out of fuzz.routes): its index and one change list.
+    urls: list[str] = ["/admin/", "/admin/annotator/project/"]
+    for route in dict.fromkeys(fuzz.routes()):
+        if not NOT_A_PAGE.search(route):
+            urls.extend(fuzz.expand(route, values))
+    return urls
+
+
+def audit(browser, live_server, username: str | None, urls: list[str]) -> tuple[list[str], int]:
+    """Open each URL once in one context as this user; the violations and the pages audited."""
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    axe = Axe()
+    found: list[str] = []
+    audited = 0
+    error_pages: set[int] = set()
+    opened: set[str] = set()
+    try:
+        if username:
+            log_in(page, live_server, username)
+        for url in urls:
+            try:
+                response = page.goto(live_server.url + url)
+            except PlaywrightError:
+                continue  # an empty answer (405 to a GET): nothing to see
+            if response is None or "text/html" not in response.headers.get("content-type", ""):
+                continue
+            landed = urlsplit(page.url).path  # the login page once, whatever its ?next=
+            if landed in opened or "<html" not in response.text()[:300].lower():
+                continue  # a redirect to a page audited already, or an htmx fragment
+            opened.add(landed)
+            # An error page (403, 404, 410) is a page too, audited once per role.
+            if response.status != 200:
+                if response.status in error_pages:
+                    continue
+                error_pages.add(response.status)
+            audited += 1
+            found.extend(blocking_violations(page, axe, f"{username or 'visitor'} {url}"))
+    finally:
+        context.close()
+    return found, audited
+
+
+def test_the_audit_reports_a_page_with_a_serious_violation(browser, live_server, db):
+    # The probe can fire: an image without alt text and a control without a name are found.
+    context = browser.new_context()
+    page = context.new_page()
+    try:
+        page.set_content(
+            '<html lang="en"><head><title>t</title></head><body><main><h1>x</h1>'
+            '<img src="data:,"><button></button></main></body></html>'
+        )
+        found = blocking_violations(page, Axe(), "probe")
+    finally:
+        context.close()
+    rules = {line.split(" ", 1)[0] for line in found}
+    assert {"image-alt", "button-name"} <= rules
+
+
+def test_every_page_as_every_role_has_no_serious_accessibility_violation(
+    browser, live_server, study
+):
+    values, personas = study
+    urls = page_urls(values)
+    assert len(urls) > 30  # the URL conf was read
+    found: list[str] = []
+    audited: dict[str, int] = {}
+    for persona in (None, *personas):
+        username = personas[persona].username if persona else None
+        violations, count = audit(browser, live_server, username, urls)
+        found.extend(violations)
+        audited[persona or "visitor"] = count
+    print(f"pages audited per role: {audited}")  # shown with -rP
+    # Each role reached its pages: the lead sees the most, the visitor only the public ones.
+    assert audited["lead"] > 20 and audited["annotator"] > 5 and audited["researcher"] > 5
+    assert not found, f"{len(found)} serious/critical axe-core violations:\n" + "\n".join(found)
