@@ -9,6 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Q
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
@@ -148,10 +149,11 @@ def project_create(request):
             target.add_error(field if field in target.fields else None, message or str(exc))
         else:
             count = ProjectIssue.objects.filter(project=project).count()
+            members = project.memberships.count()
             messages.success(
                 request,
-                f"Project {project.name} created with {count} issues in scope and "
-                f"{project.memberships.count()} members.",
+                f"Project {project.name} created with {count} issue{pluralize(count)} in scope "
+                f"and {members} member{pluralize(members)}.",
             )
             if warning := setup.stopping_warning(project):
                 messages.warning(request, warning)
