@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import forms
 
 from raters.models import MachineRater, RaterRun
-from raters.runs import RaterSettings
+from raters.runs import RaterSettings, key_variable_refused
 
 
 class AddRaterForm(forms.Form):
@@ -21,6 +21,13 @@ class AddRaterForm(forms.Form):
     )
     temperature = forms.FloatField(min_value=0, max_value=2, initial=0, required=False)
     samples = forms.IntegerField(min_value=1, max_value=20, initial=1, required=False)
+
+    def clean_api_key_env(self) -> str:
+        name: str = self.cleaned_data["api_key_env"]
+        why = key_variable_refused(name)
+        if why:
+            raise forms.ValidationError(why)
+        return name
 
     def settings(self) -> RaterSettings:
         data = self.cleaned_data

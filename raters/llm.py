@@ -19,7 +19,9 @@ resuming it (`manage.py machine_label --resume`) asks only for the issues not la
 401, 403, 404, 400 (and any other answer the client does not retry, a redirect included) stop
 the run at once with a message naming the status and the variable that holds the key.
 
-The key: read from the environment variable the rater names (`api_key_env`), sent only to
+The key: read from the environment variable the rater names (`api_key_env`), only if an admin
+lists that name in MODEL_API_KEY_VARS (`raters.runs.key_variable_refused`, checked again here
+before reading; an unlisted and an unset variable get the same message), sent only to
 the endpoint's origin: the HTTP client follows no redirect, ignores proxy variables and .netrc
 (`trust_env=False`) and refuses, before sending, any request whose URL is not on the
 endpoint's scheme, host and port or not allowed by MODEL_API_HOSTS (`ingest.hosts`, the forge
@@ -46,7 +48,7 @@ from django.conf import settings
 from ingest.hosts import HostRefused, same_origin
 from raters import prompt
 from raters.backends import BackendError, IssueText, LabelRequest, Prediction
-from raters.runs import model_url_refused
+from raters.runs import KEY_VARIABLE_REFUSED, key_variable_refused, model_url_refused
 
 if TYPE_CHECKING:
     from raters.models import MachineRater
@@ -84,9 +86,11 @@ class LLMBackend:
         name = self.rater.api_key_env
         if not name:
             return NO_KEY
-        key = os.environ.get(name, "")
+        # Checked again here: a rater stored before MODEL_API_KEY_VARS changed reads no
+        # unlisted variable. Unlisted and unset get the same words (no oracle of what is set).
+        key = "" if key_variable_refused(name) else os.environ.get(name, "")
         if not key:
-            raise BackendError(f"llm: the environment variable {name} (the rater's key) is not set")
+            raise BackendError(f"llm: api_key_env {name}: not set, or {KEY_VARIABLE_REFUSED}")
         return key
 
     def _secret_free(self, text: str) -> str:

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import partial
 
+from django.conf import settings as django_settings
 from django.db import transaction
 from django.db.models import F, Window
 from django.db.models.functions import RowNumber
@@ -80,6 +81,9 @@ def add_rater(project: Project, settings: RaterSettings, user=None) -> MachineRa
         why = model_url_refused(settings.api_url)
         if why:
             raise RaterError("api_url", why)
+    why = key_variable_refused(settings.api_key_env)
+    if why:
+        raise RaterError("api_key_env", why)
     if not 0 <= settings.temperature <= 2:
         raise RaterError("temperature", "between 0 and 2")
     if not 1 <= settings.samples <= 20:
@@ -98,6 +102,24 @@ def add_rater(project: Project, settings: RaterSettings, user=None) -> MachineRa
         samples=settings.samples,
         created_by=user,
     )
+
+
+def key_variable_refused(name: str) -> str:
+    """Why a rater may not read its key from the environment variable `name` ("" if it may,
+    or if it names none): only the names an admin lists in MODEL_API_KEY_VARS, read at every
+    call. The form, `add_rater` (page and command) and the llm backend, before it reads the
+    key, all ask here; the message is the same whatever the variable, so it says nothing of
+    which variables exist on the server."""
+    if not name:
+        return ""
+    if name in django_settings.MODEL_API_KEY_VARS:
+        return ""
+    return KEY_VARIABLE_REFUSED
+
+
+KEY_VARIABLE_REFUSED = (
+    "not a key variable the admin allows (MODEL_API_KEY_VARS lists the names a rater may use)"
+)
 
 
 def model_url_refused(url: str) -> str:

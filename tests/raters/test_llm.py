@@ -39,6 +39,7 @@ KEY = "sk-test-Secret-0123456789"
 def fake(settings):
     fake = FakeOpenAI().start()
     settings.MODEL_API_HOSTS = [fake.host]
+    settings.MODEL_API_KEY_VARS = [KEY_VARIABLE]
     settings.MODEL_API_TIMEOUT = 5
     settings.MODEL_API_MAX_RETRIES = 2
     settings.MODEL_API_CONCURRENCY = 3
@@ -273,6 +274,53 @@ def test_an_endpoint_not_in_model_api_hosts_is_refused(
     assert fake.requests == []
 
 
+@pytest.mark.parametrize("secret", ["SECRET_KEY", "DATABASE_URL", "GITHUB_TOKEN"])
+def test_a_lead_naming_a_server_secret_as_the_key_is_refused_everywhere(
+    client, project, lead, fake, monkeypatch, secret
+):
+    monkeypatch.setenv(secret, "server-secret-value")
+    # The page: a 400 beside the field, nothing stored.
+    client.force_login(lead)
+    response = client.post(
+        reverse("rater_add", args=[project.pk]),
+        {"name": "gpt", "kind": "llm", "model": "m", "api_url": fake.base_url,
+         "api_key_env": secret, "temperature": "0", "samples": "1"},
+    )  # fmt: skip
+    assert response.status_code == 400
+    assert b'data-field="api_key_env"' in response.content
+    assert b"MODEL_API_KEY_VARS" in response.content
+    # The function the page and the command call.
+    with pytest.raises(RaterError) as refused:
+        add_rater(
+            project,
+            RaterSettings(name="gpt", kind="llm", model="m", api_url=fake.base_url,
+                          api_key_env=secret),
+        )  # fmt: skip
+    assert refused.value.field == "api_key_env"
+    assert not MachineRater.objects.filter(project=project).exists()
+
+
+def test_a_stored_rater_naming_an_unlisted_variable_sends_nothing_and_says_the_same_as_unset(
+    project, lead, issues, answers, fake, monkeypatch, settings
+):
+    # Stored while the name was listed; an admin has since taken it off the list.
+    rater = _rater(project, lead, fake, monkeypatch)
+    settings.MODEL_API_KEY_VARS = []
+    unlisted = _run(rater)
+    assert unlisted.status == "failed"
+    assert fake.requests == []
+    assert KEY not in unlisted.error
+
+    # Listed again but unset: the same message, so a lead learns nothing of what is set.
+    settings.MODEL_API_KEY_VARS = [KEY_VARIABLE]
+    monkeypatch.delenv(KEY_VARIABLE)
+    unset = _run(rater)
+    assert unset.status == "failed"
+    assert fake.requests == []
+    assert unset.error == unlisted.error
+    assert "api_key_env" in unset.error
+
+
 class Killed(BaseException):
     """A worker killed mid-run (not an Exception: nothing in the run may catch it)."""
 
@@ -370,6 +418,7 @@ def test_the_lead_adding_an_unlisted_endpoint_gets_a_400_naming_the_field(
     client, project, lead, settings
 ):
     settings.MODEL_API_HOSTS = ["models.internal:8000"]
+    settings.MODEL_API_KEY_VARS = ["KEY"]
     client.force_login(lead)
     response = client.post(
         reverse("rater_add", args=[project.pk]),
