@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from django.conf import settings as django_settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
@@ -153,7 +153,9 @@ def issue_texts(issue_ids: Iterable[int]) -> dict[int, str]:
 
 def final_codes(project: Project) -> dict[int, str]:
     """Each final issue's label at theme level ("FP", a theme, or a type without a theme),
-    read under the project's taxonomy version."""
+    read under the project's taxonomy version: the finals a classifier trains on (a final with
+    no code is left out). `run_rater` records their count as `trained_on` and `raters_due`
+    counts them the same way, so a final without a code never makes a rater due."""
     translator = Translator(project.taxonomy_version)
     rows = Resolution.objects.filter(project=project, is_current=True).select_related(
         "issue_type", "theme", "sub_theme"
@@ -298,12 +300,18 @@ def run_rater(run_id: int) -> RaterRun:
                 chunk = []
         if chunk:
             _store(run, chunk, nodes)
-    except BackendError as exc:
-        if chunk:
-            _store(run, chunk, nodes)
+    except (BackendError, DatabaseError) as exc:
+        # A store that fails (e.g. `one_current_machine_label` against a run that overlapped)
+        # ends the run failed, never left RUNNING; its labels stored so far stay.
+        error = str(exc) if isinstance(exc, BackendError) else f"storing labels failed: {exc}"
+        if chunk and isinstance(exc, BackendError):
+            try:
+                _store(run, chunk, nodes)
+            except DatabaseError as store_exc:
+                error += f"; storing the last labels failed: {store_exc}"
         RaterRun.objects.filter(pk=run.pk).update(
             status=RaterRun.Status.FAILED,
-            error=str(exc),
+            error=error[:10_000],
             invalid=_invalid(run),
             done=MachineLabel.objects.filter(run=run).count(),
             finished_at=timezone.now(),
@@ -329,14 +337,28 @@ def unfinished_run(rater: MachineRater) -> RaterRun | None:
     return rater.runs.exclude(status=RaterRun.Status.DONE).order_by("-created_at", "-pk").first()
 
 
+def begin_run(rater: MachineRater, only: str = RaterRun.Scope.ALL, user=None) -> RaterRun | None:
+    """Record a new run of the rater, or None when one is already queued or running: runs of
+    one rater never overlap (two would both write current labels, and the second would hit
+    `one_current_machine_label`). The rater's row is locked while this decides, so two
+    callers at once (two close final labels) start one run between them."""
+    with transaction.atomic():
+        MachineRater.objects.select_for_update().filter(pk=rater.pk).first()
+        busy = unfinished_run(rater)
+        if busy is not None and busy.status in (RaterRun.Status.PENDING, RaterRun.Status.RUNNING):
+            return None
+        return create_run(rater, only, user)
+
+
 def raters_due(project_id: int) -> list[MachineRater]:
     """Trained classifier raters of the project with at least `retrain_after` new final labels
     since their last training."""
-    finals = Resolution.objects.filter(project_id=project_id, is_current=True).count()
-    return [
-        rater
-        for rater in MachineRater.objects.filter(
+    raters = list(
+        MachineRater.objects.filter(
             project_id=project_id, kind=MachineRater.Kind.CLASSIFIER, version__gt=0
         )
-        if finals - rater.trained_on >= rater.retrain_after
-    ]
+    )
+    if not raters:
+        return []
+    finals = len(final_codes(Project.objects.select_related("taxonomy_version").get(pk=project_id)))
+    return [rater for rater in raters if finals - rater.trained_on >= rater.retrain_after]
