@@ -21,6 +21,12 @@ class AddRaterForm(forms.Form):
     )
     temperature = forms.FloatField(min_value=0, max_value=2, initial=0, required=False)
     samples = forms.IntegerField(min_value=1, max_value=20, initial=1, required=False)
+    prompt_details = forms.BooleanField(
+        required=False,
+        label="Show the taxonomy's example details in the prompt",
+        help_text="Off keeps validation out of sample: details are annotators' words about "
+        "study issues, perhaps the one labeled.",
+    )
 
     def clean_api_key_env(self) -> str:
         name: str = self.cleaned_data["api_key_env"]
@@ -39,6 +45,7 @@ class AddRaterForm(forms.Form):
             api_key_env=data["api_key_env"],
             temperature=data["temperature"] if data["temperature"] is not None else 0.0,
             samples=data["samples"] or 1,
+            prompt_details=data["prompt_details"],
         )
 
 

@@ -235,7 +235,9 @@ class LLMBackend:
             code=code,
             confidence=confidence,
             raw_output=raw,
-            prompt_hash=prompt.prompt_hash(self.taxonomy_version, self.guideline, shots),
+            prompt_hash=prompt.prompt_hash(
+                self.taxonomy_version, self.guideline, shots, self.details
+            ),
             model=served,
             model_version=fingerprint,
             parameters=parameters,
@@ -250,7 +252,8 @@ class LLMBackend:
         self.order = prompt.few_shot_order(self.finals, self.rater.seed or 0)
         # FEW_SHOT + 1: an issue that is itself an example is given the next one instead.
         self.shot_texts = request.fetch_texts(self.order[: FEW_SHOT + 1])
-        self.system = prompt.system_message(request.guideline, request.taxonomy)
+        self.details = self.rater.prompt_details
+        self.system = prompt.system_message(request.guideline, request.taxonomy, self.details)
         codes = prompt.codes_allowed(request.taxonomy)
         self.codes = set(codes)
         self.schema = prompt.schema(codes)
@@ -262,6 +265,7 @@ class LLMBackend:
             "seed": self.rater.seed,
             "max_tokens": self.rater.max_tokens,
             "samples": self.rater.samples,
+            "prompt_details": self.details,
             "logprobs": True,
             "top_logprobs": TOP_LOGPROBS,
             "response_format": "json_schema",

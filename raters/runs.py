@@ -66,6 +66,7 @@ class RaterSettings:
     api_key_env: str = ""
     temperature: float = 0.0
     samples: int = 1
+    prompt_details: bool = False
 
 
 def add_rater(project: Project, settings: RaterSettings, user=None) -> MachineRater:
@@ -100,6 +101,7 @@ def add_rater(project: Project, settings: RaterSettings, user=None) -> MachineRa
         api_key_env=settings.api_key_env,
         temperature=settings.temperature,
         samples=settings.samples,
+        prompt_details=settings.prompt_details,
         created_by=user,
     )
 

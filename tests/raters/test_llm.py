@@ -321,6 +321,43 @@ def test_a_stored_rater_naming_an_unlisted_variable_sends_nothing_and_says_the_s
     assert "api_key_env" in unset.error
 
 
+def test_the_taxonomys_example_details_reach_the_prompt_only_when_the_lead_turns_them_on(
+    client, project, lead, issues, answers, fake, monkeypatch
+):
+    """Details are what annotators wrote about study issues (maybe the one labeled): off by
+    default, so validation stays out of sample; on, the rater and its labels say so."""
+    TaxonomyNode.objects.filter(version_id=project.taxonomy_version_id).update(
+        details=["a detail an annotator wrote about issue 1234"]
+    )
+    plain = _rater(project, lead, fake, monkeypatch)
+    _run(plain, "open")
+    system = fake.requests[-1].body["messages"][0]["content"]
+    assert "a detail an annotator wrote" not in system
+    plain_labels = list(_labels(plain).values())
+    assert {row.parameters["prompt_details"] for row in plain_labels} == {False}
+
+    detailed = add_rater(
+        project,
+        RaterSettings(name="llm-details", kind="llm", model="fake-llm-7b", api_url=fake.base_url,
+                      api_key_env=KEY_VARIABLE, prompt_details=True),
+    )  # fmt: skip
+    MachineRater.objects.filter(pk=detailed.pk).update(seed=42, max_tokens=64)
+    detailed.refresh_from_db()
+    _run(detailed, "open")
+    system = fake.requests[-1].body["messages"][0]["content"]
+    assert "(e.g. a detail an annotator wrote about issue 1234)" in system
+    detailed_labels = _labels(detailed)
+    assert {row.parameters["prompt_details"] for row in detailed_labels.values()} == {True}
+    # Same few-shot examples, same guideline: only the details tell the two hashes apart.
+    by_title = {row.issue.title: row.prompt_hash for row in plain_labels}
+    assert all(by_title[t] != row.prompt_hash for t, row in detailed_labels.items())
+
+    client.force_login(lead)
+    page = client.get(reverse("raters_page", args=[project.pk])).content.decode()
+    assert page.count("details in prompt") == 2  # the hint, and the one rater marked
+    assert "may not be fully out of sample" in page
+
+
 class Killed(BaseException):
     """A worker killed mid-run (not an Exception: nothing in the run may catch it)."""
 
