@@ -24,7 +24,7 @@ from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from annotator.models import Project
-from ingest.hosts import MODEL_API_HOSTS, url_allowed
+from ingest.hosts import MODEL_API_HOSTS, base_url_refused
 from ingest.models import Comment, Issue
 from labeling.models import ProjectIssue, Resolution
 from raters.backends import (
@@ -125,11 +125,11 @@ KEY_VARIABLE_REFUSED = (
 
 
 def model_url_refused(url: str) -> str:
-    """Why an llm rater's endpoint URL is refused ("" if it may be used): the forge hosts'
-    rule (`ingest.hosts.url_allowed`) with the MODEL_API_HOSTS allowlist."""
-    if "?" in url or "#" in url:
-        return "an endpoint URL has no query or fragment"
-    why = url_allowed(url, setting=MODEL_API_HOSTS)
+    """Why an llm rater's endpoint URL, or a request the client makes to it, is refused (""
+    if it may be used): the forge API URLs' rule (`ingest.hosts.base_url_refused`: the host
+    rule, no query or fragment) with the MODEL_API_HOSTS allowlist. Requests are held to the
+    base URL's rule too: the chat-completions and models calls carry no query."""
+    why = base_url_refused(url, setting=MODEL_API_HOSTS)
     return f"{url}: {why}" if why else ""
 
 

@@ -358,6 +358,15 @@ def test_the_taxonomys_example_details_reach_the_prompt_only_when_the_lead_turns
     assert "may not be fully out of sample" in page
 
 
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8000/v1?key=x", "http://127.0.0.1:8000/v1#a"])
+def test_an_endpoint_with_a_query_or_fragment_is_refused_naming_the_field(project, settings, url):
+    settings.MODEL_API_HOSTS = ["http://127.0.0.1:8000"]
+    with pytest.raises(RaterError) as refused:
+        add_rater(project, RaterSettings(name="q", kind="llm", model="m", api_url=url))
+    assert refused.value.field == "api_url"
+    assert "no query or fragment" in refused.value.message
+
+
 class Killed(BaseException):
     """A worker killed mid-run (not an Exception: nothing in the run may catch it)."""
 
