@@ -339,16 +339,24 @@ def unfinished_run(rater: MachineRater) -> RaterRun | None:
     return rater.runs.exclude(status=RaterRun.Status.DONE).order_by("-created_at", "-pk").first()
 
 
-def begin_run(rater: MachineRater, only: str = RaterRun.Scope.ALL, user=None) -> RaterRun | None:
-    """Record a new run of the rater, or None when one is already queued or running: runs of
-    one rater never overlap (two would both write current labels, and the second would hit
+class RaterBusy(RaterError):
+    """A run of the rater is already queued or running."""
+
+
+def begin_run(rater: MachineRater, only: str = RaterRun.Scope.ALL, user=None) -> RaterRun:
+    """Record a new run of the rater, or RaterBusy when one is already queued or running: runs
+    of one rater never overlap (two would both write current labels, and the second would hit
     `one_current_machine_label`). The rater's row is locked while this decides, so two
-    callers at once (two close final labels) start one run between them."""
+    callers at once (two close final labels, a lead's click beside a retraining) start one run
+    between them. The page, the command and the retraining task all start runs here."""
     with transaction.atomic():
         MachineRater.objects.select_for_update().filter(pk=rater.pk).first()
         busy = unfinished_run(rater)
         if busy is not None and busy.status in (RaterRun.Status.PENDING, RaterRun.Status.RUNNING):
-            return None
+            raise RaterBusy(
+                "rater",
+                f"run {busy.pk} of {rater.name} is {busy.get_status_display()}: wait for it",
+            )
         return create_run(rater, only, user)
 
 

@@ -13,7 +13,7 @@ from celery import shared_task
 from django.db import transaction
 
 from raters.models import MachineRater, RaterRun
-from raters.runs import begin_run, create_run, raters_due, run_rater
+from raters.runs import RaterBusy, begin_run, raters_due, run_rater
 
 
 @shared_task(acks_late=True)
@@ -23,8 +23,9 @@ def run_rater_task(run_id: int) -> None:
 
 
 def start_run(rater: MachineRater, only: str = RaterRun.Scope.ALL, user=None) -> RaterRun:
-    """Record a run (RaterError naming the field) and queue it once the transaction commits."""
-    run = create_run(rater, only, user)
+    """Record a run (RaterError naming the field; RaterBusy while one of the rater's runs is
+    queued or running) and queue it once the transaction commits."""
+    run = begin_run(rater, only, user)
     transaction.on_commit(lambda: run_rater_task.delay(run.pk))
     return run
 
@@ -40,8 +41,9 @@ def retrain_due(project_id: int) -> list[int]:
     """Retrain and rerun the project's classifiers that are due; returns the runs' ids."""
     runs = []
     for rater in raters_due(project_id):
-        run = begin_run(rater, RaterRun.Scope.ALL)
-        if run is None:  # a run of this rater is queued or running: it is not started twice
+        try:
+            run = begin_run(rater, RaterRun.Scope.ALL)
+        except RaterBusy:  # a run of this rater is queued or running: it is not started twice
             continue
         run_rater(run.pk)
         runs.append(run.pk)

@@ -9,7 +9,7 @@ from django.db import IntegrityError
 
 from labeling.models import Resolution
 from raters.models import MachineLabel, MachineRater, RaterRun
-from raters.runs import begin_run, create_run, run_rater
+from raters.runs import RaterBusy, begin_run, create_run, run_rater
 from raters.tasks import retrain_due
 from tests.raters.conftest import add_finals
 
@@ -109,7 +109,8 @@ def test_a_retraining_is_not_started_while_a_run_of_the_rater_is_queued_or_runni
 
     assert retrain_due(project.pk) == []
     assert RaterRun.objects.filter(rater=rater).count() == 2  # the first run and `busy`
-    assert begin_run(rater) is None
+    with pytest.raises(RaterBusy, match=f"run {busy.pk} of tfidf is"):
+        begin_run(rater)
     busy.status = "failed"
     busy.save()
     assert len(retrain_due(project.pk)) == 1
