@@ -134,3 +134,45 @@ def test_a_run_whose_labels_cannot_be_stored_ends_failed_not_running(
     assert run.finished_at is not None
     rater.refresh_from_db()
     assert rater.version == 1  # not counted as a training
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_two_retrainings_at_once_start_one_run(project, monkeypatch):
+    """Two workers handle two close final labels at the same moment: the lock on the rater's
+    row lets one of them record a run; the other sees it and starts nothing."""
+    import threading
+    import time
+
+    from django.db import connection
+
+    from raters import runs
+
+    rater = MachineRater.objects.create(project=project, name="tfidf", kind="classifier")
+    slow_create = runs.create_run
+
+    def create_slowly(*args, **kwargs):
+        time.sleep(0.5)  # wide enough for the other worker to check in between, unlocked
+        return slow_create(*args, **kwargs)
+
+    monkeypatch.setattr(runs, "create_run", create_slowly)
+    outcomes: list[str] = []
+    start = threading.Barrier(2)
+
+    def worker() -> None:
+        try:
+            start.wait()
+            runs.begin_run(rater)
+            outcomes.append("started")
+        except runs.RaterBusy:
+            outcomes.append("busy")
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert sorted(outcomes) == ["busy", "started"]
+    assert RaterRun.objects.filter(rater=rater).count() == 1
