@@ -259,6 +259,11 @@ FORGE_API_HOSTS = env_list("FORGE_API_HOSTS")
 # under the same rule as FORGE_API_HOSTS but with no public default: only these hosts, loopback
 # too when listed. The key comes from the variable each rater names (`api_key_env`).
 MODEL_API_HOSTS = env_list("MODEL_API_HOSTS")
+# The environment variables a rater may name as its key (`api_key_env`): only these, so a lead
+# cannot send another server secret (SECRET_KEY, DATABASE_URL, a forge token) to a model host.
+# Empty: no rater may read a key (a local server needs none). The rule:
+# raters.runs.key_variable_refused.
+MODEL_API_KEY_VARS = env_list("MODEL_API_KEY_VARS")
 # Seconds one request may take (a CPU server answers slowly), tries after a 429, a 5xx or a
 # dropped connection (with back-off, honouring retry-after), requests in flight per run.
 MODEL_API_TIMEOUT = env_int("MODEL_API_TIMEOUT", 300)

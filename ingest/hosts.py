@@ -7,7 +7,9 @@ A repository's API URL is chosen by a lead, and every URL the client follows aft
   gitee.com, gitlab.com, each for its own forge) or a host an admin listed in FORGE_API_HOSTS
   (GitHub Enterprise, a self-hosted GitLab, the tests' fake forge), over https; plain http only
   for an entry written with an explicit `http://`. No user name or password in the URL, no
-  query, no fragment. `check_api_url` says why a URL is refused (forms, the CLI).
+  query, no fragment (`base_url_refused`: the base URL's rule, shared with the model
+  endpoints; not checked per request, whose URLs may carry a query). `check_api_url` says why
+  a URL is refused (forms, the CLI).
 * The public forge hosts (API and web: api.github.com, github.com, gitee.com, gitlab.com) are
   reached only as themselves: https on port 443, whatever FORGE_API_HOSTS says (they serve no
   other port, so another one is not theirs).
@@ -31,8 +33,9 @@ an entry without a port allows any port of that host. FORGE_TOKEN_HOSTS entries 
 without a port means the scheme's default port (443, or 80 for `http://`).
 
 The same rule, with another allowlist, guards the machine raters' model endpoints
-(`MODEL_API_HOSTS`, `raters.llm`): `url_allowed(url, setting=MODEL_API_HOSTS)`. That list has no
-public defaults, so only a listed host may be named (a loopback server only when listed).
+(`MODEL_API_HOSTS`, `raters.llm`): `base_url_refused(url, setting=MODEL_API_HOSTS)`. That list
+has no public defaults, so only a listed host may be named (a loopback server only when
+listed).
 """
 
 from __future__ import annotations
@@ -251,6 +254,19 @@ def url_allowed(url: str, forge: str | None = None, setting: str = FORGE_API_HOS
     return f"{host} is not a forge API host ({names}) nor listed in FORGE_API_HOSTS"
 
 
+def base_url_refused(url: str, forge: str | None = None, setting: str = FORGE_API_HOSTS) -> str:
+    """Why a base URL a lead configures (a repository's API URL, a model endpoint) is refused
+    ("" if it may be used): `url_allowed`'s rule, and no query or fragment, since paths are
+    joined onto a base and a query there would be dropped or carried into every request.
+
+    Not part of `url_allowed` itself, which also checks each request: a forge's next page
+    (`Link: rel="next"`, `?page=2`) carries a query, as may any request a client builds.
+    """
+    if "?" in url or "#" in url:
+        return "a base URL has no query or fragment"
+    return url_allowed(url, forge, setting)
+
+
 def refused_address(address: str) -> str:
     """Why an IP address must not be connected to ("" if it may): not a public address."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])  # drop an IPv6 zone (fe80::1%eth0)
@@ -297,9 +313,7 @@ def check_api_url(forge: str, url: str) -> str:
     down); it is checked again at every request."""
     url = url.strip()
     parts = urlsplit(url)
-    if parts.query or parts.fragment:
-        raise HostRefused(f"{url}: an API URL has no query or fragment")
-    why = url_allowed(url, forge)
+    why = base_url_refused(url, forge)
     if why:
         raise HostRefused(why)
     host = parts.hostname or ""

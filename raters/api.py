@@ -28,6 +28,7 @@ def raters_api(request: Request, project_id: int) -> Response:
             "enlisted": r.enlisted,
             "temperature": r.temperature,
             "samples": r.samples,
+            "prompt_details": r.prompt_details,
         }
         for r in MachineRater.objects.filter(project=project)
     }

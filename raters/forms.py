@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import forms
 
 from raters.models import MachineRater, RaterRun
-from raters.runs import RaterSettings
+from raters.runs import RaterSettings, key_variable_refused
 
 
 class AddRaterForm(forms.Form):
@@ -21,6 +21,19 @@ class AddRaterForm(forms.Form):
     )
     temperature = forms.FloatField(min_value=0, max_value=2, initial=0, required=False)
     samples = forms.IntegerField(min_value=1, max_value=20, initial=1, required=False)
+    prompt_details = forms.BooleanField(
+        required=False,
+        label="Show the taxonomy's example details in the prompt",
+        help_text="Off keeps validation out of sample: details are annotators' words about "
+        "study issues, perhaps the one labeled.",
+    )
+
+    def clean_api_key_env(self) -> str:
+        name: str = self.cleaned_data["api_key_env"]
+        why = key_variable_refused(name)
+        if why:
+            raise forms.ValidationError(why)
+        return name
 
     def settings(self) -> RaterSettings:
         data = self.cleaned_data
@@ -32,6 +45,7 @@ class AddRaterForm(forms.Form):
             api_key_env=data["api_key_env"],
             temperature=data["temperature"] if data["temperature"] is not None else 0.0,
             samples=data["samples"] or 1,
+            prompt_details=data["prompt_details"],
         )
 
 

@@ -19,7 +19,9 @@ resuming it (`manage.py machine_label --resume`) asks only for the issues not la
 401, 403, 404, 400 (and any other answer the client does not retry, a redirect included) stop
 the run at once with a message naming the status and the variable that holds the key.
 
-The key: read from the environment variable the rater names (`api_key_env`), sent only to
+The key: read from the environment variable the rater names (`api_key_env`), only if an admin
+lists that name in MODEL_API_KEY_VARS (`raters.runs.key_variable_refused`, checked again here
+before reading; an unlisted and an unset variable get the same message), sent only to
 the endpoint's origin: the HTTP client follows no redirect, ignores proxy variables and .netrc
 (`trust_env=False`) and refuses, before sending, any request whose URL is not on the
 endpoint's scheme, host and port or not allowed by MODEL_API_HOSTS (`ingest.hosts`, the forge
@@ -46,7 +48,7 @@ from django.conf import settings
 from ingest.hosts import HostRefused, same_origin
 from raters import prompt
 from raters.backends import BackendError, IssueText, LabelRequest, Prediction
-from raters.runs import model_url_refused
+from raters.runs import KEY_VARIABLE_REFUSED, key_variable_refused, model_url_refused
 
 if TYPE_CHECKING:
     from raters.models import MachineRater
@@ -84,9 +86,11 @@ class LLMBackend:
         name = self.rater.api_key_env
         if not name:
             return NO_KEY
-        key = os.environ.get(name, "")
+        # Checked again here: a rater stored before MODEL_API_KEY_VARS changed reads no
+        # unlisted variable. Unlisted and unset get the same words (no oracle of what is set).
+        key = "" if key_variable_refused(name) else os.environ.get(name, "")
         if not key:
-            raise BackendError(f"llm: the environment variable {name} (the rater's key) is not set")
+            raise BackendError(f"llm: api_key_env {name}: not set, or {KEY_VARIABLE_REFUSED}")
         return key
 
     def _secret_free(self, text: str) -> str:
@@ -231,7 +235,9 @@ class LLMBackend:
             code=code,
             confidence=confidence,
             raw_output=raw,
-            prompt_hash=prompt.prompt_hash(self.taxonomy_version, self.guideline, shots),
+            prompt_hash=prompt.prompt_hash(
+                self.taxonomy_version, self.guideline, shots, self.details
+            ),
             model=served,
             model_version=fingerprint,
             parameters=parameters,
@@ -246,7 +252,8 @@ class LLMBackend:
         self.order = prompt.few_shot_order(self.finals, self.rater.seed or 0)
         # FEW_SHOT + 1: an issue that is itself an example is given the next one instead.
         self.shot_texts = request.fetch_texts(self.order[: FEW_SHOT + 1])
-        self.system = prompt.system_message(request.guideline, request.taxonomy)
+        self.details = self.rater.prompt_details
+        self.system = prompt.system_message(request.guideline, request.taxonomy, self.details)
         codes = prompt.codes_allowed(request.taxonomy)
         self.codes = set(codes)
         self.schema = prompt.schema(codes)
@@ -258,6 +265,7 @@ class LLMBackend:
             "seed": self.rater.seed,
             "max_tokens": self.rater.max_tokens,
             "samples": self.rater.samples,
+            "prompt_details": self.details,
             "logprobs": True,
             "top_logprobs": TOP_LOGPROBS,
             "response_format": "json_schema",

@@ -43,6 +43,10 @@ class MachineRater(models.Model):
     samples = models.PositiveSmallIntegerField(default=1)
     max_tokens = models.PositiveIntegerField(default=512)
     seed = models.IntegerField(null=True, blank=True)
+    # The llm prompt shows each taxonomy node's example details (what annotators wrote for the
+    # study's issues, not linked to issue ids, so they may describe the issue being labeled):
+    # off by default, so validation stays out of sample; recorded in parameters and prompt hash.
+    prompt_details = models.BooleanField(default=False)
     # Hooks for the stopping rule (not used yet): off by default.
     enlisted = models.BooleanField(default=False)
     confidence_threshold = models.FloatField(null=True, blank=True)

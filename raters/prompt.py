@@ -1,12 +1,15 @@
 """What the llm rater asks and how it reads the answer: pure functions, no database, no network.
 
 The prompt (`messages`): a system message with the instructions (`TEMPLATE`), the project's
-guideline and the taxonomy (each node's code, name, description and up to `DETAILS_PER_NODE`
-example details); then few-shot examples from final labels as user / assistant turns (the
-assistant turn is the answer the schema asks for); then the issue (title, body, first comments,
-`raters.runs.issue_texts`). Few-shot examples are chosen once per run (`few_shot_order`: one
-issue per label in turn, a seeded hash deciding which) and never include the issue being
-labeled (`few_shot_for` skips it and takes the next): validation stays out of sample.
+guideline and the taxonomy (each node's code, name and description, and up to
+`DETAILS_PER_NODE` example details only when the rater's `prompt_details` is on: details are
+what annotators wrote for the study's issues, not linked to issue ids, so they cannot be left
+out per issue and may describe the issue being labeled; off by default); then few-shot
+examples from final labels as user / assistant turns (the assistant turn is the answer the
+schema asks for); then the issue (title, body, first comments, `raters.runs.issue_texts`).
+Few-shot examples are chosen once per run (`few_shot_order`: one issue per label in turn, a
+seeded hash deciding which) and never include the issue being labeled (`few_shot_for` skips
+it and takes the next): validation stays out of sample.
 
 The answer is constrained by a JSON schema (`schema`): `{"code": <one of the taxonomy's codes or
 "FP">}`. Servers that ignore the schema still get their output checked (`read_output`): JSON in
@@ -17,8 +20,8 @@ Confidence (`logprob_confidence`): the probability of the code's tokens (exp of 
 log-probabilities) where the endpoint returns them; else (`agreement`) the share of the k
 samples that gave the majority code (invalid samples count against it).
 
-`prompt_hash`: SHA-256 of the template, the taxonomy version, the guideline and the few-shot
-issue ids: two labels with the same hash were asked the same way.
+`prompt_hash`: SHA-256 of the template, the taxonomy version, details on or off, the guideline
+and the few-shot issue ids: two labels with the same hash were asked the same way.
 """
 
 from __future__ import annotations
@@ -52,24 +55,26 @@ EXAMPLE_CHARS = 2000  # each few-shot example's text is cut here: the prompt sta
 SCHEMA_NAME = "issue_label"
 
 
-def taxonomy_block(nodes: Sequence[NodeText]) -> str:
+def taxonomy_block(nodes: Sequence[NodeText], details: bool = False) -> str:
+    """The taxonomy, a line per node; its example details only with `details` (a rater's
+    `prompt_details`: they are annotators' words about study issues, maybe the one labeled)."""
     lines = []
     for node in nodes:
         depth = node.code.count(".")
         line = f"{'  ' * depth}{node.code} {node.name}"
         if node.description:
             line += f": {node.description}"
-        details = [d for d in node.details if d.strip()][:DETAILS_PER_NODE]
-        if details:
-            line += f" (e.g. {'; '.join(details)})"
+        examples = [d for d in node.details if d.strip()][:DETAILS_PER_NODE] if details else []
+        if examples:
+            line += f" (e.g. {'; '.join(examples)})"
         lines.append(line)
     lines.append(f"{FP_CODE} false positive: not an issue the taxonomy covers")
     return "\n".join(lines)
 
 
-def system_message(guideline: str, nodes: Sequence[NodeText]) -> str:
+def system_message(guideline: str, nodes: Sequence[NodeText], details: bool = False) -> str:
     return TEMPLATE.replace("{guideline}", guideline.strip() or "(none)").replace(
-        "{taxonomy}", taxonomy_block(nodes)
+        "{taxonomy}", taxonomy_block(nodes, details)
     )
 
 
@@ -139,9 +144,12 @@ def few_shot_for(order: Sequence[int], issue_id: int, k: int) -> list[int]:
     return [i for i in order[: k + 1] if i != issue_id][:k]
 
 
-def prompt_hash(taxonomy_version: int, guideline: str, few_shot_ids: Sequence[int]) -> str:
+def prompt_hash(
+    taxonomy_version: int, guideline: str, few_shot_ids: Sequence[int], details: bool = False
+) -> str:
     digest = hashlib.sha256(TEMPLATE.encode())
     digest.update(f"\ntaxonomy version {taxonomy_version}\n".encode())
+    digest.update(f"details {'on' if details else 'off'}\n".encode())
     digest.update(guideline.encode())
     digest.update(f"\nfew-shot {','.join(str(i) for i in few_shot_ids)}".encode())
     return digest.hexdigest()

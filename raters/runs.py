@@ -17,13 +17,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import partial
 
-from django.db import transaction
+from django.conf import settings as django_settings
+from django.db import DatabaseError, transaction
 from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from annotator.models import Project
-from ingest.hosts import MODEL_API_HOSTS, url_allowed
+from ingest.hosts import MODEL_API_HOSTS, base_url_refused
 from ingest.models import Comment, Issue
 from labeling.models import ProjectIssue, Resolution
 from raters.backends import (
@@ -65,6 +66,7 @@ class RaterSettings:
     api_key_env: str = ""
     temperature: float = 0.0
     samples: int = 1
+    prompt_details: bool = False
 
 
 def add_rater(project: Project, settings: RaterSettings, user=None) -> MachineRater:
@@ -80,6 +82,9 @@ def add_rater(project: Project, settings: RaterSettings, user=None) -> MachineRa
         why = model_url_refused(settings.api_url)
         if why:
             raise RaterError("api_url", why)
+    why = key_variable_refused(settings.api_key_env)
+    if why:
+        raise RaterError("api_key_env", why)
     if not 0 <= settings.temperature <= 2:
         raise RaterError("temperature", "between 0 and 2")
     if not 1 <= settings.samples <= 20:
@@ -96,16 +101,35 @@ def add_rater(project: Project, settings: RaterSettings, user=None) -> MachineRa
         api_key_env=settings.api_key_env,
         temperature=settings.temperature,
         samples=settings.samples,
+        prompt_details=settings.prompt_details,
         created_by=user,
     )
 
 
+def key_variable_refused(name: str) -> str:
+    """Why a rater may not read its key from the environment variable `name` ("" if it may,
+    or if it names none): only the names an admin lists in MODEL_API_KEY_VARS, read at every
+    call. The form, `add_rater` (page and command) and the llm backend, before it reads the
+    key, all ask here; the message is the same whatever the variable, so it says nothing of
+    which variables exist on the server."""
+    if not name:
+        return ""
+    if name in django_settings.MODEL_API_KEY_VARS:
+        return ""
+    return KEY_VARIABLE_REFUSED
+
+
+KEY_VARIABLE_REFUSED = (
+    "not a key variable the admin allows (MODEL_API_KEY_VARS lists the names a rater may use)"
+)
+
+
 def model_url_refused(url: str) -> str:
-    """Why an llm rater's endpoint URL is refused ("" if it may be used): the forge hosts'
-    rule (`ingest.hosts.url_allowed`) with the MODEL_API_HOSTS allowlist."""
-    if "?" in url or "#" in url:
-        return "an endpoint URL has no query or fragment"
-    why = url_allowed(url, setting=MODEL_API_HOSTS)
+    """Why an llm rater's endpoint URL, or a request the client makes to it, is refused (""
+    if it may be used): the forge API URLs' rule (`ingest.hosts.base_url_refused`: the host
+    rule, no query or fragment) with the MODEL_API_HOSTS allowlist. Requests are held to the
+    base URL's rule too: the chat-completions and models calls carry no query."""
+    why = base_url_refused(url, setting=MODEL_API_HOSTS)
     return f"{url}: {why}" if why else ""
 
 
@@ -131,7 +155,9 @@ def issue_texts(issue_ids: Iterable[int]) -> dict[int, str]:
 
 def final_codes(project: Project) -> dict[int, str]:
     """Each final issue's label at theme level ("FP", a theme, or a type without a theme),
-    read under the project's taxonomy version."""
+    read under the project's taxonomy version: the finals a classifier trains on (a final with
+    no code is left out). `run_rater` records their count as `trained_on` and `raters_due`
+    counts them the same way, so a final without a code never makes a rater due."""
     translator = Translator(project.taxonomy_version)
     rows = Resolution.objects.filter(project=project, is_current=True).select_related(
         "issue_type", "theme", "sub_theme"
@@ -276,12 +302,18 @@ def run_rater(run_id: int) -> RaterRun:
                 chunk = []
         if chunk:
             _store(run, chunk, nodes)
-    except BackendError as exc:
-        if chunk:
-            _store(run, chunk, nodes)
+    except (BackendError, DatabaseError) as exc:
+        # A store that fails (e.g. `one_current_machine_label` against a run that overlapped)
+        # ends the run failed, never left RUNNING; its labels stored so far stay.
+        error = str(exc) if isinstance(exc, BackendError) else f"storing labels failed: {exc}"
+        if chunk and isinstance(exc, BackendError):
+            try:
+                _store(run, chunk, nodes)
+            except DatabaseError as store_exc:
+                error += f"; storing the last labels failed: {store_exc}"
         RaterRun.objects.filter(pk=run.pk).update(
             status=RaterRun.Status.FAILED,
-            error=str(exc),
+            error=error[:10_000],
             invalid=_invalid(run),
             done=MachineLabel.objects.filter(run=run).count(),
             finished_at=timezone.now(),
@@ -307,14 +339,36 @@ def unfinished_run(rater: MachineRater) -> RaterRun | None:
     return rater.runs.exclude(status=RaterRun.Status.DONE).order_by("-created_at", "-pk").first()
 
 
+class RaterBusy(RaterError):
+    """A run of the rater is already queued or running."""
+
+
+def begin_run(rater: MachineRater, only: str = RaterRun.Scope.ALL, user=None) -> RaterRun:
+    """Record a new run of the rater, or RaterBusy when one is already queued or running: runs
+    of one rater never overlap (two would both write current labels, and the second would hit
+    `one_current_machine_label`). The rater's row is locked while this decides, so two
+    callers at once (two close final labels, a lead's click beside a retraining) start one run
+    between them. The page, the command and the retraining task all start runs here."""
+    with transaction.atomic():
+        MachineRater.objects.select_for_update().filter(pk=rater.pk).first()
+        busy = unfinished_run(rater)
+        if busy is not None and busy.status in (RaterRun.Status.PENDING, RaterRun.Status.RUNNING):
+            raise RaterBusy(
+                "rater",
+                f"run {busy.pk} of {rater.name} is {busy.get_status_display()}: wait for it",
+            )
+        return create_run(rater, only, user)
+
+
 def raters_due(project_id: int) -> list[MachineRater]:
     """Trained classifier raters of the project with at least `retrain_after` new final labels
     since their last training."""
-    finals = Resolution.objects.filter(project_id=project_id, is_current=True).count()
-    return [
-        rater
-        for rater in MachineRater.objects.filter(
+    raters = list(
+        MachineRater.objects.filter(
             project_id=project_id, kind=MachineRater.Kind.CLASSIFIER, version__gt=0
         )
-        if finals - rater.trained_on >= rater.retrain_after
-    ]
+    )
+    if not raters:
+        return []
+    finals = len(final_codes(Project.objects.select_related("taxonomy_version").get(pk=project_id)))
+    return [rater for rater in raters if finals - rater.trained_on >= rater.retrain_after]

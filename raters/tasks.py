@@ -3,7 +3,8 @@
 `start_run` is how a page, the API or a command asks for a run: it records the run and queues
 the task once the transaction commits. `retrain_due` is queued when a final label is recorded
 in a project that has a trained classifier (`raters.signals`); it reruns every classifier with
-enough new final labels.
+enough new final labels, skipping one whose run is already queued or running (`begin_run`
+locks the rater's row, so two close final labels start one run).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from celery import shared_task
 from django.db import transaction
 
 from raters.models import MachineRater, RaterRun
-from raters.runs import create_run, raters_due, run_rater
+from raters.runs import RaterBusy, begin_run, raters_due, run_rater
 
 
 @shared_task(acks_late=True)
@@ -22,8 +23,9 @@ def run_rater_task(run_id: int) -> None:
 
 
 def start_run(rater: MachineRater, only: str = RaterRun.Scope.ALL, user=None) -> RaterRun:
-    """Record a run (RaterError naming the field) and queue it once the transaction commits."""
-    run = create_run(rater, only, user)
+    """Record a run (RaterError naming the field; RaterBusy while one of the rater's runs is
+    queued or running) and queue it once the transaction commits."""
+    run = begin_run(rater, only, user)
     transaction.on_commit(lambda: run_rater_task.delay(run.pk))
     return run
 
@@ -39,7 +41,10 @@ def retrain_due(project_id: int) -> list[int]:
     """Retrain and rerun the project's classifiers that are due; returns the runs' ids."""
     runs = []
     for rater in raters_due(project_id):
-        run = create_run(rater, RaterRun.Scope.ALL)
+        try:
+            run = begin_run(rater, RaterRun.Scope.ALL)
+        except RaterBusy:  # a run of this rater is queued or running: it is not started twice
+            continue
         run_rater(run.pk)
         runs.append(run.pk)
     return runs

@@ -8,8 +8,13 @@ the human annotators' kappa against the final label at theme level (median, min 
 annotators, from `agreement.measures`), and Cohen's kappa between every pair of machine raters
 on the issues both labeled validly.
 
-A classifier's labels on final issues are cross-fitted (`raters.classifier`), so these figures
-are out of sample. Kappa is `agreement.measures.cohen` over the union of the codes seen; "FP"
+A classifier's labels on final issues are cross-fitted (`raters.classifier`), and an llm's
+few-shot examples never include the issue labeled (`raters.prompt.few_shot_for`), so these
+figures are out of sample, with one exception: an llm rater with `prompt_details` on shows the
+taxonomy's example details, which annotators wrote for the study's issues and which are not
+linked to issue ids, so they may describe the very issue being labeled and cannot be left out
+per issue; its figures may then not be fully out of sample (off by default; the page marks
+such a rater). Kappa is `agreement.measures.cohen` over the union of the codes seen; "FP"
 is a category at every level. `validation_report()` is what the page, the API and
 `manage.py raters` call; the JSON keys are the issue's (#23).
 """

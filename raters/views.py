@@ -73,7 +73,10 @@ def rater_run(request, project_id: int, rater_id: int):
     form = RunForm(request.POST)
     if not form.is_valid():
         return HttpResponse(f"only: {'; '.join(str(e) for e in form.errors['only'])}", status=400)
-    run = start_run(rater, form.cleaned_data["only"], request.user)
+    try:
+        run = start_run(rater, form.cleaned_data["only"], request.user)
+    except RaterError as exc:
+        return HttpResponse(str(exc), status=400)
     if request.htmx:
         return render(request, "raters/_run.html", {"project": membership.project, "run": run})
     messages.success(request, f"Run of {rater.name} queued.")

@@ -13,12 +13,15 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from ingest.hosts import (
+    MODEL_API_HOSTS,
     ForgeSession,
     GuardedHTTPConnection,
     HostRefused,
+    base_url_refused,
     check_api_url,
     public_addresses,
     refused_address,
+    url_allowed,
     web_origin_ok,
 )
 from ingest.models import Repository, SyncRun
@@ -69,11 +72,26 @@ def nothing_listed(settings):
         ("github", "https://user:pw@api.github.com", "a user name or password"),
         ("github", "ftp://api.github.com/", "ftp scheme"),
         ("github", "https://api.github.com/?x=1", "no query or fragment"),
+        ("github", "https://api.github.com/#top", "no query or fragment"),
     ],
 )
 def test_api_urls_off_the_forges_are_refused(nothing_listed, forge, url, why):
     with pytest.raises(HostRefused, match=why):
         check_api_url(forge, url)
+
+
+def test_a_base_url_has_no_query_but_a_request_to_the_forge_may(settings):
+    """One rule for the base URLs a lead configures (a forge API URL, a model endpoint): no
+    query or fragment. A request's URL may have one: the forge's next page is `?page=2`."""
+    settings.MODEL_API_HOSTS = ["models.lab.example"]
+    for setting, url in [
+        ("FORGE_API_HOSTS", "https://api.github.com/?per_page=100"),
+        (MODEL_API_HOSTS, "https://models.lab.example/v1?api-version=1"),
+        (MODEL_API_HOSTS, "https://models.lab.example/v1#x"),
+    ]:
+        assert base_url_refused(url, setting=setting) == "a base URL has no query or fragment"
+    assert base_url_refused("https://models.lab.example/v1", setting=MODEL_API_HOSTS) == ""
+    assert url_allowed("https://api.github.com/repos/o/r/issues?page=2&per_page=100") == ""
 
 
 def test_forge_hosts_and_listed_hosts_are_accepted(settings):

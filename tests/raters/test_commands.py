@@ -63,6 +63,7 @@ def test_machine_label_without_wait_queues_a_run(
 
 def test_an_llm_rater_stores_the_name_of_the_key_variable_only(project, settings):
     settings.MODEL_API_HOSTS = ["http://127.0.0.1:8000"]  # the endpoint must be listed
+    settings.MODEL_API_KEY_VARS = ["RATER_KEY"]  # and the key's variable
     _call(
         "add_rater", "--project", project.name, "--name", "gpt", "--kind", "llm",
         "--model", "m-small", "--api-url", "http://127.0.0.1:8000/v1",
@@ -88,6 +89,11 @@ def test_an_llm_rater_stores_the_name_of_the_key_variable_only(project, settings
             ["add_rater", "--project", "{p}", "--name", "x", "--kind", "llm", "--model", "m",
              "--api-url", "http://127.0.0.1:8000/v1", "--api-key-env", "sk-123 secret"],
             "api-key-env:",
+        ),
+        (
+            ["add_rater", "--project", "{p}", "--name", "x", "--kind", "llm", "--model", "m",
+             "--api-url", "http://127.0.0.1:8000/v1", "--api-key-env", "SECRET_KEY"],
+            "api-key-env: not a key variable the admin allows",
         ),
         (
             ["add_rater", "--project", "{p}", "--name", "x", "--kind", "classifier",

@@ -39,6 +39,7 @@ KEY = "sk-test-Secret-0123456789"
 def fake(settings):
     fake = FakeOpenAI().start()
     settings.MODEL_API_HOSTS = [fake.host]
+    settings.MODEL_API_KEY_VARS = [KEY_VARIABLE]
     settings.MODEL_API_TIMEOUT = 5
     settings.MODEL_API_MAX_RETRIES = 2
     settings.MODEL_API_CONCURRENCY = 3
@@ -273,6 +274,99 @@ def test_an_endpoint_not_in_model_api_hosts_is_refused(
     assert fake.requests == []
 
 
+@pytest.mark.parametrize("secret", ["SECRET_KEY", "DATABASE_URL", "GITHUB_TOKEN"])
+def test_a_lead_naming_a_server_secret_as_the_key_is_refused_everywhere(
+    client, project, lead, fake, monkeypatch, secret
+):
+    monkeypatch.setenv(secret, "server-secret-value")
+    # The page: a 400 beside the field, nothing stored.
+    client.force_login(lead)
+    response = client.post(
+        reverse("rater_add", args=[project.pk]),
+        {"name": "gpt", "kind": "llm", "model": "m", "api_url": fake.base_url,
+         "api_key_env": secret, "temperature": "0", "samples": "1"},
+    )  # fmt: skip
+    assert response.status_code == 400
+    assert b'data-field="api_key_env"' in response.content
+    assert b"MODEL_API_KEY_VARS" in response.content
+    # The function the page and the command call.
+    with pytest.raises(RaterError) as refused:
+        add_rater(
+            project,
+            RaterSettings(name="gpt", kind="llm", model="m", api_url=fake.base_url,
+                          api_key_env=secret),
+        )  # fmt: skip
+    assert refused.value.field == "api_key_env"
+    assert not MachineRater.objects.filter(project=project).exists()
+
+
+def test_a_stored_rater_naming_an_unlisted_variable_sends_nothing_and_says_the_same_as_unset(
+    project, lead, issues, answers, fake, monkeypatch, settings
+):
+    # Stored while the name was listed; an admin has since taken it off the list.
+    rater = _rater(project, lead, fake, monkeypatch)
+    settings.MODEL_API_KEY_VARS = []
+    unlisted = _run(rater)
+    assert unlisted.status == "failed"
+    assert fake.requests == []
+    assert KEY not in unlisted.error
+
+    # Listed again but unset: the same message, so a lead learns nothing of what is set.
+    settings.MODEL_API_KEY_VARS = [KEY_VARIABLE]
+    monkeypatch.delenv(KEY_VARIABLE)
+    unset = _run(rater)
+    assert unset.status == "failed"
+    assert fake.requests == []
+    assert unset.error == unlisted.error
+    assert "api_key_env" in unset.error
+
+
+def test_the_taxonomys_example_details_reach_the_prompt_only_when_the_lead_turns_them_on(
+    client, project, lead, issues, answers, fake, monkeypatch
+):
+    """Details are what annotators wrote about study issues (maybe the one labeled): off by
+    default, so validation stays out of sample; on, the rater and its labels say so."""
+    TaxonomyNode.objects.filter(version_id=project.taxonomy_version_id).update(
+        details=["a detail an annotator wrote about issue 1234"]
+    )
+    plain = _rater(project, lead, fake, monkeypatch)
+    _run(plain, "open")
+    system = fake.requests[-1].body["messages"][0]["content"]
+    assert "a detail an annotator wrote" not in system
+    plain_labels = list(_labels(plain).values())
+    assert {row.parameters["prompt_details"] for row in plain_labels} == {False}
+
+    detailed = add_rater(
+        project,
+        RaterSettings(name="llm-details", kind="llm", model="fake-llm-7b", api_url=fake.base_url,
+                      api_key_env=KEY_VARIABLE, prompt_details=True),
+    )  # fmt: skip
+    MachineRater.objects.filter(pk=detailed.pk).update(seed=42, max_tokens=64)
+    detailed.refresh_from_db()
+    _run(detailed, "open")
+    system = fake.requests[-1].body["messages"][0]["content"]
+    assert "(e.g. a detail an annotator wrote about issue 1234)" in system
+    detailed_labels = _labels(detailed)
+    assert {row.parameters["prompt_details"] for row in detailed_labels.values()} == {True}
+    # Same few-shot examples, same guideline: only the details tell the two hashes apart.
+    by_title = {row.issue.title: row.prompt_hash for row in plain_labels}
+    assert all(by_title[t] != row.prompt_hash for t, row in detailed_labels.items())
+
+    client.force_login(lead)
+    page = client.get(reverse("raters_page", args=[project.pk])).content.decode()
+    assert page.count("details in prompt") == 2  # the hint, and the one rater marked
+    assert "may not be fully out of sample" in page
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8000/v1?key=x", "http://127.0.0.1:8000/v1#a"])
+def test_an_endpoint_with_a_query_or_fragment_is_refused_naming_the_field(project, settings, url):
+    settings.MODEL_API_HOSTS = ["http://127.0.0.1:8000"]
+    with pytest.raises(RaterError) as refused:
+        add_rater(project, RaterSettings(name="q", kind="llm", model="m", api_url=url))
+    assert refused.value.field == "api_url"
+    assert "no query or fragment" in refused.value.message
+
+
 class Killed(BaseException):
     """A worker killed mid-run (not an Exception: nothing in the run may catch it)."""
 
@@ -370,6 +464,7 @@ def test_the_lead_adding_an_unlisted_endpoint_gets_a_400_naming_the_field(
     client, project, lead, settings
 ):
     settings.MODEL_API_HOSTS = ["models.internal:8000"]
+    settings.MODEL_API_KEY_VARS = ["KEY"]
     client.force_login(lead)
     response = client.post(
         reverse("rater_add", args=[project.pk]),

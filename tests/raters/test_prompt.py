@@ -67,9 +67,13 @@ def test_the_prompt_shows_the_guideline_the_taxonomy_and_the_examples():
         NodeText("A", "Installation", "Getting it installed"),
         NodeText("A.1", "Versions", "Mismatched versions", ("cuda 11 vs 12", "torch pin")),
     ]
-    system = prompt.system_message("Label the cause.", nodes)
+    system = prompt.system_message("Label the cause.", nodes, details=True)
     assert "Label the cause." in system
     assert "  A.1 Versions: Mismatched versions (e.g. cuda 11 vs 12; torch pin)" in system
+    # Off by default: the details are annotators' words about study issues.
+    plain = prompt.system_message("Label the cause.", nodes)
+    assert "  A.1 Versions: Mismatched versions\n" in plain
+    assert "cuda 11" not in plain and "torch pin" not in plain
     chat = prompt.messages(system, [("Example title\nbody", "A.1")], "Issue title\nbody")
     assert [m["role"] for m in chat] == ["system", "user", "assistant", "user"]
     assert chat[2]["content"] == '{"code": "A.1"}'
@@ -80,3 +84,8 @@ def test_the_prompt_shows_the_guideline_the_taxonomy_and_the_examples():
     base = prompt.prompt_hash(1, "g", [1, 2])
     assert len({base, prompt.prompt_hash(1, "g", [1, 3]), prompt.prompt_hash(2, "g", [1, 2]),
                 prompt.prompt_hash(1, "h", [1, 2])}) == 4  # fmt: skip
+
+
+def test_the_prompt_hash_tells_a_prompt_with_details_from_one_without():
+    assert prompt.prompt_hash(1, "g", [1, 2], details=True) != prompt.prompt_hash(1, "g", [1, 2])
+    assert prompt.prompt_hash(1, "g", [1, 2]) == prompt.prompt_hash(1, "g", [1, 2], details=False)

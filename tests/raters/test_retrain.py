@@ -5,10 +5,11 @@ directly and on a real Celery worker."""
 from __future__ import annotations
 
 import pytest
+from django.db import IntegrityError
 
 from labeling.models import Resolution
 from raters.models import MachineLabel, MachineRater, RaterRun
-from raters.runs import create_run, run_rater
+from raters.runs import RaterBusy, begin_run, create_run, run_rater
 from raters.tasks import retrain_due
 from tests.raters.conftest import add_finals
 
@@ -79,3 +80,99 @@ def test_the_retraining_runs_on_a_real_worker(project, repository, finals, start
     assert (
         MachineLabel.objects.filter(rater=rater, is_current=True, model_version="v2").count() == 80
     )
+
+
+@pytest.mark.django_db
+def test_finals_without_a_code_do_not_make_the_classifier_due(project, repository, finals):
+    """The lead resolves issues with no label code: the classifier cannot train on them, so
+    they do not count toward `retrain_after` (as `trained_on` does not count them)."""
+    rater = _trained(project)
+    for issue in add_finals(project, repository, 0, start=6000, open_issues=10):
+        Resolution.objects.create(project=project, issue=issue, method="lead")
+    assert Resolution.objects.filter(project=project, is_current=True).count() == 70
+    assert retrain_due(project.pk) == []
+
+    add_finals(project, repository, 10, start=5000, seed=7)
+    assert len(retrain_due(project.pk)) == 1
+    rater.refresh_from_db()
+    assert (rater.version, rater.trained_on) == (2, 70)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("status", ["pending", "running"])
+def test_a_retraining_is_not_started_while_a_run_of_the_rater_is_queued_or_running(
+    project, repository, finals, status
+):
+    rater = _trained(project)
+    busy = RaterRun.objects.create(rater=rater, status=status)
+    add_finals(project, repository, 10, start=5000, seed=7)
+
+    assert retrain_due(project.pk) == []
+    assert RaterRun.objects.filter(rater=rater).count() == 2  # the first run and `busy`
+    with pytest.raises(RaterBusy, match=f"run {busy.pk} of tfidf is"):
+        begin_run(rater)
+    busy.status = "failed"
+    busy.save()
+    assert len(retrain_due(project.pk)) == 1
+
+
+@pytest.mark.django_db
+def test_a_run_whose_labels_cannot_be_stored_ends_failed_not_running(
+    project, repository, finals, monkeypatch
+):
+    """Two overlapping runs: the second's insert hits `one_current_machine_label` (simulated:
+    the insert raises the error the database would)."""
+    rater = _trained(project)
+
+    def collide(*args, **kwargs):
+        raise IntegrityError('duplicate key value violates "one_current_machine_label"')
+
+    monkeypatch.setattr(MachineLabel.objects, "bulk_create", collide)
+    run = run_rater(create_run(rater, "all").pk)
+    assert run.status == "failed"
+    assert "one_current_machine_label" in run.error
+    assert run.finished_at is not None
+    rater.refresh_from_db()
+    assert rater.version == 1  # not counted as a training
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_two_retrainings_at_once_start_one_run(project, monkeypatch):
+    """Two workers handle two close final labels at the same moment: the lock on the rater's
+    row lets one of them record a run; the other sees it and starts nothing."""
+    import threading
+    import time
+
+    from django.db import connection
+
+    from raters import runs
+
+    rater = MachineRater.objects.create(project=project, name="tfidf", kind="classifier")
+    slow_create = runs.create_run
+
+    def create_slowly(*args, **kwargs):
+        time.sleep(0.5)  # wide enough for the other worker to check in between, unlocked
+        return slow_create(*args, **kwargs)
+
+    monkeypatch.setattr(runs, "create_run", create_slowly)
+    outcomes: list[str] = []
+    start = threading.Barrier(2)
+
+    def worker() -> None:
+        try:
+            start.wait()
+            runs.begin_run(rater)
+            outcomes.append("started")
+        except runs.RaterBusy:
+            outcomes.append("busy")
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert sorted(outcomes) == ["busy", "started"]
+    assert RaterRun.objects.filter(rater=rater).count() == 1

@@ -103,6 +103,24 @@ def test_the_lead_runs_a_rater_and_watches_its_progress(
     assert bad.status_code == 400 and bad.content.startswith(b"only:")
 
 
+def test_a_second_click_on_run_while_the_first_run_is_queued_starts_nothing(
+    client, project, lead, finals, django_capture_on_commit_callbacks
+):
+    rater = MachineRater.objects.create(project=project, name="tfidf", kind="classifier")
+    client.force_login(lead)
+    url = reverse("rater_run", args=[project.pk, rater.pk])
+    with django_capture_on_commit_callbacks() as queued:
+        assert client.post(url, {"only": "all"}).status_code == 302
+        again = client.post(url, {"only": "all"})
+    first = RaterRun.objects.get()
+    assert again.status_code == 400
+    assert again.content.decode() == f"rater: run {first.pk} of tfidf is queued: wait for it"
+    assert len(queued) == 1
+    run_rater(first.pk)
+    assert client.post(url, {"only": "all"}).status_code == 302  # done: a new run may start
+    assert RaterRun.objects.count() == 2
+
+
 def test_the_api_lists_raters_with_their_figures(client, project, researcher, trained):
     client.force_login(researcher)
     response = client.get(reverse("api_raters", args=[project.pk]))

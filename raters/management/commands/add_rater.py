@@ -1,6 +1,6 @@
 """`manage.py add_rater --project NAME --name RATER --kind classifier|llm [--model M]
-[--api-url URL] [--api-key-env VAR] [--temperature T] [--samples K]`: add a machine rater (the
-same validation as the page's form)."""
+[--api-url URL] [--api-key-env VAR] [--temperature T] [--samples K] [--prompt-details]`: add a
+machine rater (the same validation as the page's form)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,12 @@ class Command(BaseCommand):
         parser.add_argument("--api-key-env", default="", help="NAME of the variable with the key")
         parser.add_argument("--temperature", default="0")
         parser.add_argument("--samples", default="1")
+        parser.add_argument(
+            "--prompt-details",
+            action="store_true",
+            help="show the taxonomy's example details in an llm prompt (validation may then "
+            "not be fully out of sample)",
+        )
 
     def handle(self, *args, **options) -> None:
         project = Project.objects.filter(name=options["project"]).first()
@@ -37,6 +43,7 @@ class Command(BaseCommand):
                 "api_key_env": options["api_key_env"],
                 "temperature": options["temperature"],
                 "samples": options["samples"],
+                "prompt_details": options["prompt_details"],
             }
         )
         if not form.is_valid():

@@ -11,7 +11,7 @@ from django.db import transaction
 
 from annotator.models import Project
 from raters.models import MachineRater, RaterRun
-from raters.runs import RaterError, create_run, run_rater, unfinished_run
+from raters.runs import RaterError, begin_run, run_rater, unfinished_run
 from raters.tasks import resume_run, start_run
 
 
@@ -47,7 +47,7 @@ class Command(BaseCommand):
             if unfinished is not None:
                 run = run_rater(unfinished.pk)
             elif options["wait"]:
-                run = run_rater(create_run(rater, options["only"]).pk)
+                run = run_rater(begin_run(rater, options["only"]).pk)
             else:
                 with transaction.atomic():
                     run = start_run(rater, options["only"])
