@@ -53,9 +53,14 @@ FEATURES: dict[str, Any] = {
 }
 
 
+def config_text() -> str:
+    """The feature configuration as hashed (and as a release shows it)."""
+    return json.dumps(FEATURES, sort_keys=True)
+
+
 def training_hash(pairs: Sequence[tuple[int, str]]) -> str:
     """SHA-256 of the feature configuration and the (issue id, label) pairs trained on."""
-    digest = hashlib.sha256(json.dumps(FEATURES, sort_keys=True).encode())
+    digest = hashlib.sha256(config_text().encode())
     for issue_id, code in sorted(pairs):
         digest.update(f"\n{issue_id}\t{code}".encode())
     return digest.hexdigest()
