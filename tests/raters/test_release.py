@@ -120,8 +120,9 @@ def test_the_metadata_lists_the_machine_labels_and_describes_the_raters(rated, l
 
     croissant = json.loads(files["croissant.json"])
     record_set = next(r for r in croissant["recordSet"] if r["name"] == "machine-labels")
-    assert "bag-of-words: classifier, model tfidf-logreg version 1, not enlisted" in (
-        record_set["description"]
+    assert (
+        "bag-of-words: classifier, model tfidf-logreg version 1, not enlisted"
+        in (record_set["description"])
     )
     assert "machine_raters.json" in {d["name"] for d in croissant["distribution"]}
 
