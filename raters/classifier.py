@@ -8,6 +8,8 @@ logistic regression over one class per theme-level label ("FP", a theme code, or
 for a final label without a theme): it is fitted by log-loss, so its probabilities are
 calibrated by construction (no separate calibration fold to spend). The type's probability is
 the sum over its themes; the label is the most probable class, its confidence that probability.
+Predicting (`Model.proba`) goes in chunks and builds the hashed columns faster than the
+pipeline's vectorizer would, with the same result bit for bit (bench/RESULTS.md).
 
 Always out of sample (cross-fitting): a final issue's label comes from the model of the fold
 that left it out (`FOLDS` folds, shuffled with `SEED`); issues not final yet are labeled by the
