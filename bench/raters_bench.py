@@ -6,13 +6,16 @@ words, a quarter from its class and the rest from the whole vocabulary. Each sta
 own process so that its peak memory (ru_maxrss) is its own:
 
 * fit: `raters.classifier.fit` on every issue (the model that labels open issues);
-* predict: that model labeling every issue;
+* predict: that model labeling every issue (`Model.predict`: chunked, the fast features);
+* predict-sklearn: the same model's pipeline `predict_proba` on every issue, as predict was
+  before (the reference, to compare under the same load);
 * crossfit: what a run over a project's final issues does (5 fold models, each issue predicted
   by the one that left it out).
 
 No database: the issue texts a run reads from PostgreSQL are not part of these figures.
 
     .venv/bin/python bench/raters_bench.py [--issues N] [--stages fit,predict,crossfit]
+    .venv/bin/python bench/raters_bench.py --stages fit,predict,predict-sklearn
 """
 
 from __future__ import annotations
@@ -59,10 +62,14 @@ def stage(name: str, n: int, model_path: str) -> dict:
         model = classifier.fit(texts, targets)
         Path(model_path).write_bytes(pickle.dumps(model))
         extra = {}
-    elif name == "predict":
+    elif name in ("predict", "predict-sklearn"):
         model = pickle.loads(Path(model_path).read_bytes())
         start = time.perf_counter()
-        codes, _ = model.predict(texts)
+        if name == "predict":
+            codes, _ = model.predict(texts)
+        else:
+            proba = model.pipeline.predict_proba(texts)
+            codes = [model.classes[i] for i in proba.argmax(axis=1)]
         extra = {"accuracy_in_sample": sum(a == b for a, b in zip(codes, targets, strict=True)) / n}
     else:
         folds = classifier.fold_of(list(range(n)))

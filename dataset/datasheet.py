@@ -1,8 +1,9 @@
 """`DATASHEET.md` of a release, generated from the project (after Gebru et al., "Datasheets for
 Datasets"): what it holds, where the issues come from and over which time windows, the keyword
 filter and its measured recall, how the labels were made (K or the adaptive stopping rule, the
-pilot, the resolution policy), agreement per type and level, known limitations and what changed
-since the previous release.
+pilot, the resolution policy), agreement per type and level, the machine raters (model,
+version, prompt or configuration and its hash, parameters, dates, validation, enlisted), known
+limitations and what changed since the previous release.
 
 The text is Markdown written for people; values that come from users (project description,
 release note, keyword lists) are quoted as they are — the file is never rendered by this site.
@@ -10,6 +11,7 @@ release note, keyword lists) are quoted as they are — the file is never render
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -245,6 +247,50 @@ def agreement(facts: ReleaseFacts) -> list[str]:
     return [*lines, ""]
 
 
+def machine_raters(facts: ReleaseFacts) -> list[str]:
+    """Every machine rater as `raters.describe` describes it (the same list as the metadata)."""
+    lines = ["## Machine raters", ""]
+    if not facts.machine_raters:
+        return [*lines, "This project has no machine raters: every label is a person's.", ""]
+    lines += [
+        "Machine raters label issues beside the annotators; their labels are in "
+        "`machine_labels.csv` (on final issues out of sample), never in the final labels. "
+        "`machine_raters.json` holds each rater's full description. Figures below are measured "
+        "against the final labels on final issues when the release was made.",
+        "",
+    ]
+    for r in facts.machine_raters:
+        v = r["validation"]
+        versions = ", ".join(r["model_versions_in_labels"]) or "-"
+        lines += [
+            f"### {_cell(r['name'])}",
+            "",
+            f"- Kind: {r['kind']}; model: `{_cell(r['model'] or '-')}`; version {r['version']} "
+            f"(model versions in its labels: {_cell(versions)}).",
+            f"- Enlisted in the stopping rule: {'yes' if r['enlisted'] else 'no'}"
+            + (
+                f" (confidence threshold {_fmt(r['confidence_threshold'])})"
+                if r["confidence_threshold"] is not None
+                else ""
+            )
+            + ".",
+            f"- Dates: created {_fmt(r['created_at'])}, trained {_fmt(r['trained_at'])} "
+            f"on {r['trained_on']} final issues; current labels {r['current_labels']}, "
+            f"from {_fmt(r['first_label_at'])} to {_fmt(r['last_label_at'])}.",
+            f"- Validation on {v['n']} final issues: Cohen's kappa against the final label "
+            f"{_fmt(v['kappa_type'])} (type), {_fmt(v['kappa_theme'])} (theme); accuracy at "
+            f"theme level {_fmt(v['accuracy_theme'])}; invalid outputs "
+            f"{_fmt(v['invalid_rate'])}.",
+            f"- Parameters: `{_cell(json.dumps(r['parameters'], sort_keys=True))}`",
+            f"- {r['prompt']['kind'].capitalize()} (SHA-256 `{r['prompt']['sha256']}`; its "
+            f"labels carry {r['distinct_prompt_hashes']} distinct full prompt hashes):",
+            "",
+            *(f"    {line}" for line in r["prompt"]["text"].splitlines()),
+            "",
+        ]
+    return lines
+
+
 def limitations(facts: ReleaseFacts, recall_measured: bool) -> list[str]:
     counts = facts.counts
     lines = ["## Known limitations", ""]
@@ -336,14 +382,16 @@ def write_datasheet(facts: ReleaseFacts, out: TextIO) -> None:
         "",
         "Files: the study's CSV per repository (`labels/`), `final_labels.csv`, `issues.jsonl` "
         "(text, comments, every label revision), the taxonomy detail CSVs (`taxonomy/`), "
-        "`table_one.csv`, `agreement.csv`, `changes.csv`; `datapackage.json` and `croissant.json` "
-        "describe them, `manifest.json` lists each file's SHA-256.",
+        "`table_one.csv`, `agreement.csv`, `changes.csv`, the machine raters' labels and "
+        "descriptions (`machine_labels.csv`, `machine_raters.json`); `datapackage.json` and "
+        "`croissant.json` describe them, `manifest.json` lists each file's SHA-256.",
         "",
     ]
     lines += sources(facts)
     lines += keyword_filter(facts)
     lines += annotation_process(facts)
     lines += agreement(facts)
+    lines += machine_raters(facts)
     lines += limitations(facts, summary is not None)
     lines += changes(facts)
     out.write("\n".join(lines))

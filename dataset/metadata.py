@@ -8,6 +8,10 @@
   years, the agreement table), and declared for the rest.
 - ML Croissant 1.0 (https://docs.mlcommons.org/croissant/docs/croissant-spec.html): the data
   files as FileObjects with SHA-256, a RecordSet per table whose fields map to its columns.
+- Machine raters (#23): `machine_labels.csv` is a table of both (its key: issue URL and rater);
+  `machine_raters.json` (`raters.describe`) describes every rater, and datapackage.json carries
+  the same list as its `machine_raters` property; croissant.json's machine-labels record set
+  names each rater, model, version and whether it is enlisted.
 - CITATION.cff 1.2.0: title, version, date, authors and licence as the release was made with
   them (`Release.title`, `.authors`, `.licence`, prefilled from the project). Authors one per
   line: "Family, Given[, ORCID]" is a person, "Name[, ORCID]" an organisation
@@ -24,7 +28,7 @@ from __future__ import annotations
 import csv
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -78,7 +82,7 @@ CROISSANT_CONTEXT: dict[str, Any] = {
     "transform": "cr:transform",
 }
 
-MEDIA_TYPES = {".csv": "text/csv", ".jsonl": "application/jsonlines"}
+MEDIA_TYPES = {".csv": "text/csv", ".jsonl": "application/jsonlines", ".json": "application/json"}
 CROISSANT_TYPES = {
     "string": "sc:Text",
     "integer": "sc:Integer",
@@ -87,7 +91,9 @@ CROISSANT_TYPES = {
     "datetime": "sc:Text",
 }
 # Columns whose cells are label codes, by file kind.
-LABEL_COLUMN = re.compile(r"Label\d+|Final_Label|final_label|issue_type|theme|sub_theme")
+LABEL_COLUMN = re.compile(r"Label\d+|Final_Label|final_label|issue_type|theme|sub_theme|label")
+# Tables with one row per issue and something else (a machine rater): their key is both.
+COMPOSITE_KEYS = {"machine-labels": ["Issue_URL", "rater"]}
 INTEGER = re.compile(r"-?[0-9]+")
 NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 
@@ -106,6 +112,8 @@ class ReleaseFacts:
     previous: Release | None
     diff: ReleaseDiff
     released_at: datetime
+    # `raters.describe.describe_raters`: every machine rater (empty: the project has none).
+    machine_raters: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def project(self):
@@ -238,7 +246,7 @@ def table_schema(name: str, header: list[str], rows: list[list[str]], codes: lis
             spec.update(
                 type="string",
                 format="uri",
-                constraints={"required": True, "unique": True},
+                constraints={"required": True, "unique": name not in COMPOSITE_KEYS},
                 description="the issue's URL on its forge",
             )
         elif LABEL_COLUMN.fullmatch(column) and not name.startswith("changes"):
@@ -261,7 +269,9 @@ def table_schema(name: str, header: list[str], rows: list[list[str]], codes: lis
             spec.update(type=infer_type(values))
         fields.append(spec)
     schema: dict[str, Any] = {"fields": fields, "missingValues": [""]}
-    if header and header[0] in ("Issue_URL", "issue_url"):
+    if name in COMPOSITE_KEYS:
+        schema["primaryKey"] = COMPOSITE_KEYS[name]
+    elif header and header[0] in ("Issue_URL", "issue_url"):
         schema["primaryKey"] = [header[0]]
     return schema
 
@@ -303,6 +313,10 @@ def _description(name: str) -> str:
         "table_one.csv": "Table I: issues per repository, year and type, false-positive rates",
         "agreement.csv": "Fleiss' kappa and Krippendorff's alpha per type and level",
         "changes.csv": "what changed since the previous release",
+        "machine_labels.csv": "one row per issue and machine rater: the rater's current label "
+        "(out of sample on final issues) and its confidence; never part of the final labels",
+        "machine_raters.json": "every machine rater: model, version, prompt template or "
+        "configuration and its SHA-256, parameters, dates, validation figures, enlisted or not",
     }.get(name, "")
 
 
@@ -348,6 +362,7 @@ def data_package(facts: ReleaseFacts, directory: Path) -> dict[str, Any]:
         "contributors": [{"title": author_display(a), "role": "author"} for a in people],
         "keywords": ["issue reports", "labeled dataset", "taxonomy"],
         "taxonomy_version": str(facts.context.version),
+        "machine_raters": facts.machine_raters,
         "resources": resources,
     }
 
@@ -373,6 +388,17 @@ def bibtex(facts: ReleaseFacts) -> str:
         f"howpublished = {{Dataset release {facts.release.version}, licence {licence_of(facts)}}}",
     ]
     return f"@misc{{{key},\n  " + ",\n  ".join(parts) + "\n}"
+
+
+def rater_summary(facts: ReleaseFacts) -> str:
+    """One line naming each machine rater: name, kind, model, version, enlisted or not."""
+    if not facts.machine_raters:
+        return "no machine raters"
+    return "; ".join(
+        f"{r['name']}: {r['kind']}, model {r['model'] or '-'} version {r['version']}, "
+        + ("enlisted" if r["enlisted"] else "not enlisted")
+        for r in facts.machine_raters
+    )
 
 
 def croissant(facts: ReleaseFacts, directory: Path | None = None) -> dict[str, Any]:
@@ -420,12 +446,15 @@ def croissant(facts: ReleaseFacts, directory: Path | None = None) -> dict[str, A
                     "source": {"fileObject": {"@id": resource["path"]}, "extract": extract},
                 }
             )
+        description = resource["description"]
+        if resource["path"] == "machine_labels.csv":
+            description += f" ({rater_summary(facts)}; every detail in machine_raters.json)"
         record_sets.append(
             {
                 "@type": "cr:RecordSet",
                 "@id": set_id,
                 "name": set_id,
-                "description": resource["description"],
+                "description": description,
                 "field": fields,
             }
         )

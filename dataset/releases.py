@@ -9,6 +9,8 @@ writers) plus:
 - `final_labels.csv`: one row per issue with its final label and the resolution behind it;
   the next release's diff is read from it, so a diff never depends on today's database;
 - `changes.csv`: the diff against the previous release (`diff_releases`);
+- `machine_labels.csv` (the export's) and `machine_raters.json` (`raters.describe`): the machine
+  raters' current labels and what each rater is (header / empty list without raters);
 - `datapackage.json` (Frictionless Data Package, a Table Schema per CSV with the taxonomy's
   codes as enums), `croissant.json` (ML Croissant 1.0), `CITATION.cff`, `DATASHEET.md`
   (`dataset.datasheet`);
@@ -59,6 +61,7 @@ from dataset.exports import (
     unmapped_labels,
     write_agreement_csv,
     write_jsonl,
+    write_machine_labels_csv,
     write_study_csv,
     write_table_one,
 )
@@ -67,6 +70,7 @@ from dataset.release_diff import ReleaseDiff, diff_labels, write_changes
 from labeling.labels import KEY_FIELDS, LABEL_FIELDS
 from labeling.models import Annotation, ProjectIssue, Resolution
 from lib import csvsafe
+from raters.describe import describe_raters
 from taxonomy.detail_files import (
     BOM,
     DETAIL_COLUMNS,
@@ -83,6 +87,8 @@ Progress = Callable[[str, int, int], None]
 
 FINAL_LABELS = "final_labels.csv"
 CHANGES = "changes.csv"
+MACHINE_LABELS = "machine_labels.csv"
+MACHINE_RATERS = "machine_raters.json"
 FINAL_COLUMNS = [
     "issue_url",
     "repository",
@@ -343,6 +349,12 @@ def write_release_details(ctx: ExportContext, type_code: str, out: TextIO) -> in
     return len(pairs)
 
 
+def write_machine_raters(raters: list[dict[str, Any]], out: TextIO) -> None:
+    """`machine_raters.json`: every machine rater as `raters.describe` describes it."""
+    json.dump({"machine_raters": raters}, out, indent=2, ensure_ascii=False)
+    out.write("\n")
+
+
 # -- Building ----------------------------------------------------------------------------------
 
 
@@ -424,6 +436,10 @@ def _write_files(
         steps.append((name, partial(write_release_details, ctx, code)))
     steps.append(("table_one.csv", lambda out: write_table_one(ctx, out)))
     steps.append(("agreement.csv", lambda out: write_agreement_csv(ctx, out)))
+    # Every machine rater described once; the datasheet and datapackage.json say the same.
+    machine_raters = describe_raters(project)
+    steps.append((MACHINE_LABELS, lambda out: write_machine_labels_csv(ctx, out)))
+    steps.append((MACHINE_RATERS, lambda out: write_machine_raters(machine_raters, out)))
     total = len(steps) + 5
     for n, (name, write) in enumerate(steps):
         progress(name, n, total)
@@ -462,6 +478,7 @@ def _write_files(
         previous=previous,
         diff=diff,
         released_at=timezone.now(),
+        machine_raters=machine_raters,
     )
     progress("datapackage.json", len(steps) + 1, total)
     _write(
