@@ -61,3 +61,9 @@ class RecallDrawForm(forms.Form):
         if not self.errors and (data.get("sample_size") is None) == (data.get("margin") is None):
             self.add_error("sample_size", "give either a sample size or a margin of error")
         return data
+
+
+class AddDroppedIssueForm(forms.Form):
+    """A dropped issue a lead adds to the queue from the classifier's ranking."""
+
+    issue = forms.IntegerField(min_value=1, max_value=2**63 - 1)
