@@ -863,3 +863,21 @@ def simulate_machine(
         "needs_lead": with_machine["needs_lead"],
         "human_only": figures(totals["human_only"]),
     }
+
+
+def machine_tradeoff(
+    project: Project,
+    rater_name: str,
+    confidence: float | None,
+    *,
+    leads: Sequence[int],
+    **params: Any,
+) -> dict[str, Any]:
+    """The page's table for an enlisted machine rater: per lead value, `simulate_machine`'s
+    human labels per issue and same-final share with the rater and without it."""
+    votes = machine_votes(project, rater_name, confidence)
+    rows = []
+    for lead in leads:
+        report = simulate_machine(project, votes, lead=lead, **params)
+        rows.append({"lead": lead, **report})
+    return {"rater": rater_name, "confidence": confidence, "rows": rows}

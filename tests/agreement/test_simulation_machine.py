@@ -150,3 +150,42 @@ def test_an_enlisted_machine_never_decides_alone_nor_beyond_k():
     assert early_decision([("t", "h")], AdaptiveRule(2, 3, 4), machine=("t", "h")) is None
     # An exclusion still needs every vote, the machine's included.
     assert early_decision([FP, FP], AdaptiveRule(2, 1, 4), machine=("t", "h")) is None
+
+
+def test_the_lead_reads_the_machine_trade_off_on_the_simulator_page(
+    client, project, lead, replayed
+):
+    client.force_login(lead)
+    url = f"/projects/{project.pk}/simulate/"
+    assert b'<option value="clf">' in client.get(url).content
+    data = {"min_labels": MIN, "leads": "2", "orders": 4, "seed": 1, "machine_rater": "clf"}
+    page = client.post(url, data)
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'id="machine-table"' in html
+    labels, _ = expected(with_machine=True)
+    human_labels, _ = expected(with_machine=False)
+    row = html.split('id="machine-table"')[1].split("<tr>")[2]  # lead 2's row
+    assert f"{labels:.2f}" in row and f"{human_labels:.2f}" in row
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [({"machine_rater": "nobody"}, "machine_rater"), ({"confidence": "7"}, "confidence")],
+)
+def test_a_bad_machine_setting_is_a_400_naming_the_field(
+    client, project, lead, replayed, extra, field
+):
+    client.force_login(lead)
+    data = {"min_labels": MIN, "leads": "2", "orders": 4, "seed": 1, "machine_rater": "clf"}
+    page = client.post(f"/projects/{project.pk}/simulate/", {**data, **extra})
+    assert page.status_code == 400
+    assert f'id="{field}-errors"'.encode() in page.content
+    assert b'id="machine-table"' not in page.content
+
+
+@pytest.mark.parametrize("persona", ["annotator", "researcher", "outsider"])
+def test_only_leads_open_the_simulator(client, project, replayed, persona, request):
+    client.force_login(request.getfixturevalue(persona))
+    data = {"min_labels": MIN, "leads": "2", "orders": 4, "seed": 1, "machine_rater": "clf"}
+    assert client.post(f"/projects/{project.pk}/simulate/", data).status_code == 404
