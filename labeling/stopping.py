@@ -16,7 +16,10 @@ in all (humans plus machine < K; at K the fixed rules decide on the K human labe
 
 This module is the rule in Python, for the Python submission path and for the policy
 simulator; `labeling.submission`'s PL/pgSQL function states it again in SQL, and the
-table-driven test of both paths proves they agree.
+table-driven test of both paths proves they agree. The machine's vote is stated here only:
+`labeling.resolution.enlisted_machine_vote` reads it (through `Issue.machine_labels`), and the
+PL/pgSQL function declines every label of an issue that has one, so the Python path counts it
+(`tests/labeling/test_paths_equal.py`'s machine states).
 """
 
 from __future__ import annotations
