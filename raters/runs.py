@@ -1,7 +1,8 @@
 """Adding a machine rater, running it over a project's issues, and retraining it.
 
-`add_rater`, `run_rater` and `retrain_due` are what the pages, the API, the commands and the
-Celery tasks (`raters.tasks`) call. A run reads the issues' texts and the project's final labels
+`add_rater`, `enlist`, `run_rater` and `retrain_due` are what the pages, the API, the commands
+and the Celery tasks (`raters.tasks`) call. A run reads the issues' texts and the project's final
+labels
 (theme-level codes, `raters.backends.theme_code`), asks the rater's backend for labels and
 stores them as `MachineLabel` rows, marking the rater's earlier labels of those issues not
 current. Nothing here touches an annotation, a reservation or an issue's status: machine labels
@@ -60,6 +61,19 @@ class RaterSettings:
     api_key_env: str = ""
     temperature: float = 0.0
     samples: int = 1
+
+
+def enlist(rater: MachineRater, enlisted: bool, threshold: float | None) -> MachineRater:
+    """A lead's choice: let the rater's labels count as one vote in the adaptive stopping rule
+    from `threshold` confidence on (`labeling.stopping`), or take that back."""
+    if threshold is not None and not 0.0 <= threshold <= 1.0:
+        raise RaterError("confidence_threshold", "between 0 and 1")
+    if enlisted and threshold is None:
+        raise RaterError("confidence_threshold", "an enlisted rater needs a confidence threshold")
+    rater.enlisted = enlisted
+    rater.confidence_threshold = threshold
+    rater.save(update_fields=["enlisted", "confidence_threshold"])
+    return rater
 
 
 def add_rater(project: Project, settings: RaterSettings, user=None) -> MachineRater:
