@@ -106,5 +106,5 @@ def rater_enlist(request, project_id: int, rater_id: int):
             state = "enlisted" if rater.enlisted else "not enlisted"
             messages.success(request, f"Rater {rater.name} is {state}.")
             return redirect("raters_page", project_id=project_id)
-    errors = "; ".join(f"{field}: {' '.join(e)}" for field, e in form.errors.items())
+    errors = "; ".join(f"{field}: {' '.join(map(str, e))}" for field, e in form.errors.items())
     return HttpResponse(errors, status=400, content_type="text/plain")
