@@ -776,14 +776,6 @@ def simulate_machine(
     on which labels repeat, so it is computed once per pattern."""
     import random
 
-    k = k or project.annotations_per_issue
-    if not 2 <= k <= MAX_K:
-        raise SimulationError(f"max: K must be between 2 and {MAX_K}")
-    if not 1 <= orders <= MAX_ORDERS:
-        raise SimulationError(f"orders: must be between 1 and {MAX_ORDERS}")
-    if min_labels < 1 or lead < 1:
-        raise SimulationError("min / lead: must be at least 1")
-    rule = AdaptiveRule(min_labels=min_labels, lead=lead, k=k)
     labels: dict[int, list[Hashable]] = {}
     rows = (
         Annotation.objects.filter(project=project, is_current=True, is_pilot=False)
@@ -792,6 +784,15 @@ def simulate_machine(
     )
     for issue, fp, t, h in rows:
         labels.setdefault(issue, []).append(deciding_key(_Key(fp, t, h)))
+    # K by default: the widest panel, as `simulate`.
+    k = k or max((len(keys) for keys in labels.values()), default=0)
+    if not 2 <= k <= MAX_K:
+        raise SimulationError(f"max: K must be between 2 and {MAX_K}")
+    if not 1 <= orders <= MAX_ORDERS:
+        raise SimulationError(f"orders: must be between 1 and {MAX_ORDERS}")
+    if min_labels < 1 or lead < 1:
+        raise SimulationError("min / lead: must be at least 1")
+    rule = AdaptiveRule(min_labels=min_labels, lead=lead, k=k)
     finals = {
         issue: deciding_key(_Key(fp, t, h))
         for issue, fp, t, h in Resolution.objects.filter(
