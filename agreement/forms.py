@@ -37,6 +37,26 @@ class SimulatorForm(forms.Form):
     )
     orders = forms.IntegerField(label="Orders", min_value=1, max_value=MAX_ORDERS, initial=20)
     seed = forms.IntegerField(label="Seed", min_value=0, max_value=2**31 - 1, initial=1)
+    machine_rater = forms.ChoiceField(
+        label="Enlist a machine rater",
+        required=False,
+        help_text="Replay also with its confident labels as one vote.",
+    )
+    confidence = forms.FloatField(
+        label="Machine confidence",
+        required=False,
+        min_value=0.0,
+        max_value=1.0,
+        help_text="Its vote counts from this confidence (empty: the rater's threshold).",
+    )
+
+    def __init__(self, *args, project=None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # Read through the reverse relation: agreement sits below raters.
+        names = project.machine_raters.values_list("name", flat=True) if project else []
+        field = self.fields["machine_rater"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [("", "none"), *((name, name) for name in names)]
 
     def clean_leads(self) -> list[int]:
         parts = [p.strip() for p in self.cleaned_data["leads"].split(",") if p.strip()]

@@ -46,7 +46,7 @@ import math
 from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from agreement.measures import _label_rows, fleiss, observed_agreement
 from annotator.models import Project
@@ -705,3 +705,180 @@ def chart(result: dict[str, Any]) -> dict[str, Any]:
         "points": drawn,
         "fixed_line": " ".join(f"{p['x']},{p['y']}" for p in drawn if p["series"] == "fixed"),
     }
+
+
+# --- An enlisted machine rater -------------------------------------------------------------
+
+
+@dataclass
+class _Key:
+    """The label fields `deciding_key` reads, from a `values_list` row."""
+
+    is_false_positive: bool
+    issue_type_id: int | None
+    theme_id: int | None
+
+
+def machine_votes(project: Project, rater_name: str, confidence: float | None) -> dict[int, Any]:
+    """issue id -> deciding key of the named machine rater's current valid label on it, for the
+    labels whose confidence reaches `confidence` (default: the rater's own threshold).
+
+    Read through the project's reverse relation (`Project.machine_raters`): `agreement` sits
+    below `raters` and imports nothing of it."""
+    rater = project.machine_raters.filter(name=rater_name).first()
+    if rater is None:
+        raise SimulationError(f"machine-rater: no machine rater named {rater_name!r} here")
+    threshold = rater.confidence_threshold if confidence is None else confidence
+    if threshold is None:
+        raise SimulationError("confidence: give a threshold (the rater has none of its own set)")
+    if not 0.0 <= threshold <= 1.0:
+        raise SimulationError("confidence: must be between 0 and 1")
+    rows = rater.labels.filter(is_current=True, valid=True, confidence__gte=threshold).values_list(
+        "issue_id", "is_false_positive", "issue_type_id", "theme_id"
+    )
+    return {issue: deciding_key(_Key(fp, t, h)) for issue, fp, t, h in rows}
+
+
+def _replay(
+    seq: Sequence[Hashable],
+    rule: AdaptiveRule,
+    threshold: float,
+    machine: Hashable | None,
+    exclusion: Hashable = FP,
+) -> tuple[int, Hashable | None]:
+    """(human labels taken, automatic final or None) for one order of an issue's labels: the
+    adaptive rule (with the machine's vote, if any) on each prefix below K, then the fixed
+    panel at K."""
+    for n in range(1, rule.k):
+        decided = early_decision(seq[:n], rule, exclusion, machine=machine)
+        if decided is not None:
+            return n, decided
+    return rule.k, panel_decision(seq[: rule.k], threshold, exclusion)
+
+
+def simulate_machine(
+    project: Project,
+    machine: dict[int, Any],
+    *,
+    min_labels: int = 2,
+    lead: int = 2,
+    k: int | None = None,
+    orders: int = 20,
+    seed: int = 1,
+    threshold: float = 0.0,
+) -> dict[str, Any]:
+    """Replay the project's labels under the adaptive rule with an enlisted machine rater's
+    votes (`machine`: issue id -> deciding key, as `machine_votes` gives) and without them, on
+    the same orders: human labels per issue and the same-final share of each.
+
+    Issues with fewer than K current non-pilot human labels are left out. Each replay is one
+    random order of an issue's labels (`random.Random(seed)`); a replay's outcome depends only
+    on which labels repeat, so it is computed once per pattern."""
+    import random
+
+    labels: dict[int, list[Hashable]] = {}
+    rows = (
+        Annotation.objects.filter(project=project, is_current=True, is_pilot=False)
+        .order_by("issue_id", "annotator_id")
+        .values_list("issue_id", "is_false_positive", "issue_type_id", "theme_id")
+    )
+    for issue, fp, t, h in rows:
+        labels.setdefault(issue, []).append(deciding_key(_Key(fp, t, h)))
+    # K by default: the widest panel, as `simulate`.
+    k = k or max((len(keys) for keys in labels.values()), default=0)
+    if not 2 <= k <= MAX_K:
+        raise SimulationError(f"max: K must be between 2 and {MAX_K}")
+    if not 1 <= orders <= MAX_ORDERS:
+        raise SimulationError(f"orders: must be between 1 and {MAX_ORDERS}")
+    if min_labels < 1 or lead < 1:
+        raise SimulationError("min / lead: must be at least 1")
+    rule = AdaptiveRule(min_labels=min_labels, lead=lead, k=k)
+    finals = {
+        issue: deciding_key(_Key(fp, t, h))
+        for issue, fp, t, h in Resolution.objects.filter(
+            project=project, is_current=True
+        ).values_list("issue_id", "is_false_positive", "issue_type_id", "theme_id")
+    }
+    rng = random.Random(seed)
+    cache: dict[tuple, tuple[int, Hashable | None]] = {}
+
+    def outcome(seq: list[Hashable], vote: Hashable | None) -> tuple[int, Hashable | None]:
+        # The pattern: each label as the index of its first appearance (the machine's first),
+        # the exclusion as -1; the decided key is mapped back from its index.
+        distinct: list[Hashable] = []
+        for key in ([vote] if vote is not None else []) + seq:
+            if key not in distinct:
+                distinct.append(key)
+        code = tuple(-1 if key == FP else distinct.index(key) for key in seq)
+        vote_code = None if vote is None else (-1 if vote == FP else distinct.index(vote))
+        pattern = (code, vote_code)
+        if pattern not in cache:
+            cache[pattern] = _replay(code, rule, threshold, vote_code, exclusion=-1)
+        n, decided_code = cache[pattern]
+        if decided_code is None:
+            return n, None
+        return n, FP if decided_code == -1 else distinct[cast(int, decided_code)]
+
+    kept = sorted(issue for issue, keys in labels.items() if len(keys) >= k)
+    totals = {"machine": [0, 0, 0, 0], "human_only": [0, 0, 0, 0]}  # labels, same, lead, finals
+    replays = 0
+    for _ in range(orders):
+        for issue in kept:
+            seq = list(labels[issue])
+            rng.shuffle(seq)
+            final = finals.get(issue)
+            replays += 1
+            for name, vote in (("machine", machine.get(issue)), ("human_only", None)):
+                n, decided = outcome(seq, vote)
+                row = totals[name]
+                row[0] += n
+                if final is not None:
+                    row[3] += 1
+                    row[1] += decided == final
+                    row[2] += decided is None
+
+    def figures(row: list[int]) -> dict[str, float | None]:
+        return {
+            "labels_per_issue": row[0] / replays if replays else None,
+            "same_final": row[1] / row[3] if row[3] else None,
+            "needs_lead": row[2] / row[3] if row[3] else None,
+        }
+
+    with_machine = figures(totals["machine"])
+    return {
+        "project": project.name,
+        "policy": {
+            "min": min_labels,
+            "lead": lead,
+            "max": k,
+            "orders": orders,
+            "seed": seed,
+            "threshold": threshold,
+        },
+        "issues": len(kept),
+        "left_out": len(labels) - len(kept),
+        "with_final": sum(1 for issue in kept if issue in finals),
+        "machine_votes": sum(1 for issue in kept if issue in machine),
+        "human_labels_per_issue": with_machine["labels_per_issue"],
+        "same_final": with_machine["same_final"],
+        "needs_lead": with_machine["needs_lead"],
+        "human_only": figures(totals["human_only"]),
+    }
+
+
+def machine_tradeoff(
+    project: Project,
+    rater_name: str,
+    confidence: float | None,
+    *,
+    leads: Sequence[int],
+    **params: Any,
+) -> dict[str, Any]:
+    """The page's table for an enlisted machine rater: per lead value, `simulate_machine`'s
+    human labels per issue and same-final share with the rater and without it."""
+    votes = machine_votes(project, rater_name, confidence)
+    rows = []
+    for lead in leads:
+        report = simulate_machine(project, votes, lead=lead, **params)
+        rows.append({"lead": lead, **report})
+    return {"rater": rater_name, "confidence": confidence, "rows": rows}

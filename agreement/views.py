@@ -16,7 +16,7 @@ from agreement.forms import (
 )
 from agreement.permissions import AGREEMENT_ROLES, AUDIT_ROLES, TABLE_ONE_ROLES
 from agreement.report_page import report_page
-from agreement.simulation import SimulationError, cached_tradeoff, chart
+from agreement.simulation import SimulationError, cached_tradeoff, chart, machine_tradeoff
 from agreement.table_one import COUNT_ISSUES, TYPE_COLUMNS, YEARS, table_one, table_one_records
 from annotator.models import LEAD_ROLES
 from annotator.permissions import membership_or_404
@@ -83,8 +83,8 @@ def policy_simulator_page(request, project_id: int):
     chart and table (`agreement.simulation.cached_tradeoff`, as the command's `simulate`)."""
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     project = membership.project
-    form = SimulatorForm(request.POST or None)
-    context: dict = {"project": project, "form": form, "result": None}
+    form = SimulatorForm(request.POST or None, project=project)
+    context: dict = {"project": project, "form": form, "result": None, "machine": None}
     status = 200
     if request.method == "POST":
         if form.is_valid():
@@ -97,10 +97,24 @@ def policy_simulator_page(request, project_id: int):
                     orders=data["orders"],
                     seed=data["seed"],
                 )
+                if data["machine_rater"]:
+                    context["machine"] = machine_tradeoff(
+                        project,
+                        data["machine_rater"],
+                        data["confidence"],
+                        min_labels=data["min_labels"],
+                        leads=data["leads"],
+                        orders=data["orders"],
+                        seed=data["seed"],
+                    )
             except SimulationError as error:
                 # e.g. a minimum above the project's panel: the message names the field.
                 field, _, message = str(error).partition(": ")
-                form.add_error("min_labels" if field == "min" else None, message or str(error))
+                fields = {"min": "min_labels", "machine-rater": "machine_rater"}
+                form.add_error(
+                    fields.get(field, field if field in form.fields else None),
+                    message or str(error),
+                )
                 status = 400
             else:
                 context["result"] = result

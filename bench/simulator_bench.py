@@ -11,6 +11,11 @@ orders), each run in a fresh process; medians of --runs.
     .venv/bin/python bench/simulator_bench.py [--runs 3] [--db NAME] [--orders 20]
 
 Target (issue 15): <= 10 s with 20 orders.
+
+`--machine` also times `simulate_machine` (what `simulate_policy --machine-rater` calls: the
+replays with an enlisted machine rater and without, lead 2) with a machine rater whose label is
+the final's theme 4 times in 5 (else a random theme) at a uniform random confidence, threshold
+0.5 (seeded once into the same database, `bench-clf`).
 """
 
 from __future__ import annotations
@@ -109,6 +114,41 @@ def seed() -> dict:
     }
 
 
+def _machine_labels(project) -> None:
+    """The bench's machine rater and one label per issue, written once."""
+    from labeling.models import Resolution
+    from raters.models import MachineLabel, MachineRater
+    from taxonomy.models import TaxonomyNode
+
+    if MachineRater.objects.filter(project=project, name="bench-clf").exists():
+        return
+    rater = MachineRater.objects.create(
+        project=project, name="bench-clf", kind="classifier", confidence_threshold=0.5
+    )
+    themes = list(
+        TaxonomyNode.objects.filter(
+            version=project.taxonomy_version, level=TaxonomyNode.Level.THEME
+        ).values_list("parent_id", "pk")
+    )
+    rng = random.Random(7)
+    rows = []
+    finals = Resolution.objects.filter(project=project).values_list(
+        "issue_id", "issue_type_id", "theme_id"
+    )
+    for issue_id, type_id, theme_id in finals:
+        label = (type_id, theme_id) if rng.random() < 0.8 else rng.choice(themes)
+        rows.append(
+            MachineLabel(
+                rater=rater,
+                issue_id=issue_id,
+                issue_type_id=label[0],
+                theme_id=label[1],
+                confidence=rng.random(),
+            )
+        )
+    MachineLabel.objects.bulk_create(rows, batch_size=2000)
+
+
 def stage(name: str, orders: int) -> dict:
     from annotator.models import Project
 
@@ -129,6 +169,19 @@ def stage(name: str, orders: int) -> dict:
         start, cpu = time.perf_counter(), time.process_time()
         result = tradeoff(project, leads=(1, 2, 3), orders=orders, seed=1)
         extra = {"points": len(result["points"])}
+    elif name == "machine":
+        from agreement.simulation import machine_votes, simulate_machine
+
+        _machine_labels(project)
+        start, cpu = time.perf_counter(), time.process_time()
+        votes = machine_votes(project, "bench-clf", 0.5)
+        report = simulate_machine(project, votes, lead=2, orders=orders, seed=1)
+        extra = {
+            "machine_votes": report["machine_votes"],
+            "human_labels_per_issue": report["human_labels_per_issue"],
+            "same_final": report["same_final"],
+            "human_only": report["human_only"],
+        }
     else:
         raise SystemExit(f"unknown stage {name}")
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
@@ -148,6 +201,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--orders", type=int, default=20)
     parser.add_argument("--db", default="annotator_bench_simulator")
+    parser.add_argument("--machine", action="store_true", help="also time simulate_machine")
     parser.add_argument("--stage", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.stage:
@@ -161,6 +215,8 @@ def main() -> None:
     orders = ("--orders", str(args.orders))
     run_stage(__file__, args.db, "seed", env, *orders)
     results: dict[str, list[dict]] = {"run": [], "tradeoff": []}
+    if args.machine:
+        results["machine"] = []
     for _ in range(args.runs):
         for name in results:
             results[name].append(run_stage(__file__, args.db, name, env, *orders))

@@ -127,3 +127,9 @@ class UploadIssuesForm(forms.Form):
         if problem:
             raise forms.ValidationError(f"Not a repository name: {problem}.")
         return source
+
+
+class AddDroppedIssueForm(forms.Form):
+    """A dropped issue a lead adds to the queue from the classifier's ranking."""
+
+    issue = forms.IntegerField(min_value=1, max_value=2**63 - 1)

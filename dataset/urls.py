@@ -101,6 +101,11 @@ urlpatterns += [
 urlpatterns += [
     path("projects/<int:project_id>/recall/", recall_views.filter_recall, name="filter_recall"),
     path(
+        "projects/<int:project_id>/recall/add/",
+        recall_views.add_dropped,
+        name="filter_recall_add",
+    ),
+    path(
         "api/projects/<int:project_id>/recall/",
         recall_api.RecallReport.as_view(),
         name="api_filter_recall",

@@ -14,13 +14,15 @@ decided, it stays open for one more label.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 from django.db import transaction
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from annotator.models import Project
+from ingest.models import Issue
 from labeling.labels import FP, Label, LabelKey, label_key
 from labeling.models import (
     DISAGREEMENT_LEVEL_NAMES,
@@ -182,12 +184,42 @@ def early_sub_theme(winners: list[Annotation]) -> int | None:
     return max(counts, key=lambda sub: (counts[sub], -first_seen[sub]))
 
 
+def enlisted_machine_vote(project_issue: ProjectIssue) -> Hashable | None:
+    """The deciding key of an enlisted machine rater's label on the issue, when it reaches that
+    rater's confidence threshold (a rater without a threshold never votes), else None.
+
+    With several enlisted raters, the most confident label: one vote whatever their number.
+    Read through `Issue.machine_labels` (labeling sits below raters and imports nothing of it).
+    The submission function declines every label of an issue with such a vote
+    (`submission._ENLISTED_MACHINE_SQL`), so this path alone counts it."""
+    row = (
+        Issue(pk=project_issue.issue_id)
+        .machine_labels.filter(
+            rater__project_id=project_issue.project_id,
+            rater__enlisted=True,
+            is_current=True,
+            valid=True,
+            confidence__gte=F("rater__confidence_threshold"),
+        )
+        .order_by("-confidence", "rater_id")
+        .values_list("is_false_positive", "issue_type_id", "theme_id")
+        .first()
+    )
+    if row is None:
+        return None
+    return FP if row[0] else (row[1], row[2])
+
+
 def _decide_early(project_issue: ProjectIssue, rule: AdaptiveRule, n: int) -> Resolution | None:
-    """Under the adaptive rule with n < K labels: finalize the issue if the rule decides it."""
-    if n < rule.min_labels:
-        return None  # no need to read the labels
+    """Under the adaptive rule with n < K labels: finalize the issue if the rule decides it
+    (an enlisted machine rater's vote counted as `labeling.stopping` says)."""
+    if n + 1 < rule.min_labels:
+        return None  # even with a machine's vote: no need to read anything
+    machine = enlisted_machine_vote(project_issue)
+    if n + (machine is not None) < rule.min_labels:
+        return None
     annotations = _current_labels(project_issue)
-    decided = early_decision([deciding_key(a) for a in annotations], rule)
+    decided = early_decision([deciding_key(a) for a in annotations], rule, machine=machine)
     if decided is None:
         return None  # open for one more label; nothing about the comparison is stored yet
     winners = [a for a in annotations if deciding_key(a) == decided]

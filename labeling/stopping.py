@@ -8,9 +8,18 @@ positive. A false-positive exclusion still needs every label taken so far. At K 
 (unanimity, the project's majority policy, else the disagreement queue) decide, so this rule
 only ever answers for fewer than K labels.
 
+An enlisted machine rater (a lead's choice, `raters.models.MachineRater.enlisted`) whose label
+on the issue reaches its confidence threshold is one more vote (`machine`): it is counted with
+the human labels, in the minimum, the lead and the exclusion's unanimity, but only beside at
+least one human label (it never decides alone), as one vote however confident, and only below K
+in all (humans plus machine < K; at K the fixed rules decide on the K human labels).
+
 This module is the rule in Python, for the Python submission path and for the policy
 simulator; `labeling.submission`'s PL/pgSQL function states it again in SQL, and the
-table-driven test of both paths proves they agree.
+table-driven test of both paths proves they agree. The machine's vote is stated here only:
+`labeling.resolution.enlisted_machine_vote` reads it (through `Issue.machine_labels`), and the
+PL/pgSQL function declines every label of an issue that has one, so the Python path counts it
+(`tests/labeling/test_paths_equal.py`'s machine states).
 """
 
 from __future__ import annotations
@@ -57,13 +66,19 @@ class AdaptiveRule:
 
 
 def early_decision(
-    keys: Sequence[Hashable], rule: AdaptiveRule, exclusion: Hashable = FP
+    keys: Sequence[Hashable],
+    rule: AdaptiveRule,
+    exclusion: Hashable = FP,
+    machine: Hashable | None = None,
 ) -> Hashable | None:
     """The deciding key an issue with these labels (in any order) is decided on before K, or None
     when it needs another label (or has K, where the fixed rules decide).
 
-    `keys` are the labels' deciding keys; `exclusion` is the key that needs unanimity.
+    `keys` are the human labels' deciding keys; `exclusion` is the key that needs unanimity;
+    `machine` the deciding key of an enlisted machine rater's confident label, or None.
     """
+    if machine is not None and keys:
+        keys = [*keys, machine]  # one vote, and never without a human label
     n = len(keys)
     if n < rule.min_labels or n >= rule.k:
         return None

@@ -213,6 +213,18 @@ FROM (SELECT k.fp, count(*) AS votes, row_number() OVER (ORDER BY count(*) DESC)
 """
 
 
+# An enlisted machine rater's confident label on the issue (`resolution.enlisted_machine_vote`
+# reads the same rows): the one-call path declines every label of such an issue under the
+# adaptive rule, so the machine's vote is counted by the Python path only. The machine tables
+# are read by name: labeling may not import raters.
+_ENLISTED_MACHINE_SQL = """
+SELECT EXISTS (
+  SELECT 1 FROM raters_machinelabel m JOIN raters_machinerater r ON r.id = m.rater_id
+  WHERE m.issue_id = %(issue)s AND r.project_id = %(project)s AND r.enlisted
+    AND m.is_current AND m.valid AND m.confidence >= r.confidence_threshold)
+"""
+
+
 @pg_functions.register
 def _submit_first_function() -> pg_functions.Function:
     """The common submission, a user's first label of an issue that stays below K labels, as
@@ -262,6 +274,10 @@ BEGIN
     RETURN;
   END IF;
   arg_n := slots.annotations + 1;
+  -- Adaptive rule with an enlisted machine's vote on the issue: the Python path.
+  IF arg_adaptive AND ({pg_functions.plpgsql(_ENLISTED_MACHINE_SQL).strip()}) THEN
+    RETURN;
+  END IF;
   -- Adaptive rule: a label that decides the issue is finalized by the Python path.
   IF arg_adaptive AND arg_n >= arg_min_labels THEN
     decided := ({pg_functions.plpgsql(_EARLY_DECISION_SQL).strip()});

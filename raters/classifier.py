@@ -133,6 +133,15 @@ class Model:
         best = proba.argmax(axis=1)
         return [self.classes[i] for i in best], [float(p) for p in proba.max(axis=1)]
 
+    def relevance(self, texts: Sequence[str]) -> list[float]:
+        """Each text's probability of not being a false positive (1 - P(FP))."""
+        if self.pipeline is None:
+            return [0.0 if self.classes[0] == "FP" else 1.0] * len(texts)
+        if "FP" not in self.classes:
+            return [1.0] * len(texts)
+        proba = self.pipeline.predict_proba(list(texts))
+        return [1.0 - float(p) for p in proba[:, self.classes.index("FP")]]
+
 
 def fit(texts: Sequence[str], targets: Sequence[str]) -> Model:
     from sklearn.feature_extraction.text import HashingVectorizer, TfidfTransformer

@@ -51,3 +51,10 @@ class AddRaterForm(forms.Form):
 
 class RunForm(forms.Form):
     only = forms.ChoiceField(choices=RaterRun.Scope.choices, initial=RaterRun.Scope.ALL)
+
+
+class EnlistForm(forms.Form):
+    """Enlist a rater in the adaptive stopping rule, from a confidence threshold on."""
+
+    enlisted = forms.BooleanField(required=False)
+    confidence_threshold = forms.FloatField(min_value=0.0, max_value=1.0, required=False)

@@ -9,8 +9,10 @@ configuration and training set), parameters, confidence, time, and the raw outpu
 overwritten: a new run writes new rows and marks the older ones not current.
 
 Machine labels are blind: no annotator page reads these tables, they never count toward K and
-never change what an annotator is served. `enlisted` and `confidence_threshold` are the hooks
-for letting a rater count in the stopping rule later; both default off.
+never change what an annotator is served. A lead may enlist a rater (`enlisted`, off by
+default): under the adaptive stopping rule its label counts as one vote when its confidence
+reaches `confidence_threshold` (no threshold: it never votes), beside at least one human label
+(`labeling.stopping`, read by `labeling.resolution.enlisted_machine_vote`).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ class MachineRater(models.Model):
     # study's issues, not linked to issue ids, so they may describe the issue being labeled):
     # off by default, so validation stays out of sample; recorded in parameters and prompt hash.
     prompt_details = models.BooleanField(default=False)
-    # Hooks for the stopping rule (not used yet): off by default.
+    # The adaptive stopping rule counts an enlisted rater's confident label as one vote.
     enlisted = models.BooleanField(default=False)
     confidence_threshold = models.FloatField(null=True, blank=True)
     # The classifier: retrain (a Celery task) once this many new final labels have arrived.

@@ -11,6 +11,11 @@ urlpatterns = [
         name="rater_run",
     ),
     path(
+        "projects/<int:project_id>/raters/<int:rater_id>/enlist/",
+        views.rater_enlist,
+        name="rater_enlist",
+    ),
+    path(
         "projects/<int:project_id>/raters/runs/<int:run_id>/",
         views.rater_run_status,
         name="rater_run_status",

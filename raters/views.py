@@ -1,5 +1,5 @@
-"""The machine raters page: validation figures (leads, researchers), adding and running a rater
-with a progress display (leads)."""
+"""The machine raters page: validation figures (leads, researchers), adding, running (with a
+progress display) and enlisting a rater in the stopping rule (leads)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from annotator.permissions import membership_or_404
-from raters.forms import AddRaterForm, RunForm
+from raters.forms import AddRaterForm, EnlistForm, RunForm
 from raters.models import MachineRater, RaterRun
 from raters.permissions import RUN_ROLES, VALIDATION_ROLES
-from raters.runs import RaterError, add_rater
+from raters.runs import RaterError, add_rater, enlist
 from raters.tasks import start_run
 from raters.validation import validation_report
 
@@ -90,3 +90,24 @@ def rater_run_status(request, project_id: int, run_id: int):
         RaterRun.objects.select_related("rater"), pk=run_id, rater__project=membership.project
     )
     return render(request, "raters/_run.html", {"project": membership.project, "run": run})
+
+
+@login_required
+def rater_enlist(request, project_id: int, rater_id: int):
+    """A lead enlists the rater in the adaptive stopping rule (or takes it back)."""
+    membership = membership_or_404(request.user, project_id, roles=RUN_ROLES)
+    rater = get_object_or_404(MachineRater, pk=rater_id, project=membership.project)
+    if request.method != "POST":
+        return redirect("raters_page", project_id=project_id)
+    form = EnlistForm(request.POST)
+    if form.is_valid():
+        try:
+            enlist(rater, form.cleaned_data["enlisted"], form.cleaned_data["confidence_threshold"])
+        except RaterError as exc:
+            form.add_error(exc.field, exc.message)
+        else:
+            state = "enlisted" if rater.enlisted else "not enlisted"
+            messages.success(request, f"Rater {rater.name} is {state}.")
+            return redirect("raters_page", project_id=project_id)
+    errors = "; ".join(f"{field}: {' '.join(map(str, e))}" for field, e in form.errors.items())
+    return HttpResponse(errors, status=400, content_type="text/plain")

@@ -28,8 +28,10 @@ from labeling import queue, resolution, submission
 from labeling.labels import Label
 from labeling.models import Annotation, ProjectIssue, QueueFrontier, Reservation, Resolution
 from labeling.stopping import AdaptiveRule, deciding_key, early_decision
+from raters.models import MachineLabel, MachineRater
 from tests.conftest import make_issue, make_user
 from tests.labeling.conftest import label_data
+from tests.raters.conftest import label_fields
 
 # The table sets DB_FUNCTIONS itself, both ways, for each state.
 pytestmark = pytest.mark.one_path
@@ -432,6 +434,9 @@ class AdaptiveState:
     policy: str = Project.Policy.LEAD_DECIDES
     needs_more_first: bool = True
     revised: bool = False  # the others' labels meet the rule only after a revision
+    # A machine rater's label on the target (code, confidence; its threshold is 0.5).
+    machine: tuple[str, float] | None = None
+    enlisted: bool = True
 
     def __str__(self) -> str:
         return f"{self.name}: {self.action} after {self.others}"
@@ -485,6 +490,26 @@ ADAPTIVE_TABLE = [
     AdaptiveState("second below min", ("C.1",), "next issue", "target", ada="none"),
     AdaptiveState("fresh behind fresh", (), "next issue", "spare", ada="none", reserved=1),
     AdaptiveState("her own reservation", ("C.1", "C.2"), "next issue", "target"),
+    # An enlisted machine rater: one vote, beside at least one human, below K in all.
+    AdaptiveState("machine agrees", (), "label C.1", "final", machine=("C.1", 0.9)),
+    AdaptiveState("machine differs", (), "label C.1", "open", machine=("C.2", 0.9)),
+    AdaptiveState("machine unsure", (), "label C.1", "open", machine=("C.1", 0.3)),
+    AdaptiveState(
+        "machine not enlisted", (), "label C.1", "open", machine=("C.1", 0.9), enlisted=False
+    ),
+    AdaptiveState("machine and human exclude", (), "label FP", "final", machine=("FP", 0.9)),
+    AdaptiveState("machine excludes alone", (), "label C.1", "open", machine=("FP", 0.9), lead=1),
+    AdaptiveState("machine is one vote", ("C.2",), "label C.1", "open", machine=("C.1", 0.99)),
+    AdaptiveState(
+        "machine makes three of K",
+        ("C.2",),
+        "label C.1",
+        "open",
+        machine=("C.1", 0.9),
+        k=3,
+        lead=1,
+    ),
+    AdaptiveState("machine beside two", ("C.2", "C.1"), "label C.1", "final", machine=("C.1", 0.9)),
 ]
 
 
@@ -501,12 +526,28 @@ class AdaptiveStudy(Study):
         ProjectIssue.objects.filter(pk=item.pk).update(position=2)
         rule = AdaptiveRule.of(project)
         assert rule is not None
+        machine = None
+        if state.machine:
+            code, confidence = state.machine
+            rater = MachineRater.objects.create(
+                project=project,
+                name="clf",
+                kind="classifier",
+                enlisted=state.enlisted,
+                confidence_threshold=0.5,
+            )
+            MachineLabel.objects.create(
+                rater=rater, issue_id=item.issue_id, confidence=confidence,
+                **label_fields(project, code),
+            )  # fmt: skip
+            if state.enlisted and confidence >= 0.5:
+                machine = deciding_key(_label(project, code))
         keys = []
         for other, code in zip(self.others, state.others, strict=False):
             self._store(other, code)
             keys.append(deciding_key(_label(project, code)))
             # Each label was looked at when it came (a revision is not).
-            decided = early_decision(keys, rule)
+            decided = early_decision(keys, rule, machine=machine)
             assert decided is None or (state.revised and len(keys) == len(state.others)), state
         assert len(state.others) + state.reserved < len(self.others), "not enough others"
         now = timezone.now()

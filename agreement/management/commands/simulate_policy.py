@@ -1,6 +1,8 @@
 """`manage.py simulate_policy --project NAME [--min 2] [--lead 2] [--max K] [--orders 20]
-[--seed 1] [--threshold 0] [--json]`: replay a project's labels under the adaptive stopping rule
-(agreement.simulation)."""
+[--seed 1] [--threshold 0] [--machine-rater NAME [--confidence T]] [--json]`: replay a project's
+labels under the adaptive stopping rule (agreement.simulation); with `--machine-rater`, with that
+rater enlisted (its labels of at least confidence T, default its own threshold, as one vote)
+beside the human-only rule on the same orders (`simulate_machine`)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from agreement.simulation import SimulationError, run
+from agreement.simulation import SimulationError, machine_votes, run, simulate_machine
 from annotator.models import Project
 
 
@@ -39,12 +41,26 @@ class Command(BaseCommand):
             default=0.0,
             help="share of the K votes a plurality needs at K (0: any strict plurality)",
         )
+        parser.add_argument(
+            "--machine-rater", default=None, help="replay with this machine rater enlisted"
+        )
+        parser.add_argument(
+            "--confidence",
+            type=float,
+            default=None,
+            help="the machine rater's vote counts from this confidence (default: its threshold)",
+        )
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
     def handle(self, *args, **options) -> None:
         project = Project.objects.filter(name=options["project"]).first()
         if project is None:
             raise CommandError(f"project: no project named {options['project']!r}")
+        if options["machine_rater"] is not None:
+            self._machine(project, options)
+            return
+        if options["confidence"] is not None:
+            raise CommandError("confidence: only with --machine-rater")
         try:
             report = run(
                 project,
@@ -90,3 +106,39 @@ class Command(BaseCommand):
             shares = figures["labels_per_issue"]["distribution"]
             distribution = ", ".join(f"{n}: {_pct(share)}" for n, share in shares.items())
             self.stdout.write(f"  labels per issue under the policy: {distribution}")
+
+    def _machine(self, project: Project, options: dict) -> None:
+        try:
+            votes = machine_votes(project, options["machine_rater"], options["confidence"])
+            report = simulate_machine(
+                project,
+                votes,
+                min_labels=options["min_labels"],
+                lead=options["lead"],
+                k=options["max"],
+                orders=options["orders"],
+                seed=options["seed"],
+                threshold=options["threshold"],
+            )
+        except SimulationError as error:
+            raise CommandError(str(error)) from error
+        report["machine_rater"] = options["machine_rater"]
+        report["confidence"] = options["confidence"]
+        if options["json"]:
+            self.stdout.write(json.dumps(report, indent=2, ensure_ascii=False))
+            return
+        policy = report["policy"]
+        self.stdout.write(
+            f"{report['project']}: {report['issues']} issues replayed ({report['with_final']} "
+            f"with a final), {report['left_out']} left out; min {policy['min']}, lead "
+            f"{policy['lead']}, max {policy['max']}; machine rater {report['machine_rater']} "
+            f"votes on {report['machine_votes']} of them"
+        )
+        self.stdout.write(f"{'':<24}{'human labels/issue':>19}{'same final':>12}{'needs lead':>12}")
+        human = report["human_only"]
+        for name, labels, same, needs in (
+            ("with the machine", report["human_labels_per_issue"], report["same_final"],
+             report["needs_lead"]),
+            ("humans only", human["labels_per_issue"], human["same_final"], human["needs_lead"]),
+        ):  # fmt: skip
+            self.stdout.write(f"{name:<24}{_num(labels, 2):>19}{_pct(same):>12}{_pct(needs):>12}")

@@ -1,0 +1,91 @@
+"""Beyond keywords: Lena (the lead) asks the classifier which issues the keyword filter dropped
+look relevant, and adds the likeliest one to the queue from the recall page."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from dataset.beyond_keywords import add_dropped_issue, rank_dropped
+from dataset.models import RecallProbe
+from dataset.recall import RecallError
+from labeling.models import ProjectIssue
+from tests.conftest import make_issue
+from tests.raters.conftest import add_finals, text_of
+
+
+@pytest.fixture
+def dropped(project, repository, annotator, other_annotator):
+    """60 final issues to learn from, and 8 dropped issues: 4 written like the relevant labels
+    (out-of-memory and NCCL hangs), 4 like the false positives (small image models)."""
+    add_finals(project, repository, 60, annotators=(annotator, other_annotator), noise=0.0)
+    rng = random.Random(5)
+    relevant, irrelevant = [], []
+    for n in range(8):
+        code = ("C.1", "C.2", "FP", "FP")[n % 4]
+        issue = make_issue(
+            repository, 5000 + n, title=f"Dropped {n}", body=text_of(code, rng),
+            filter_status="filtered_out",
+        )  # fmt: skip
+        (irrelevant if code == "FP" else relevant).append(issue.pk)
+    return relevant, irrelevant
+
+
+def test_the_relevant_dropped_issues_rank_above_the_false_positives(project, dropped):
+    relevant, irrelevant = dropped
+    ranking = rank_dropped(project)
+    assert {c.issue_id for c in ranking} == set(relevant + irrelevant)
+    assert {c.issue_id for c in ranking[:4]} == set(relevant)
+    assert all(a.relevance >= b.relevance for a, b in itertools.pairwise(ranking))
+    assert ranking[0].relevance > 0.5 > ranking[-1].relevance
+
+
+def test_an_added_issue_joins_the_queue_as_an_ordinary_issue_and_leaves_the_ranking(
+    project, dropped
+):
+    relevant, _ = dropped
+    item = add_dropped_issue(project, relevant[0])
+    assert ProjectIssue.objects.get(pk=item.pk).position is not None
+    assert not RecallProbe.objects.filter(project=project).exists()  # chosen, not drawn
+    assert relevant[0] not in {c.issue_id for c in rank_dropped(project)}
+    with pytest.raises(RecallError, match="issue"):
+        add_dropped_issue(project, relevant[0])  # already in the queue
+
+
+def test_too_few_final_issues_is_a_message_not_a_ranking(project, repository):
+    with pytest.raises(RecallError, match="at least 20 final issues"):
+        rank_dropped(project)
+
+
+def test_lena_ranks_and_adds_from_the_recall_page(client, project, lead, dropped):
+    relevant, _ = dropped
+    client.force_login(lead)
+    page = client.get(f"/projects/{project.pk}/recall/")
+    assert b'id="rank-dropped"' in page.content and b'id="ranking-table"' not in page.content
+    page = client.get(f"/projects/{project.pk}/recall/?rank=1")
+    assert b'id="ranking-table"' in page.content
+    assert page.content.count(b'class="add-dropped"') == 8
+    answer = client.post(f"/projects/{project.pk}/recall/add/", {"issue": relevant[1]})
+    assert answer.status_code == 302
+    assert ProjectIssue.objects.filter(project=project, issue_id=relevant[1]).exists()
+
+
+@pytest.mark.parametrize("value", ["", "abc", "-1", "99999999"])
+def test_a_bad_issue_is_a_400_naming_the_field(client, project, lead, dropped, value):
+    client.force_login(lead)
+    answer = client.post(f"/projects/{project.pk}/recall/add/", {"issue": value})
+    assert answer.status_code == 400
+    assert b'id="add-errors"' in answer.content
+
+
+@pytest.mark.parametrize("persona", ["researcher", "annotator", "outsider"])
+def test_only_leads_may_rank_or_add(client, project, dropped, persona, request):
+    relevant, _ = dropped
+    client.force_login(request.getfixturevalue(persona))
+    answer = client.post(f"/projects/{project.pk}/recall/add/", {"issue": relevant[0]})
+    assert answer.status_code == 404
+    assert not ProjectIssue.objects.filter(project=project, issue_id=relevant[0]).exists()
+    page = client.get(f"/projects/{project.pk}/recall/?rank=1")
+    assert b'id="ranking-table"' not in page.content
