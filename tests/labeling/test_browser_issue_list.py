@@ -26,7 +26,7 @@ def test_a_lead_searches_for_a_word_of_the_body_and_opens_the_issue(
 
     log_in(page, live_server, lead.username)
     page.goto(live_server.url + reverse("project_detail", args=[project.pk]))
-    page.locator("#project-actions").get_by_role("link", name="Issues").click()
+    page.locator("#project-actions").get_by_role("link", name="Issues", exact=True).click()
     page.wait_for_url("**/issues/")
     # All seven issues are listed before the search.
     assert page.locator("#issue-table tbody tr[data-item]").count() == 7
