@@ -1,5 +1,6 @@
 """Chromium: a lead adds a classifier rater to a project with enough final issues, runs it,
-watches the run finish and reads the validation page."""
+watches the run finish, reads the validation page, then the policy simulator's trade-off with
+the rater enlisted beside the human-only rule."""
 
 from __future__ import annotations
 
@@ -54,4 +55,19 @@ def test_a_lead_adds_runs_and_reads_a_classifier(page, live_server, project, lea
     assert row.locator("td.kappa-theme").inner_text() == f"{figures['kappa_theme']:.3f}"
     assert row.locator("td.kappa-type").inner_text() == f"{figures['kappa_type']:.3f}"
     assert "median" in page.locator("#human-kappa").inner_text()
+
+    # The trade-off: the simulator replays the labels with the rater's confident labels as a vote.
+    page.goto(live_server.url + reverse("policy_simulator", args=[project.pk]))
+    page.select_option("#id_machine_rater", "tfidf")
+    page.fill("#id_confidence", "0.5")
+    page.click("#simulator-form button[type=submit]")
+    table = page.locator("#machine-table")
+    table.wait_for()
+    assert "tfidf" in page.locator("#machine-result h2").inner_text()
+    rows = table.locator("tbody tr")
+    assert rows.count() >= 3  # lead values 1, 2 and 3 are always drawn
+    for i in range(rows.count()):
+        cells = rows.nth(i).locator("td").all_inner_texts()
+        human, human_only = float(cells[2]), float(cells[4])
+        assert min(human, human_only) >= 1.0  # at least one human label per issue
     assert not problems, problems
