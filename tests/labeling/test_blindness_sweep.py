@@ -220,6 +220,7 @@ def _machine_labels(project, items) -> None:
         )
 
 
+@pytest.mark.slow  # every route of the site, with and without machine labels
 def test_machine_labels_change_nothing_an_annotator_sees(
     client, project, items, annotator, other_annotator, lead, tia
 ):
