@@ -212,45 +212,37 @@ class ClassifierBackend:
         done = 0
         final_items = [item for item in request.items if item.issue_id in finals]
         other_items = [item for item in request.items if item.issue_id not in finals]
+
+        def labeled(
+            train: list[tuple[int, str]], items: list, fold: int | None = None
+        ) -> Iterator[Prediction]:
+            """Fit on `train` and label `items` with that model."""
+            model = fit([texts[i] for i, _ in train], [code for _, code in train])
+            codes, confidences = model.predict([item.text for item in items])
+            hashed = training_hash(train)
+            for item, code, confidence in zip(items, codes, confidences, strict=True):
+                yield Prediction(
+                    issue_id=item.issue_id,
+                    code=code,
+                    confidence=confidence,
+                    raw_output=code,
+                    prompt_hash=hashed,
+                    model=MODEL_NAME,
+                    model_version=version,
+                    parameters=params,
+                    fold=fold,
+                )
+
         # Out of sample: each final issue by the model of the fold that left it out.
         folds = fold_of(list(finals))
         for k in sorted(set(folds.values())):
             held = [item for item in final_items if folds[item.issue_id] == k]
             if not held:
                 continue
-            train = [(i, code) for i, code in finals.items() if folds[i] != k]
-            model = fit([texts[i] for i, _ in train], [code for _, code in train])
-            codes, confidences = model.predict([item.text for item in held])
-            hashed = training_hash(train)
-            for item, code, confidence in zip(held, codes, confidences, strict=True):
-                yield Prediction(
-                    issue_id=item.issue_id,
-                    code=code,
-                    confidence=confidence,
-                    raw_output=code,
-                    prompt_hash=hashed,
-                    model=MODEL_NAME,
-                    model_version=version,
-                    parameters=params,
-                    fold=k,
-                )
+            yield from labeled([(i, code) for i, code in finals.items() if folds[i] != k], held, k)
             done += len(held)
             request.progress(done)
         if other_items:
-            train = list(finals.items())
-            model = fit([texts[i] for i, _ in train], [code for _, code in train])
-            hashed = training_hash(train)
-            codes, confidences = model.predict([item.text for item in other_items])
-            for item, code, confidence in zip(other_items, codes, confidences, strict=True):
-                yield Prediction(
-                    issue_id=item.issue_id,
-                    code=code,
-                    confidence=confidence,
-                    raw_output=code,
-                    prompt_hash=hashed,
-                    model=MODEL_NAME,
-                    model_version=version,
-                    parameters=params,
-                )
+            yield from labeled(list(finals.items()), other_items)
             done += len(other_items)
             request.progress(done)
