@@ -24,7 +24,7 @@ from annotator.models import Project
 from dataset.recall import RecallError, dropped_population
 from ingest.models import Issue
 from labeling.models import ProjectIssue
-from labeling.setup import order_queue
+from labeling.setup import place_in_queue
 from raters import classifier
 from raters.runs import final_codes, issue_texts
 
@@ -76,8 +76,9 @@ def rank_dropped(project: Project, top: int = TOP) -> list[Candidate]:
 
 @transaction.atomic
 def add_dropped_issue(project: Project, issue_id: int) -> ProjectIssue:
-    """Add one dropped issue of the project's scope to its queue (ordered as the setup page's
-    shuffle would place it)."""
+    """Add one dropped issue of the project's scope to its queue, at a random place among the
+    items nobody has been served yet (`place_in_queue`, as recall probes): the pilot, served
+    positions and annotators' frontiers stay as they are."""
     # One change of the queue at a time per project, as a draw takes it.
     Project.objects.select_for_update().filter(pk=project.pk).first()
     _, candidates = dropped_population(project)
@@ -86,6 +87,7 @@ def add_dropped_issue(project: Project, issue_id: int) -> ProjectIssue:
             "issue", "not a dropped issue of this project's scope that is not in its queue"
         )
     item = ProjectIssue.objects.create(project=project, issue_id=issue_id)
-    project.refresh_from_db(fields=["pilot_size", "queue_seed"])
-    order_queue(project, project.pilot_size, project.queue_seed)
+    project.refresh_from_db(fields=["queue_seed"])
+    # Seeded by the project's shuffle and the issue, so the same add places it the same way.
+    place_in_queue(project, [item.pk], (project.queue_seed or 0) * 1_000_003 + issue_id)
     return item

@@ -76,8 +76,10 @@ class UploadJob(models.Model):
     project = models.ForeignKey(
         "annotator.Project", on_delete=models.CASCADE, related_name="upload_jobs"
     )
+    # None only for `manage.py upload_issues` (the operator, every right). A page's job is
+    # deleted with its account: it must never run later without the uploader's rights.
     requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.CASCADE, related_name="+"
     )
     file_name = models.CharField(max_length=200, help_text="As uploaded, for messages only.")
     # Relative to settings.UPLOAD_ROOT, made by the server; empty once the task deleted it.

@@ -82,7 +82,15 @@ def _features(vectorizer: Any, texts: Sequence[str]) -> Any:
     by the `FeatureHasher` it wraps (same n_features, sign and dtype; its norm is None)."""
     from sklearn.feature_extraction import FeatureHasher
 
-    if tuple(vectorizer.ngram_range) != (1, 2) or vectorizer.norm is not None:
+    restated = (
+        tuple(vectorizer.ngram_range) == (1, 2)
+        and vectorizer.norm is None
+        and vectorizer.analyzer == "word"
+        and vectorizer.stop_words is None
+        and not vectorizer.binary
+        and vectorizer.input == "content"
+    )
+    if not restated:
         return vectorizer.transform(texts)  # not the configuration this shortcut restates
     preprocess, tokenize = vectorizer.build_preprocessor(), vectorizer.build_tokenizer()
 
@@ -139,7 +147,7 @@ class Model:
             return [0.0 if self.classes[0] == "FP" else 1.0] * len(texts)
         if "FP" not in self.classes:
             return [1.0] * len(texts)
-        proba = self.pipeline.predict_proba(list(texts))
+        proba = self.proba(texts)  # chunked, as `predict`
         return [1.0 - float(p) for p in proba[:, self.classes.index("FP")]]
 
 

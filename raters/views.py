@@ -72,11 +72,15 @@ def rater_run(request, project_id: int, rater_id: int):
         return redirect("raters_page", project_id=project_id)
     form = RunForm(request.POST)
     if not form.is_valid():
-        return HttpResponse(f"only: {'; '.join(str(e) for e in form.errors['only'])}", status=400)
+        return HttpResponse(
+            f"only: {'; '.join(str(e) for e in form.errors['only'])}",
+            status=400,
+            content_type="text/plain",
+        )
     try:
         run = start_run(rater, form.cleaned_data["only"], request.user)
-    except RaterError as exc:
-        return HttpResponse(str(exc), status=400)
+    except RaterError as exc:  # it names the rater: plain text, never markup
+        return HttpResponse(str(exc), status=400, content_type="text/plain")
     if request.htmx:
         return render(request, "raters/_run.html", {"project": membership.project, "run": run})
     messages.success(request, f"Run of {rater.name} queued.")

@@ -89,3 +89,26 @@ def test_only_leads_may_rank_or_add(client, project, dropped, persona, request):
     assert not ProjectIssue.objects.filter(project=project, issue_id=relevant[0]).exists()
     page = client.get(f"/projects/{project.pk}/recall/?rank=1")
     assert b'id="ranking-table"' not in page.content
+
+
+def test_adding_an_issue_midway_moves_no_served_item_and_keeps_the_pilot(project, dropped):
+    """Lena adds a ranked issue after labeling began: the pilot and every position already
+    served stay as they were (a redraw of the queue would move labeled issues in and out of
+    the pilot); the new issue comes after them."""
+    relevant, _ = dropped
+    items = list(ProjectIssue.objects.filter(project=project).order_by("position"))
+    for item in items[:5]:
+        item.is_pilot = True
+        item.save(update_fields=["is_pilot"])
+    project.pilot_size = 5
+    project.save(update_fields=["pilot_size"])
+    before = {i.pk: (i.position, i.is_pilot) for i in items}
+    added = add_dropped_issue(project, relevant[1])
+    after = {
+        i.pk: (i.position, i.is_pilot)
+        for i in ProjectIssue.objects.filter(project=project).exclude(pk=added.pk)
+    }
+    assert after == before
+    added.refresh_from_db()
+    assert added.position > max(position for position, _ in before.values())
+    assert not added.is_pilot

@@ -167,3 +167,21 @@ def test_an_admin_may_upload_urls_of_any_repository(
     other_project.refresh_from_db()
     assert repository.pk in other_project.scope["repository_ids"]
     assert UploadJob.objects.get().requested_by == admin
+
+
+@pytest.mark.django_db
+def test_a_queued_job_of_a_deleted_account_never_runs_with_the_operators_rights(
+    bruno, other_project, repository, final_issue, upload_root
+):
+    """Bruno's upload waits in the queue; his account is deleted before a worker takes it. The
+    job goes with the account: it must not run later as if the operator had started it (a job
+    without an uploader has every right), which would take Lena's repository."""
+    urls = b"https://github.com/NVIDIA/Megatron-LM/issues/9\n"
+    job = keep_file(other_project, bruno, "urls.txt", urls, "urls", "uploads", False, True, False)
+    issues_before = Issue.objects.count()
+    bruno.delete()
+    assert not UploadJob.objects.filter(pk=job.pk).exists()
+    tasks.run_upload(job.pk)  # the task, delivered after all
+    assert Issue.objects.count() == issues_before
+    other_project.refresh_from_db()
+    assert repository.pk not in (other_project.scope or {}).get("repository_ids", [])
