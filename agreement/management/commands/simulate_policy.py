@@ -62,15 +62,7 @@ class Command(BaseCommand):
         if options["confidence"] is not None:
             raise CommandError("confidence: only with --machine-rater")
         try:
-            report = run(
-                project,
-                min_labels=options["min_labels"],
-                lead=options["lead"],
-                k=options["max"],
-                orders=options["orders"],
-                seed=options["seed"],
-                threshold=options["threshold"],
-            )
+            report = run(project, **_policy(options))
         except SimulationError as error:
             raise CommandError(str(error)) from error
         if options["json"]:
@@ -110,16 +102,7 @@ class Command(BaseCommand):
     def _machine(self, project: Project, options: dict) -> None:
         try:
             votes = machine_votes(project, options["machine_rater"], options["confidence"])
-            report = simulate_machine(
-                project,
-                votes,
-                min_labels=options["min_labels"],
-                lead=options["lead"],
-                k=options["max"],
-                orders=options["orders"],
-                seed=options["seed"],
-                threshold=options["threshold"],
-            )
+            report = simulate_machine(project, votes, **_policy(options))
         except SimulationError as error:
             raise CommandError(str(error)) from error
         report["machine_rater"] = options["machine_rater"]
@@ -142,3 +125,15 @@ class Command(BaseCommand):
             ("humans only", human["labels_per_issue"], human["same_final"], human["needs_lead"]),
         ):  # fmt: skip
             self.stdout.write(f"{name:<24}{_num(labels, 2):>19}{_pct(same):>12}{_pct(needs):>12}")
+
+
+def _policy(options: dict) -> dict:
+    """The replay's settings from the command's options, for either simulation."""
+    return {
+        "min_labels": options["min_labels"],
+        "lead": options["lead"],
+        "k": options["max"],
+        "orders": options["orders"],
+        "seed": options["seed"],
+        "threshold": options["threshold"],
+    }
