@@ -446,8 +446,11 @@ def test_annotators_at_once_over_http_never_overfill_and_stop_at_the_deciding_la
             # left when nothing was free for them at that moment).
             assert item.status == "open" and final is None, (item.pk, keys)
     # The rule cut issues short, and undecided ones went on past the minimum. (With min 2 and
-    # lead 2 an issue is decided at 2 or 4 labels: at 3 the leader is at most 2 to 1.)
-    assert len(decided_at) > ISSUES // 3 and set(decided_at) <= {2, 4}, decided_at
+    # lead 2 an issue is decided at 2 or 4 labels: at 3 the leader is at most 2 to 1.) How many
+    # are decided depends on which thread labels which issue: the first two labels agree on an
+    # issue with probability 0.31 under CODES' weights, so about 8 of 24 (a bound of "more than
+    # 8" failed now and then); none at all has a chance below 0.69^24 = 1.3e-4.
+    assert decided_at and set(decided_at) <= {2, 4}, decided_at
     assert max(labels_per_issue) > 2, labels_per_issue
 
 
