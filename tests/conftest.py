@@ -203,3 +203,14 @@ def log_in(page, live_server, username: str, password: str = PASSWORD) -> None:
     page.fill("#id_password", password)
     page.click("button[type=submit]")
     page.wait_for_url(f"{live_server.url}/")
+
+
+def first_saved(page, queryset):
+    """The first row of `queryset` once the page's request has written it, polling for about
+    5 s (None if it never came): a click's form post lands in the live server's thread."""
+    for _ in range(50):
+        row = queryset.first()
+        if row is not None:
+            return row
+        page.wait_for_timeout(100)
+    return None

@@ -12,6 +12,7 @@ from django.urls import reverse
 from dataset.models import Release
 from dataset.releases import build_release
 from labeling.demo import load_demo
+from tests.conftest import first_saved
 from tests.dataset.test_browser_releases import _label_some
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -62,12 +63,7 @@ def test_the_lead_releases_without_authors_and_the_row_updates_itself_without_cs
     page.fill("#id_title", "LLM framework issues")
     page.fill("#id_authors", "")
     page.click("#start-release")
-    release = None
-    for _ in range(50):
-        release = Release.objects.first()
-        if release is not None:
-            break
-        page.wait_for_timeout(100)
+    release = first_saved(page, Release.objects)
     assert release is not None and release.title == "LLM framework issues"
     assert release.authors == ""
     row = page.locator(f"#release-{release.pk}")

@@ -17,6 +17,7 @@ from labeling.demo import load_demo
 from labeling.models import ProjectIssue
 from taxonomy.models import TaxonomyNode
 from tests.builders import final_issue
+from tests.conftest import first_saved
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -118,12 +119,7 @@ def test_the_demo_lead_freezes_a_release_and_watches_it_build(
     page.fill("#id_version", "1.0.0")
     page.fill("#id_note", "The demo's first release")
     page.click("#start-release")
-    release = None
-    for _ in range(50):
-        release = Release.objects.first()
-        if release is not None:
-            break
-        page.wait_for_timeout(100)
+    release = first_saved(page, Release.objects)
     assert release is not None and release.version == "1.0.0"
     row = page.locator(f"#release-{release.pk}")
     row.wait_for()

@@ -10,7 +10,7 @@ from django.urls import reverse
 from raters.models import MachineRater, RaterRun
 from raters.runs import run_rater
 from raters.validation import validation_report
-from tests.conftest import log_in
+from tests.conftest import first_saved, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -34,12 +34,7 @@ def test_a_lead_adds_runs_and_reads_a_classifier(page, live_server, project, lea
 
     row.locator("select[name=only]").select_option("final")
     row.locator("button.run-rater").click()
-    run = None
-    for _ in range(50):
-        run = RaterRun.objects.first()
-        if run is not None:
-            break
-        page.wait_for_timeout(100)
+    run = first_saved(page, RaterRun.objects)
     assert run is not None and run.only == "final"
     shown = page.locator(f"#run-{run.pk}")
     shown.wait_for()
