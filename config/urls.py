@@ -2,6 +2,7 @@
 
 from django.contrib import admin
 from django.urls import include, path
+from django.views.i18n import JavaScriptCatalog
 
 from config import views
 
@@ -9,6 +10,8 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("favicon.ico", views.favicon, name="favicon"),
     path("admin/", admin.site.urls),
+    # The interface's JavaScript strings in the reader's language (gettext() in static/js).
+    path("jsi18n/", JavaScriptCatalog.as_view(), name="javascript-catalog"),
     # First: its login page (with the identity providers) before Django's.
     path("", include("annotator.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
