@@ -1,9 +1,10 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class LabelingConfig(AppConfig):
     name = "labeling"
-    verbose_name = "Labeling"
+    verbose_name = _("Labeling")
 
     def ready(self) -> None:
         from django.db.models.signals import post_migrate
@@ -20,14 +21,15 @@ class LabelingConfig(AppConfig):
         from labeling.permissions import ISSUE_LIST_ROLES, LABELER_ROLES, VOTING_ROLES
 
         register(
+            # Lazy: the labels are made once, at start, and shown in each request's language.
             ProjectLink(
-                "Label next issue", "label_next", LABELER_ROLES, 10, True, "start-labeling"
+                _("Label next issue"), "label_next", LABELER_ROLES, 10, True, "start-labeling"
             ),
-            ProjectLink("My progress", "my_progress", LABELER_ROLES, 20),
-            ProjectLink("Guideline", "project_guideline", GUIDELINE_ROLES, 25),
-            ProjectLink("Setup", "project_setup", LEAD_ROLES, 30),
-            ProjectLink("Dashboard", "lead_dashboard", LEAD_ROLES, 35),
-            ProjectLink("Disagreements", "disagreement_queue", LEAD_ROLES, 40),
-            ProjectLink("Issues", "issue_list", ISSUE_LIST_ROLES, 45),
-            ProjectLink("Taxonomy proposals", "taxonomy_proposals", VOTING_ROLES, 90),
+            ProjectLink(_("My progress"), "my_progress", LABELER_ROLES, 20),
+            ProjectLink(_("Guideline"), "project_guideline", GUIDELINE_ROLES, 25),
+            ProjectLink(_("Setup"), "project_setup", LEAD_ROLES, 30),
+            ProjectLink(_("Dashboard"), "lead_dashboard", LEAD_ROLES, 35),
+            ProjectLink(_("Disagreements"), "disagreement_queue", LEAD_ROLES, 40),
+            ProjectLink(_("Issues"), "issue_list", ISSUE_LIST_ROLES, 45),
+            ProjectLink(_("Taxonomy proposals"), "taxonomy_proposals", VOTING_ROLES, 90),
         )

@@ -29,6 +29,8 @@ from django.db import connection
 from django.db.models import Count, FilteredRelation, Max, Q
 from django.db.models.functions import TruncDate
 from django.utils import timezone
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from annotator.models import Membership, Project
 from ingest.models import Repository
@@ -357,7 +359,7 @@ def repository_rows(
             row.in_progress += g["started"]
     names = {r.pk: r.full_name for r in Repository.objects.filter(pk__in=list(by_repo))}
     rows = sorted(by_repo.values(), key=lambda r: names.get(r.repository_id or 0, "").lower())
-    totals = RepositoryRow(None, "Total")
+    totals = RepositoryRow(None, gettext("Total"))
     for row in rows:
         row.name = names.get(row.repository_id or 0, "")
         totals.add(row)
@@ -488,12 +490,12 @@ def progress_charts(
     series = progress_series(project, now, groups)
     days = [d for d, _, _ in series]
     return [
-        line_chart("Labels given (cumulative)", days, [n for _, n, _ in series]),
-        line_chart("Final issues (cumulative)", days, [n for _, _, n in series]),
+        line_chart(gettext("Labels given (cumulative)"), days, [n for _, n, _ in series]),
+        line_chart(gettext("Final issues (cumulative)"), days, [n for _, _, n in series]),
     ]
 
 
-TYPE_HEADINGS = {"FP": "not LLM-related"}
+TYPE_HEADINGS = {"FP": _("not LLM-related")}
 
 
 def dashboard(project: Project, now: datetime | None = None) -> Dashboard:
@@ -514,7 +516,7 @@ def dashboard(project: Project, now: datetime | None = None) -> Dashboard:
         annotators=annotators,
         repositories=repositories,
         totals=totals,
-        final_columns=[(c, TYPE_HEADINGS.get(c) or names.get(c) or c) for c in codes],
+        final_columns=[(c, str(TYPE_HEADINGS.get(c) or names.get(c) or c)) for c in codes],
         types=[(t, voted.get(t.pk, 0)) for t in types],
         levels=disagreement_levels(project),
         charts=progress_charts(project, now, groups),

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from annotator.models import Project
 from labeling.models import Annotation, DetailEntry
@@ -73,9 +74,9 @@ def grouped(project: Project, version: TaxonomyVersion | None = None) -> list[Gr
 
 def move_entry(entry: DetailEntry, node: TaxonomyNode, user) -> DetailEntry:
     if node.level != TaxonomyNode.Level.SUB_THEME:
-        raise DetailError(f"node: {node.code} is not a sub-theme")
+        raise DetailError("node: " + gettext("%(code)s is not a sub-theme") % {"code": node.code})
     if node.version_id != entry.project.taxonomy_version_id:
-        raise DetailError("node: not in the project's current taxonomy version")
+        raise DetailError("node: " + gettext("not in the project's current taxonomy version"))
     entry.node = node
     entry.reviewed_by, entry.reviewed_at = user, timezone.now()
     entry.save(update_fields=["node", "reviewed_by", "reviewed_at"])
@@ -89,7 +90,9 @@ def merge_entries(
     with transaction.atomic():
         for dup in duplicates:
             if dup.pk == keep.pk or dup.project_id != keep.project_id:
-                raise DetailError("duplicates: pick other entries of the same project")
+                raise DetailError(
+                    "duplicates: " + gettext("pick other entries of the same project")
+                )
             dup.merged_into = keep
             dup.reviewed_by, dup.reviewed_at = user, timezone.now()
             dup.save(update_fields=["merged_into", "reviewed_by", "reviewed_at"])

@@ -7,9 +7,13 @@ again what only they can know (e.g. that K is not below the annotations an issue
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 from django import forms
+from django.utils.functional import lazy
+from django.utils.translation import gettext, gettext_noop, pgettext
+from django.utils.translation import gettext_lazy as _
 
 from annotator.forms import MembersField, grantable_roles
 from annotator.models import Project, Role
@@ -24,6 +28,15 @@ from lib.inputlimits import integer_range, row_id
 from taxonomy.codes import FALSE_POSITIVE
 from taxonomy.models import TaxonomyNode
 
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
+
+
+def _lazy_format(message: str, **params: object) -> StrOrPromise:
+    """`message` (marked with `gettext_noop`) translated and filled in when it is shown, in the
+    language active then: error messages and choices are made once, at import, in English."""
+    return lazy(lambda: gettext(message) % params, str)()
+
 
 def first_error(form: forms.BaseForm) -> str:
     """ "field: message" of the form's first error, for a one-line flash message."""
@@ -36,10 +49,11 @@ def _check_date_range(form: forms.Form) -> None:
     """A `created_from`..`created_to` window (scope, issue list) may not end before it starts."""
     start, end = form.cleaned_data.get("created_from"), form.cleaned_data.get("created_to")
     if start and end and start > end:
-        form.add_error("created_to", "ends before it starts")
+        form.add_error("created_to", gettext("ends before it starts"))
 
 
-def _range_messages(text: str) -> dict[str, str]:
+def _range_messages(text: StrOrPromise) -> dict[str, StrOrPromise]:
+    # (`text` may be lazy: it is read when the error is shown.)
     return {"min_value": text, "max_value": text, "invalid": text, "required": text}
 
 
@@ -47,7 +61,9 @@ class SettingsForm(forms.Form):
     annotations_per_issue = forms.IntegerField(
         min_value=1,
         max_value=MAX_ANNOTATIONS_PER_ISSUE,
-        error_messages=_range_messages(f"between 1 and {MAX_ANNOTATIONS_PER_ISSUE}"),
+        error_messages=_range_messages(
+            _lazy_format(gettext_noop("between 1 and %(most)s"), most=MAX_ANNOTATIONS_PER_ISSUE)
+        ),
     )
     resolution_policy = forms.ChoiceField(choices=Project.Policy.choices)
     majority_threshold = forms.FloatField(min_value=0.5, max_value=1)
@@ -56,22 +72,27 @@ class SettingsForm(forms.Form):
     stopping_rule = forms.ChoiceField(
         choices=Project.StoppingRule.choices,
         required=False,
-        error_messages={"invalid_choice": "must be one of " + ", ".join(Project.StoppingRule)},
+        error_messages={
+            "invalid_choice": _lazy_format(
+                gettext_noop("must be one of %(choices)s"),
+                choices=", ".join(Project.StoppingRule),
+            )
+        },
     )
     min_labels = forms.IntegerField(
         min_value=1,
         max_value=MAX_ANNOTATIONS_PER_ISSUE,
         required=False,
-        error_messages=_range_messages("a whole number from 1 to K"),
+        error_messages=_range_messages(_("a whole number from 1 to K")),
     )
     lead_margin = forms.IntegerField(
         min_value=1,
         max_value=MAX_ANNOTATIONS_PER_ISSUE,
         required=False,
-        error_messages=_range_messages("a whole number from 1 to K"),
+        error_messages=_range_messages(_("a whole number from 1 to K")),
     )
     needs_more_first = forms.TypedChoiceField(
-        choices=[("1", "issues that need one more label first"), ("0", "queue order")],
+        choices=[("1", _("issues that need one more label first")), ("0", _("queue order"))],
         coerce=lambda value: value == "1",
         empty_value=None,
         required=False,
@@ -117,7 +138,9 @@ class ScopeForm(forms.Form):
                 min_value=low,
                 max_value=high,
                 required=False,
-                error_messages=_range_messages(f"a whole number from {low} to {high}"),
+                error_messages=_range_messages(
+                    gettext("a whole number from %(low)s to %(high)s") % {"low": low, "high": high}
+                ),
             )
 
     def clean(self):
@@ -166,13 +189,13 @@ class NewProjectScopeForm(ScopeForm):
         choices=Issue.FilterStatus.choices,
         required=False,
         widget=forms.CheckboxSelectMultiple,
-        label="Keyword filter state",
+        label=_("Keyword filter state"),
     )
     created_from = forms.DateField(
-        required=False, widget=forms.DateInput(attrs={"type": "date"}), label="Opened from"
+        required=False, widget=forms.DateInput(attrs={"type": "date"}), label=_("Opened from")
     )
     created_to = forms.DateField(
-        required=False, widget=forms.DateInput(attrs={"type": "date"}), label="Opened until"
+        required=False, widget=forms.DateInput(attrs={"type": "date"}), label=_("Opened until")
     )
 
     def __init__(self, *args, repositories, every_repository: bool, **kwargs) -> None:
@@ -181,20 +204,26 @@ class NewProjectScopeForm(ScopeForm):
         )
         for name in ("pilot_size", "seed"):
             self.fields[name].initial = 0
-        self.fields["pilot_size"].label = "Pilot sample size"
-        self.fields["pilot_size"].help_text = "Stratified by repository, labeled first."
-        self.fields["seed"].help_text = "For the pilot sample and the queue shuffle."
+        self.fields["pilot_size"].label = gettext("Pilot sample size")
+        self.fields["pilot_size"].help_text = gettext("Stratified by repository, labeled first.")
+        self.fields["seed"].help_text = gettext("For the pilot sample and the queue shuffle.")
 
 
 class _VersionChoice(forms.ModelChoiceField):
     def label_from_instance(self, obj) -> str:
         origin = {
-            "study": "the study's",
-            "imported": "imported",
-            "edited": "edited",
+            "study": pgettext("taxonomy version origin", "the study's"),
+            "imported": pgettext("taxonomy version origin", "imported"),
+            "edited": pgettext("taxonomy version origin", "edited"),
         }.get(obj.origin, obj.origin)
-        published = ", published" if obj.is_published else ""
-        return f"{obj.taxonomy.name} v{obj.number} ({origin}{published}, {obj.created_at:%Y-%m-%d})"
+        if obj.is_published:
+            origin = gettext("%(origin)s, published") % {"origin": origin}
+        return gettext("%(taxonomy)s v%(number)s (%(origin)s, %(date)s)") % {
+            "taxonomy": obj.taxonomy.name,
+            "number": obj.number,
+            "origin": origin,
+            "date": f"{obj.created_at:%Y-%m-%d}",
+        }
 
 
 class NewProjectForm(SettingsForm):
@@ -248,18 +277,20 @@ class NewProjectForm(SettingsForm):
             roles=roles,
             creator=user,
             widget=forms.Textarea(attrs={"rows": 5, "placeholder": "ada annotator\notto lead"}),
-            help_text=(
-                'One member a line: "username role", the role one of '
-                f"{', '.join(value for value, _ in roles)} (annotator if left out). "
-                "You join as lead."
-            ),
+            help_text=gettext(
+                'One member a line: "username role", the role one of %(roles)s (annotator if left'
+                " out). You join as lead."
+            )
+            % {"roles": ", ".join(value for value, _label in roles)},
         )
         self.order_fields(self.field_order)
 
     def clean_name(self) -> str:
         name = self.cleaned_data["name"].strip()
         if Project.objects.filter(name__iexact=name).exists():
-            raise forms.ValidationError(f"A project named “{name}” already exists.")
+            raise forms.ValidationError(
+                gettext("A project named “%(name)s” already exists."), params={"name": name}
+            )
         return name
 
 
@@ -277,7 +308,7 @@ class LeadActionForm(forms.Form):
 
     action = forms.ChoiceField(
         choices=[(a, a) for a in ACTIONS],
-        error_messages={"invalid_choice": "unknown action"},
+        error_messages={"invalid_choice": _("unknown action")},
     )
     body = forms.CharField(max_length=MAX_MESSAGE, required=False)
     note = forms.CharField(max_length=MAX_MESSAGE, required=False)
@@ -293,10 +324,14 @@ class LeadActionForm(forms.Form):
         data = super().clean() or {}
         action = data.get("action")
         if action == "message" and not (data.get("body") or "").strip():
-            self.add_error("body", "write something first.")
+            self.add_error("body", gettext("write something first."))
         elif action == "resolve":
             if data.get("method") not in set(resolution.LEAD_METHODS):
-                self.add_error("method", "must be one of " + ", ".join(resolution.LEAD_METHODS))
+                self.add_error(
+                    "method",
+                    gettext("must be one of %(choices)s")
+                    % {"choices": ", ".join(resolution.LEAD_METHODS)},
+                )
             source = data.get("source") or "new"
             if source == "new":
                 try:
@@ -304,7 +339,7 @@ class LeadActionForm(forms.Form):
                 except submission.LabelError as exc:
                     self.add_error(None, str(exc))
             elif row_id(source) is None:
-                self.add_error("source", "not an annotation of this issue")
+                self.add_error("source", gettext("not an annotation of this issue"))
         return data
 
     def lead_action(self) -> resolution.LeadAction:
@@ -379,23 +414,31 @@ class GuidelineForm(forms.Form):
     """A lead's project guideline (Markdown)."""
 
     guideline = _MarkdownField(
-        label="Guideline",
+        label=_("Guideline"),
         required=False,
         max_length=guideline.MAX_GUIDELINE_CHARS,
         widget=forms.Textarea(attrs={"rows": 18}),
-        help_text="Markdown. Annotators see it above every issue and in the Keys (?) dialog.",
+        help_text=_("Markdown. Annotators see it above every issue and in the Keys (?) dialog."),
         error_messages={
-            "max_length": (
-                f"The guideline is too long: at most {guideline.MAX_GUIDELINE_CHARS:,} characters"
-                " (it has %(show_value)s)."
+            # %(show_value)s is the validator's: filled in after this message is.
+            "max_length": _lazy_format(
+                gettext_noop(
+                    "The guideline is too long: at most %(most)s characters (it has"
+                    " %%(show_value)s)."
+                ),
+                most=f"{guideline.MAX_GUIDELINE_CHARS:,}",
             )
         },
     )
 
 
-def _choice_messages(field: str) -> dict[str, str]:
+def _choice_messages(field: str) -> dict[str, StrOrPromise]:
     # The bad value is not echoed: it can be anything, of any length.
-    return {"invalid_choice": f"not one of the {field} choices"}
+    return {
+        "invalid_choice": _lazy_format(
+            gettext_noop("not one of the %(field)s choices"), field=field
+        )
+    }
 
 
 class IssueListForm(forms.Form):
@@ -410,11 +453,15 @@ class IssueListForm(forms.Form):
     q = forms.CharField(
         required=False,
         max_length=issue_list.MAX_QUERY_LENGTH,
-        error_messages={"max_length": f"at most {issue_list.MAX_QUERY_LENGTH} characters"},
+        error_messages={
+            "max_length": _lazy_format(
+                gettext_noop("at most %(most)s characters"), most=issue_list.MAX_QUERY_LENGTH
+            )
+        },
     )
     status = forms.ChoiceField(
         required=False,
-        choices=[("", "any status"), *issue_list.STATUS_NAMES.items()],
+        choices=[("", _("any status")), *issue_list.STATUS_NAMES.items()],
         error_messages=_choice_messages("status"),
     )
     repository = forms.ChoiceField(required=False, error_messages=_choice_messages("repository"))
@@ -422,14 +469,14 @@ class IssueListForm(forms.Form):
     theme = forms.ChoiceField(required=False, error_messages=_choice_messages("theme"))
     level = forms.ChoiceField(
         required=False,
-        choices=[("", "any level"), *issue_list.LEVEL_NAMES.items()],
+        choices=[("", _("any level")), *issue_list.LEVEL_NAMES.items()],
         error_messages=_choice_messages("level"),
     )
     created_from = forms.DateField(
-        required=False, error_messages={"invalid": "a date such as 2024-01-31"}
+        required=False, error_messages={"invalid": _("a date such as 2024-01-31")}
     )
     created_to = forms.DateField(
-        required=False, error_messages={"invalid": "a date such as 2024-01-31"}
+        required=False, error_messages={"invalid": _("a date such as 2024-01-31")}
     )
     sort = forms.ChoiceField(
         required=False,
@@ -438,7 +485,7 @@ class IssueListForm(forms.Form):
     )
     order = forms.ChoiceField(
         required=False,
-        choices=[("desc", "descending"), ("asc", "ascending")],
+        choices=[("desc", _("descending")), ("asc", _("ascending"))],
         error_messages=_choice_messages("order"),
     )
 
@@ -449,7 +496,7 @@ class IssueListForm(forms.Form):
         repositories = Repository.objects.filter(issues__project_issues__project=project)
         self._set_choices(
             "repository",
-            "any repository",
+            gettext("any repository"),
             [(str(r.pk), r.full_name) for r in repositories.distinct().order_by("owner", "name")],
         )
         nodes = TaxonomyNode.objects.filter(version_id=project.taxonomy_version_id).order_by(
@@ -459,13 +506,15 @@ class IssueListForm(forms.Form):
         themes = nodes.filter(level=TaxonomyNode.Level.THEME)
         self._set_choices(
             "final_type",
-            "any final label",
+            gettext("any final label"),
             [
-                (FALSE_POSITIVE, "FP not LLM-related"),
+                (FALSE_POSITIVE, gettext("FP not LLM-related")),
                 *((t.code, f"{t.code} {t.name}") for t in types),
             ],
         )
-        self._set_choices("theme", "any theme", [(t.code, f"{t.code} {t.name}") for t in themes])
+        self._set_choices(
+            "theme", gettext("any theme"), [(t.code, f"{t.code} {t.name}") for t in themes]
+        )
 
     def _set_choices(self, name: str, empty: str, choices: list[tuple[str, str]]) -> None:
         field = self.fields[name]

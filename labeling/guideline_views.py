@@ -7,6 +7,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext
 
 from annotator.models import LEAD_ROLES
 from annotator.permissions import membership_or_404
@@ -31,7 +32,7 @@ def project_guideline(request, project_id: int):
                 preview = guideline.render(text)
             else:
                 guideline.save(project, text)
-                messages.success(request, "Guideline saved.")
+                messages.success(request, gettext("Guideline saved."))
                 return redirect("project_guideline", project_id=project.pk)
         else:
             status = 400

@@ -9,6 +9,7 @@ import time
 
 from django.core.cache import cache
 from django.utils.safestring import mark_safe
+from django.utils.translation import get_language
 
 from ingest.models import Issue
 from labeling.rendering import render_markdown
@@ -20,9 +21,12 @@ CACHE_SECONDS = 24 * 3600
 
 
 def _render_many(texts: list[str]) -> list[str]:
-    """Render Markdown texts, reusing cached HTML keyed by a hash of each text."""
+    """Render Markdown texts, reusing cached HTML keyed by a hash of each text and the language
+    (the sanitizer words its image buttons in the request's language)."""
+    language = get_language() or ""
     keys = [
-        f"md:{RENDER_VERSION}:{hashlib.sha256(t.encode()).hexdigest()}" if t else "" for t in texts
+        f"md:{RENDER_VERSION}:{language}:{hashlib.sha256(t.encode()).hexdigest()}" if t else ""
+        for t in texts
     ]
     cached = cache.get_many([k for k in keys if k])
     out, missing = [], {}

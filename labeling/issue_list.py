@@ -46,6 +46,8 @@ from django.db.models import (
 )
 from django.db.models.expressions import Col
 from django.db.models.functions import Length
+from django.utils.translation import gettext, pgettext_lazy
+from django.utils.translation import gettext_lazy as _
 
 from annotator.models import Project
 from annotator.pseudonyms import pseudonyms
@@ -61,18 +63,18 @@ MAX_QUERY_LENGTH = 200
 # The list's statuses, in the order "sort by status" follows.
 OPEN, IN_PROGRESS, DISAGREEMENT, FINAL = "open", "in_progress", "disagreement", "final"
 STATUS_NAMES = {
-    OPEN: "open",
-    IN_PROGRESS: "in progress",
-    DISAGREEMENT: "disagreement",
-    FINAL: "final",
+    OPEN: pgettext_lazy("issue status", "open"),
+    IN_PROGRESS: pgettext_lazy("issue status", "in progress"),
+    DISAGREEMENT: pgettext_lazy("issue status", "disagreement"),
+    FINAL: pgettext_lazy("issue status", "final"),
 }
 _STATUS_RANK = {name: rank for rank, name in enumerate(STATUS_NAMES)}
 LEVEL_NAMES = DISAGREEMENT_LEVEL_NAMES
 SORTS = {
-    "created": "created",
-    "number": "number",
-    "status": "status",
-    "last_label": "last label",
+    "created": pgettext_lazy("sort by", "created"),
+    "number": pgettext_lazy("sort by", "number"),
+    "status": pgettext_lazy("sort by", "status"),
+    "last_label": pgettext_lazy("sort by", "last label"),
 }
 
 # The search: the text search configuration of the stored document (ingest migration 0007),
@@ -112,7 +114,7 @@ class SearchTimedOut(SearchError):
     """Cancelled by the database after `SEARCH_TIMEOUT_MS`."""
 
 
-TIMED_OUT = "the search took too long: use fewer or rarer words"
+TIMED_OUT = _("the search took too long: use fewer or rarer words")
 
 
 def read_search(q: str) -> websearch.WebSearch:
@@ -120,11 +122,16 @@ def read_search(q: str) -> websearch.WebSearch:
     issue (nothing to find but -excluded words) or names more than `MAX_SEARCH_WORDS`."""
     parsed = websearch.parse(q)
     if parsed.words > MAX_SEARCH_WORDS:
-        raise SearchRefused(f"at most {MAX_SEARCH_WORDS} words (this search has {parsed.words})")
+        raise SearchRefused(
+            gettext("at most %(most)s words (this search has %(count)s)")
+            % {"most": MAX_SEARCH_WORDS, "count": parsed.words}
+        )
     if parsed.only_excludes:
         raise SearchRefused(
-            "a word to find is needed besides the -excluded ones"
-            ' (on each side of an "or"): excluding alone would read every issue'
+            gettext(
+                "a word to find is needed besides the -excluded ones"
+                ' (on each side of an "or"): excluding alone would read every issue'
+            )
         )
     return parsed
 
@@ -215,7 +222,7 @@ def time_limit() -> Iterator[Callable[[], None]]:
     except OperationalError as error:
         # psycopg's QueryCanceled, whose SQLSTATE says why: a timeout (or a cancelled query).
         if getattr(error.__cause__, "sqlstate", None) == QUERY_CANCELED:
-            raise SearchTimedOut(TIMED_OUT) from error
+            raise SearchTimedOut(str(TIMED_OUT)) from error
         raise
 
 
@@ -326,7 +333,7 @@ class IssueRow:
 
     @property
     def status_name(self) -> str:
-        return STATUS_NAMES[self.status]
+        return str(STATUS_NAMES[self.status])
 
 
 def issue_page(project: Project, filters: IssueFilters, number: Any = 1) -> Page[Any]:
@@ -378,7 +385,7 @@ class IssueRecord:
 
     @property
     def status_name(self) -> str:
-        return STATUS_NAMES[self.status]
+        return str(STATUS_NAMES[self.status])
 
 
 def project_issue(project: Project, item_id: int) -> ProjectIssue | None:

@@ -16,6 +16,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext, pgettext_lazy
+from django.utils.translation import gettext_lazy as _
 
 from annotator.models import Project
 from taxonomy.codes import label_code
@@ -23,10 +25,10 @@ from taxonomy.models import TaxonomyNode
 
 # The first level at which an issue's labels differ, in the words the lead's pages use.
 DISAGREEMENT_LEVEL_NAMES = {
-    "false_positive": "not LLM-related",
-    "type": "type",
-    "theme": "theme",
-    "sub_theme": "sub-theme",
+    "false_positive": _("not LLM-related"),
+    "type": _("type"),
+    "theme": _("theme"),
+    "sub_theme": _("sub-theme"),
 }
 
 
@@ -50,9 +52,9 @@ class ProjectIssue(models.Model):
     """
 
     class Status(models.TextChoices):
-        OPEN = "open", "needs annotations"
-        DISAGREEMENT = "disagreement", "in the disagreement queue"
-        FINAL = "final", "final"
+        OPEN = "open", _("needs annotations")
+        DISAGREEMENT = "disagreement", _("in the disagreement queue")
+        FINAL = "final", pgettext_lazy("issue status", "final")
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="project_issues")
     issue = models.ForeignKey(
@@ -108,15 +110,21 @@ class ProjectIssue(models.Model):
         issue whose labels agree was reopened by a lead; "" where they agreed or are not all in.
         A classmethod too, for counts grouped by level and status (the lead's dashboard)."""
         if level:
-            return DISAGREEMENT_LEVEL_NAMES.get(level, level)
-        return "reopened" if status == cls.Status.DISAGREEMENT else ""
+            return str(DISAGREEMENT_LEVEL_NAMES.get(level, level))
+        return gettext("reopened") if status == cls.Status.DISAGREEMENT else ""
 
 
 class FalsePositiveReason(models.TextChoices):
     # The study's three reasons for excluding a report as not LLM-related (section III.A).
-    LIGHTWEIGHT_MODEL = "lightweight_model", "lightweight model only, no LLM-specific challenge"
-    KEYWORD_IN_NAMES = "keyword_in_names", "keyword only in user names, file paths or commits"
-    LLM_NAMED_COMPONENT = "llm_named_component", "LLM-sounding component without LLM behaviour"
+    LIGHTWEIGHT_MODEL = (
+        "lightweight_model",
+        _("lightweight model only, no LLM-specific challenge"),
+    )
+    KEYWORD_IN_NAMES = "keyword_in_names", _("keyword only in user names, file paths or commits")
+    LLM_NAMED_COMPONENT = (
+        "llm_named_component",
+        _("LLM-sounding component without LLM behaviour"),
+    )
 
 
 class LabelFields(models.Model):
@@ -155,7 +163,7 @@ class Annotation(LabelFields):
     # Only the newest revision of an annotator's label on an issue is current.
     is_current = models.BooleanField(default=True)
     is_pilot = models.BooleanField(default=False)
-    summary = models.TextField(blank=True, help_text="The symptom, intent or expectation.")
+    summary = models.TextField(blank=True, help_text=_("The symptom, intent or expectation."))
     note = models.TextField(blank=True)
     proposed_category = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now)
@@ -186,11 +194,11 @@ class Annotation(LabelFields):
 
 class Resolution(LabelFields):
     class Method(models.TextChoices):
-        UNANIMOUS = "unanimous", "unanimous"
-        MAJORITY = "majority", "majority vote"
-        CONSENSUS = "consensus", "consensus after discussion"
-        LEAD_DECISION = "lead_decision", "lead decision"
-        IMPORTED = "imported", "imported from a published dataset"
+        UNANIMOUS = "unanimous", pgettext_lazy("resolution method", "unanimous")
+        MAJORITY = "majority", _("majority vote")
+        CONSENSUS = "consensus", _("consensus after discussion")
+        LEAD_DECISION = "lead_decision", _("lead decision")
+        IMPORTED = "imported", _("imported from a published dataset")
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="resolutions")
     issue = models.ForeignKey("ingest.Issue", on_delete=models.CASCADE, related_name="resolutions")
@@ -311,9 +319,9 @@ class Proposal(models.Model):
     """A volunteer's proposal of a new theme or sub-theme, decided by unanimous approval."""
 
     class Status(models.TextChoices):
-        PENDING = "pending", "open for votes"
-        ACCEPTED = "accepted", "accepted"
-        REJECTED = "rejected", "rejected"
+        PENDING = "pending", _("open for votes")
+        ACCEPTED = "accepted", pgettext_lazy("proposal status", "accepted")
+        REJECTED = "rejected", pgettext_lazy("proposal status", "rejected")
 
     project = models.ForeignKey(
         "annotator.Project", on_delete=models.CASCADE, related_name="taxonomy_proposals"
@@ -353,7 +361,9 @@ class Proposal(models.Model):
 
     @property
     def level_label(self) -> str:
-        return "theme" if self.parent.level == TaxonomyNode.Level.TYPE else "sub-theme"
+        if self.parent.level == TaxonomyNode.Level.TYPE:
+            return gettext("theme")
+        return gettext("sub-theme")
 
 
 class ProposalVote(models.Model):
@@ -404,7 +414,7 @@ class DetailEntry(models.Model):
     class Meta:
         db_table = "taxonomy_detailentry"
         ordering = ["project", "pk"]
-        verbose_name_plural = "detail entries"
+        verbose_name_plural = _("detail entries")
 
     def __str__(self) -> str:
         return f"{self.node.code}: {self.text[:40]}"

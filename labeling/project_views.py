@@ -9,14 +9,14 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Q
 from django.shortcuts import get_object_or_404, redirect, render
-from django.template.defaultfilters import pluralize
 from django.urls import reverse
+from django.utils.translation import gettext, ngettext
 from django.views.decorators.http import require_POST
 
 from annotator.accounts import create_volunteer, rename_pseudonym
 from annotator.forms import InviteForm, PseudonymForm, VolunteerForm, grantable_roles
 from annotator.links import visible_links
-from annotator.models import LEAD_ROLES, Invite, Membership, Project
+from annotator.models import LEAD_ROLES, Invite, Membership, Project, Role
 from annotator.permissions import may_create_project, membership_or_404
 from ingest.permissions import is_ingest_admin, manageable_repositories
 from labeling import setup
@@ -86,7 +86,11 @@ def _scope_preview(scope_form: NewProjectScopeForm) -> dict:
         for name, messages_ in scope_form.errors.items():
             label = scope_form[name].label if name in scope_form.fields else ""
             text = " ".join(str(m) for m in messages_)
-            errors.append(f"{label}: {text}" if label else text)
+            errors.append(
+                gettext("%(field)s: %(errors)s") % {"field": label, "errors": text}
+                if label
+                else text
+            )
         return {"errors": errors}
     scope = scope_form.chosen_scope()
     if scope is None:
@@ -150,10 +154,15 @@ def project_create(request):
         else:
             count = ProjectIssue.objects.filter(project=project).count()
             members = project.memberships.count()
+            # Two counts, two plurals: each half is its own message.
+            issues = ngettext("%(count)s issue in scope", "%(count)s issues in scope", count) % {
+                "count": count
+            }
+            people = ngettext("%(count)s member", "%(count)s members", members) % {"count": members}
             messages.success(
                 request,
-                f"Project {project.name} created with {count} issue{pluralize(count)} in scope "
-                f"and {members} member{pluralize(members)}.",
+                gettext("Project %(name)s created with %(issues)s and %(members)s.")
+                % {"name": project.name, "issues": issues, "members": people},
             )
             if warning := setup.stopping_warning(project):
                 messages.warning(request, warning)
@@ -251,7 +260,9 @@ def create_invite(request, project_id: int):
     )
     link = request.build_absolute_uri(reverse("accept_invite", args=[token]))
     # The link is shown once; only its hash is stored.
-    messages.success(request, f"Invite link (shown once, single use): {link}")
+    messages.success(
+        request, gettext("Invite link (shown once, single use): %(link)s") % {"link": link}
+    )
     return redirect("project_detail", project_id=project_id)
 
 
@@ -273,7 +284,11 @@ def add_volunteer(request, project_id: int):
         except ValidationError as exc:  # a look-alike was created since the form's check
             form.add_error("username", exc)
         else:
-            messages.success(request, f"Account {data['username']} created as {data['role']}.")
+            messages.success(
+                request,
+                gettext("Account %(username)s created as %(role)s.")
+                % {"username": data["username"], "role": Role(data["role"]).label},
+            )
             return redirect("project_detail", project_id=project_id)
     # Errors are shown beside their fields, in the form as the lead filled it.
     return _project_page(request, membership, volunteer_form=form, status=400)
@@ -292,6 +307,10 @@ def rename_member(request, project_id: int, member_id: int):
         except ValidationError as exc:
             form.add_error("pseudonym", exc)
         else:
-            messages.success(request, f"{member.user.username} is now {member.pseudonym}.")
+            messages.success(
+                request,
+                gettext("%(username)s is now %(pseudonym)s.")
+                % {"username": member.user.username, "pseudonym": member.pseudonym},
+            )
             return redirect("project_detail", project_id=project_id)
     return _project_page(request, membership, pseudonym_form=(member.pk, form), status=400)

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from annotator.models import LEAD_ROLES, Project, Role
 from labeling.models import Annotation, Proposal, ProposalVote
@@ -27,10 +28,16 @@ class ProposalError(ValueError):
 def _parent_in_project(project: Project, parent_code: str) -> TaxonomyNode:
     parent = project.taxonomy_version.nodes.filter(code=parent_code.strip()).first()
     if parent is None:
-        raise ProposalError(f"parent_code: no node {parent_code!r} in {project.taxonomy_version}")
+        raise ProposalError(
+            "parent_code: "
+            + gettext("no node %(code)s in %(version)s")
+            % {"code": repr(parent_code), "version": project.taxonomy_version}
+        )
     if parent.level == TaxonomyNode.Level.SUB_THEME:
         raise ProposalError(
-            f"parent_code: {parent.code} is a sub-theme; propose under a type or a theme"
+            "parent_code: "
+            + gettext("%(code)s is a sub-theme; propose under a type or a theme")
+            % {"code": parent.code}
         )
     return parent
 
@@ -48,9 +55,9 @@ def propose(
     """Record a proposal of a theme (parent is a type) or sub-theme (parent is a theme)."""
     name = name.strip()
     if not name:
-        raise ProposalError("name: a proposal needs a name")
+        raise ProposalError("name: " + gettext("a proposal needs a name"))
     if len(name) > 300:
-        raise ProposalError("name: at most 300 characters")
+        raise ProposalError("name: " + gettext("at most %(most)s characters") % {"most": 300})
     parent = _parent_in_project(project, parent_code)
     with transaction.atomic():
         proposal = Proposal.objects.create(
@@ -155,11 +162,15 @@ def vote(proposal: Proposal, user, approve: bool, comment: str = "") -> Proposal
     """Record (or change) a vote; the last approval needed accepts the proposal."""
     role = proposal.project.role_of(user)
     if role not in (Role.ANNOTATOR, *LEAD_ROLES):
-        raise ProposalError("vote: only annotators and leads vote on proposals")
+        raise ProposalError("vote: " + gettext("only annotators and leads vote on proposals"))
     with transaction.atomic():
         proposal = Proposal.objects.select_for_update().get(pk=proposal.pk)
         if proposal.status != Proposal.Status.PENDING:
-            raise ProposalError(f"vote: this proposal is already {proposal.status}")
+            raise ProposalError(
+                "vote: "
+                + gettext("this proposal is already %(status)s")
+                % {"status": proposal.get_status_display()}
+            )
         ProposalVote.objects.update_or_create(
             proposal=proposal, voter=user, defaults={"approve": approve, "comment": comment}
         )
@@ -177,7 +188,9 @@ def accept(proposal: Proposal, user) -> Proposal:
         parent = node_in_version(proposal.parent, project.taxonomy_version)
         if parent is None:
             raise ProposalError(
-                f"parent: {proposal.parent.code} no longer exists in {project.taxonomy_version}"
+                "parent: "
+                + gettext("%(code)s no longer exists in %(version)s")
+                % {"code": proposal.parent.code, "version": project.taxonomy_version}
             )
         _, node = edits.add(
             project,
@@ -198,13 +211,17 @@ def accept(proposal: Proposal, user) -> Proposal:
 def reject(proposal: Proposal, user, reason: str) -> Proposal:
     """A lead closes a proposal with a reason."""
     if proposal.project.role_of(user) not in LEAD_ROLES and not user.is_superuser:
-        raise ProposalError("reject: only a lead can reject a proposal")
+        raise ProposalError("reject: " + gettext("only a lead can reject a proposal"))
     if not reason.strip():
-        raise ProposalError("reason: say why the proposal is rejected")
+        raise ProposalError("reason: " + gettext("say why the proposal is rejected"))
     with transaction.atomic():
         proposal = Proposal.objects.select_for_update().get(pk=proposal.pk)
         if proposal.status != Proposal.Status.PENDING:
-            raise ProposalError(f"reject: this proposal is already {proposal.status}")
+            raise ProposalError(
+                "reject: "
+                + gettext("this proposal is already %(status)s")
+                % {"status": proposal.get_status_display()}
+            )
         proposal.status = Proposal.Status.REJECTED
         proposal.rejection_reason = reason.strip()
         proposal.decided_by = user

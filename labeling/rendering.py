@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 
 import nh3
+from django.utils.html import escape
+from django.utils.translation import gettext
 from markdown_it import MarkdownIt
 
 ALLOWED_TAGS = {
@@ -44,13 +46,15 @@ _ATTR = re.compile(r'\b(src|alt)="([^"]*)"')
 def _image_placeholder(match: re.Match[str]) -> str:
     attrs = dict(_ATTR.findall(match.group(1)))
     src = attrs.get("src", "")
-    alt = attrs.get("alt", "") or "image"
+    alt = attrs.get("alt", "") or escape(gettext("image"))
     if not src.startswith(("http://", "https://")):
         return f'<span class="img-placeholder">[{alt}]</span>'
-    # Values are already escaped by nh3 and stay inside double quotes.
+    # Values are already escaped by nh3 and stay inside double quotes. The button's words are
+    # in the request's language (issue_context caches rendered HTML per language).
+    text = escape(gettext("Load image: %(alt)s")) % {"alt": alt}
     return (
         f'<button type="button" class="img-placeholder" data-src="{src}" data-alt="{alt}">'
-        f"Load image: {alt}</button>"
+        f"{text}</button>"
     )
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from annotator.models import Project
 from ingest.models import Issue
@@ -281,11 +282,14 @@ def resolve(
 ) -> Resolution:
     """A lead's final label for an issue (one of the annotators' labels or a new one)."""
     if method not in LEAD_METHODS:
-        raise ResolutionError(f"method: must be one of {', '.join(LEAD_METHODS)}")
+        raise ResolutionError(
+            "method: "
+            + gettext("must be one of %(choices)s") % {"choices": ", ".join(LEAD_METHODS)}
+        )
     with transaction.atomic():
         pi = ProjectIssue.objects.select_for_update().get(pk=project_issue.pk)
         if pi.status == ProjectIssue.Status.FINAL or current_resolution(pi) is not None:
-            raise ResolutionError("The issue is already final; reopen it first.")
+            raise ResolutionError(gettext("The issue is already final; reopen it first."))
         based_on = list(
             Annotation.objects.filter(
                 project_id=pi.project_id, issue_id=pi.issue_id, is_current=True
@@ -328,7 +332,7 @@ def adopted_label(project_issue: ProjectIssue, annotation_id: int) -> Label:
         is_current=True,
     ).first()
     if chosen is None:
-        raise ResolutionError("source: not an annotation of this issue")
+        raise ResolutionError("source: " + gettext("not an annotation of this issue"))
     return Label.from_annotation(chosen, with_notes=False)
 
 
@@ -340,17 +344,17 @@ def apply_lead_action(project_issue: ProjectIssue, lead, action: LeadAction) -> 
         return ""
     if action.kind == "reopen":
         reopen(project_issue, lead, action.text)
-        return "Reopened; the old final label is kept in the history."
+        return gettext("Reopened; the old final label is kept in the history.")
     if action.kind == "resolve":
         if action.annotation_id is not None:
             label = adopted_label(project_issue, action.annotation_id)
         elif action.label is not None:
             label = action.label
         else:
-            raise ResolutionError("source: choose an annotation or a new label")
+            raise ResolutionError("source: " + gettext("choose an annotation or a new label"))
         resolve(project_issue, lead, label, action.method, action.text)
-        return f"Final label recorded for {project_issue.issue}."
-    raise ResolutionError("action: unknown action")
+        return gettext("Final label recorded for %(issue)s.") % {"issue": project_issue.issue}
+    raise ResolutionError("action: " + gettext("unknown action"))
 
 
 def reopen(project_issue: ProjectIssue, lead, note: str = "") -> Resolution:
@@ -359,7 +363,7 @@ def reopen(project_issue: ProjectIssue, lead, note: str = "") -> Resolution:
         pi = ProjectIssue.objects.select_for_update().get(pk=project_issue.pk)
         resolution = current_resolution(pi)
         if resolution is None:
-            raise ResolutionError("The issue has no final label to reopen.")
+            raise ResolutionError(gettext("The issue has no final label to reopen."))
         resolution.is_current = False
         resolution.reopened_by = lead
         resolution.reopened_at = timezone.now()
@@ -399,9 +403,11 @@ MAX_MESSAGE = 5000
 def _message_body(body: str) -> str:
     body = (body or "").strip()
     if not body:
-        raise ResolutionError("message: write something first.")
+        raise ResolutionError("message: " + gettext("write something first."))
     if len(body) > MAX_MESSAGE:
-        raise ResolutionError(f"message: at most {MAX_MESSAGE} characters")
+        raise ResolutionError(
+            "message: " + gettext("at most %(most)s characters") % {"most": MAX_MESSAGE}
+        )
     return body
 
 
@@ -424,7 +430,9 @@ def request_change(project_issue: ProjectIssue, annotator, body: str) -> Discuss
         is_current=True,
     ).exists()
     if not has_label:
-        raise ResolutionError("message: only an annotator of this issue may ask for a change")
+        raise ResolutionError(
+            "message: " + gettext("only an annotator of this issue may ask for a change")
+        )
     return DiscussionMessage.objects.create(
         project_issue=project_issue,
         author=annotator,

@@ -19,6 +19,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Exists, Max, OuterRef, Q
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from annotator.models import Membership, Project, Role
 from annotator.permissions import may_add_existing_accounts
@@ -33,7 +34,8 @@ MAX_ANNOTATIONS_PER_ISSUE = 50
 
 
 class SetupError(Exception):
-    """Setup input that cannot apply; the message starts with the field at fault."""
+    """Setup input that cannot apply; the message starts with the field at fault (its name,
+    never translated: the new-project page puts the error beside that field)."""
 
 
 @dataclass
@@ -100,30 +102,40 @@ def configure(
     others when their next label arrives.
     """
     if not 1 <= k <= MAX_ANNOTATIONS_PER_ISSUE:
-        raise SetupError(f"annotations_per_issue: between 1 and {MAX_ANNOTATIONS_PER_ISSUE}")
+        raise SetupError(
+            "annotations_per_issue: "
+            + gettext("between 1 and %(most)s") % {"most": MAX_ANNOTATIONS_PER_ISSUE}
+        )
     if policy not in Project.Policy.values:
-        raise SetupError(f"resolution_policy: unknown policy {policy!r}")
+        raise SetupError(
+            "resolution_policy: " + gettext("unknown policy %(policy)s") % {"policy": repr(policy)}
+        )
     # Above one half, so two labels can never both hold a majority.
     if not 0.5 < threshold <= 1:
-        raise SetupError("majority_threshold: a share above 0.5 and at most 1")
+        raise SetupError("majority_threshold: " + gettext("a share above 0.5 and at most 1"))
     stopping_rule = project.stopping_rule if stopping_rule is None else stopping_rule
     if stopping_rule not in Project.StoppingRule.values:
-        raise SetupError(f"stopping_rule: unknown rule {stopping_rule!r}")
+        raise SetupError(
+            "stopping_rule: " + gettext("unknown rule %(rule)s") % {"rule": repr(stopping_rule)}
+        )
     min_labels = project.min_labels if min_labels is None else min_labels
     lead_margin = project.lead_margin if lead_margin is None else lead_margin
     if stopping_rule == Project.StoppingRule.ADAPTIVE:
         # Checked only for the rule that uses them (a K lowered under the fixed rule keeps the
         # adaptive settings it would not allow; they are checked when the rule is chosen).
         if not 1 <= min_labels <= k:
-            raise SetupError(f"min_labels: between 1 and K ({k})")
+            raise SetupError("min_labels: " + gettext("between 1 and K (%(k)s)") % {"k": k})
         # A lead above K could never be reached before K: every issue would take K labels.
         if not 1 <= lead_margin <= k:
-            raise SetupError(f"lead_margin: between 1 and K ({k})")
+            raise SetupError("lead_margin: " + gettext("between 1 and K (%(k)s)") % {"k": k})
     most = (
         ProjectIssue.objects.filter(project=project).aggregate(m=Max("annotation_count"))["m"] or 0
     )
     if k < most:
-        raise SetupError(f"annotations_per_issue: an issue already has {most} annotations")
+        raise SetupError(
+            "annotations_per_issue: "
+            + gettext("an issue already has %(count)s annotations") % {"count": most}
+        )
     project.annotations_per_issue = k
     project.resolution_policy = policy
     project.majority_threshold = threshold
@@ -155,11 +167,11 @@ def stopping_warning(project: Project) -> str:
         project.stopping_rule == Project.StoppingRule.ADAPTIVE
         and project.min_labels >= project.annotations_per_issue
     ):
-        return (
-            f"The adaptive rule's minimum equals K ({project.annotations_per_issue}): every "
-            "issue gets K labels before anything is decided, so it behaves like the fixed rule. "
-            "Lower the minimum to let issues be decided early."
-        )
+        return gettext(
+            "The adaptive rule's minimum equals K (%(k)s): every issue gets K labels before "
+            "anything is decided, so it behaves like the fixed rule. Lower the minimum to let "
+            "issues be decided early."
+        ) % {"k": project.annotations_per_issue}
     return ""
 
 
@@ -215,7 +227,10 @@ def _check_queue_args(pilot_size: int, seed: int) -> None:
     ):
         low, high = integer_range(Project, column)
         if not low <= value <= high:
-            raise SetupError(f"{name}: a whole number from {low} to {high}")
+            raise SetupError(
+                f"{name}: "
+                + gettext("a whole number from %(low)s to %(high)s") % {"low": low, "high": high}
+            )
 
 
 @transaction.atomic
@@ -358,19 +373,26 @@ def create_project(
                 created_by=creator,
             )
     except IntegrityError:
-        raise SetupError(f"name: a project named {name!r} already exists") from None
+        raise SetupError(
+            "name: " + gettext("a project named %(name)s already exists") % {"name": repr(name)}
+        ) from None
     Membership.objects.create(project=project, user=creator, role=Role.LEAD)
     if members and not may_add_existing_accounts(creator):
         raise SetupError(
-            "members: only an admin adds existing accounts to a project; invite members from "
-            "the project's page once it exists"
+            "members: "
+            + gettext(
+                "only an admin adds existing accounts to a project; invite members from the "
+                "project's page once it exists"
+            )
         )
     seen = {creator.pk}
     for user, role in members or []:
         if role not in Role.values:
-            raise SetupError(f"members: unknown role {role!r}")
+            raise SetupError("members: " + gettext("unknown role %(role)s") % {"role": repr(role)})
         if user.pk in seen:
-            raise SetupError(f"members: {user.username} is listed twice")
+            raise SetupError(
+                "members: " + gettext("%(username)s is listed twice") % {"username": user.username}
+            )
         seen.add(user.pk)
         Membership.objects.create(project=project, user=user, role=role)
     configure(project, k, policy, threshold, **(stopping or {}))

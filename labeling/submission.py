@@ -24,6 +24,8 @@ from django.core.cache import cache
 from django.db import connection, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from annotator.models import Project
 from labeling import pg_functions, resolution
@@ -47,7 +49,8 @@ PROGRESS_CACHE_SECONDS = 5
 
 
 class LabelError(Exception):
-    """Bad label input; `field` names the form field at fault."""
+    """Bad label input; `field` names the form field at fault (a name, never translated), and
+    `message` says what is wrong in the language of the request."""
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
@@ -65,22 +68,24 @@ def _node(nodes: dict[int, dict], raw, level: int, field: str) -> dict | None:
     try:
         pk = int(raw)
     except (TypeError, ValueError):
-        raise LabelError(field, f"not a valid choice: {raw!r}") from None
+        raise LabelError(
+            field, gettext("not a valid choice: %(value)s") % {"value": repr(raw)}
+        ) from None
     node = nodes.get(pk)
     if node is None or node["level"] != level:
-        raise LabelError(field, "not a choice of this project's taxonomy")
+        raise LabelError(field, gettext("not a choice of this project's taxonomy"))
     return node
 
 
 def _text(data, field: str) -> str:
     value = data.get(field) or ""
     if not isinstance(value, str):  # JSON from the API may hold anything
-        raise LabelError(field, "must be text")
+        raise LabelError(field, gettext("must be text"))
     value = value.strip()
     if "\x00" in value:  # the database cannot store it (a form or API caller may still send it)
-        raise LabelError(field, "contains a NUL character (\\x00), which cannot be stored")
+        raise LabelError(field, gettext("contains a NUL character (\\x00), which cannot be stored"))
     if len(value) > MAX_TEXT:
-        raise LabelError(field, f"at most {MAX_TEXT} characters")
+        raise LabelError(field, gettext("at most %(most)s characters") % {"most": MAX_TEXT})
     return value
 
 
@@ -96,7 +101,7 @@ def parse_label(project: Project, data) -> Label:
     if label.is_false_positive:
         reason = data.get("false_positive_reason") or ""
         if reason not in FalsePositiveReason.values:
-            raise LabelError("false_positive_reason", "choose one of the three reasons")
+            raise LabelError("false_positive_reason", gettext("choose one of the three reasons"))
         label.false_positive_reason = reason
         return label
     # The version's nodes come from a short-lived cache, fetched once for the three fields.
@@ -105,13 +110,23 @@ def parse_label(project: Project, data) -> Label:
     theme = _node(nodes, data.get("theme"), TaxonomyNode.Level.THEME, "theme")
     sub_theme = _node(nodes, data.get("sub_theme"), TaxonomyNode.Level.SUB_THEME, "sub_theme")
     if type_node is None:
-        raise LabelError("issue_type", "choose a type, or mark the issue as not LLM-related")
+        raise LabelError(
+            "issue_type", gettext("choose a type, or mark the issue as not LLM-related")
+        )
     if theme is None:
-        raise LabelError("theme", "choose a theme")
+        raise LabelError("theme", gettext("choose a theme"))
     if theme["parent"] != type_node["id"]:
-        raise LabelError("theme", f"{theme['code']} is not a theme of {type_node['code']}")
+        raise LabelError(
+            "theme",
+            gettext("%(theme)s is not a theme of %(type)s")
+            % {"theme": theme["code"], "type": type_node["code"]},
+        )
     if sub_theme is not None and sub_theme["parent"] != theme["id"]:
-        raise LabelError("sub_theme", f"{sub_theme['code']} is not a sub-theme of {theme['code']}")
+        raise LabelError(
+            "sub_theme",
+            gettext("%(sub_theme)s is not a sub-theme of %(theme)s")
+            % {"sub_theme": sub_theme["code"], "theme": theme["code"]},
+        )
     label.issue_type_id = type_node["id"]
     label.theme_id = theme["id"]
     label.sub_theme_id = sub_theme["id"] if sub_theme else None
@@ -359,13 +374,14 @@ def submit(user, project: Project, project_issue: ProjectIssue | int, label: Lab
         if current is not None and label.same_as(current):
             return current  # nothing changes (a double submit): the same answer in any state
         if current is not None and is_locked(pi, project):
-            raise LabelError("__all__", LOCKED_MESSAGE)
+            raise LabelError("__all__", str(LOCKED_MESSAGE))
         if current is None:
             if not slots.reservation:  # none, or handed back
                 raise NotYours
             if slots.annotations + slots.reserved >= project.annotations_per_issue:
                 raise LabelError(
-                    "__all__", "Your reservation of this issue expired; it was handed back."
+                    "__all__",
+                    gettext("Your reservation of this issue expired; it was handed back."),
                 )
         if current is not None:
             current.is_current = False
@@ -390,7 +406,7 @@ def submit(user, project: Project, project_issue: ProjectIssue | int, label: Lab
     return annotation
 
 
-LOCKED_MESSAGE = (
+LOCKED_MESSAGE = _(
     "Your label is locked: this issue has all its labels and waits for its final label. "
     "Ask the lead for a change instead."
 )

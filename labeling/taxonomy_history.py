@@ -19,12 +19,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from django.db.models import Q, QuerySet
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from annotator.models import LEAD_ROLES, Membership, Project
 from taxonomy.models import TaxonomyVersion
 
 NO_AUTHOR = "—"
-OUTSIDER = "someone outside this project"
+OUTSIDER = _("someone outside this project")
 
 
 def public_versions() -> QuerySet[TaxonomyVersion]:
@@ -97,9 +99,9 @@ def author_names(project: Project, versions: Iterable[TaxonomyVersion], viewer_r
         if v.created_by_id is None:
             names[v.pk] = NO_AUTHOR
         elif member is None:
-            names[v.pk] = OUTSIDER
+            names[v.pk] = str(OUTSIDER)
         elif is_lead:
             names[v.pk] = member.user.username
         else:
-            names[v.pk] = member.pseudonym or f"member {member.pk}"
+            names[v.pk] = member.pseudonym or gettext("member %(id)s") % {"id": member.pk}
     return names

@@ -14,6 +14,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext, ngettext
 from django.views.decorators.http import require_POST
 
 from annotator.models import LEAD_ROLES
@@ -97,7 +98,10 @@ def proposal_list(request, project_id: int):
             issues = list(Issue.objects.filter(project_issues__project=project, url__in=urls))
             unknown = sorted(set(urls) - {i.url for i in issues})
             if unknown:
-                form.add_error("issue_urls", f"not an issue of this project: {unknown[0]}")
+                form.add_error(
+                    "issue_urls",
+                    gettext("not an issue of this project: %(url)s") % {"url": unknown[0]},
+                )
             else:
                 try:
                     proposals.propose(
@@ -111,7 +115,9 @@ def proposal_list(request, project_id: int):
                 except proposals.ProposalError as exc:
                     form.add_error(None, str(exc))
                 else:
-                    messages.success(request, "Proposal recorded; the other volunteers can vote.")
+                    messages.success(
+                        request, gettext("Proposal recorded; the other volunteers can vote.")
+                    )
                     return redirect("taxonomy_proposals", project_id=project.pk)
     return render(request, "taxonomy/proposals.html", _proposal_context(request, membership, form))
 
@@ -130,11 +136,15 @@ def proposal_vote(request, project_id: int, proposal_id: int):
         if proposal.status == Proposal.Status.ACCEPTED and proposal.created_node is not None:
             messages.success(
                 request,
-                f"Unanimous: “{proposal.name}” is now {proposal.created_node.code} in "
-                f"{proposal.created_node.version}.",
+                gettext("Unanimous: “%(name)s” is now %(code)s in %(version)s.")
+                % {
+                    "name": proposal.name,
+                    "code": proposal.created_node.code,
+                    "version": proposal.created_node.version,
+                },
             )
         else:
-            messages.success(request, "Vote recorded.")
+            messages.success(request, gettext("Vote recorded."))
     return redirect("taxonomy_proposals", project_id=project_id)
 
 
@@ -145,11 +155,11 @@ def proposal_reject(request, project_id: int, proposal_id: int):
     proposal = get_object_or_404(Proposal, pk=proposal_id, project=membership.project)
     form = RejectForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "reason: say why the proposal is rejected")
+        messages.error(request, "reason: " + gettext("say why the proposal is rejected"))
     else:
         try:
             proposals.reject(proposal, request.user, form.cleaned_data["reason"])
-            messages.success(request, f"Rejected “{proposal.name}”.")
+            messages.success(request, gettext("Rejected “%(name)s”.") % {"name": proposal.name})
         except proposals.ProposalError as exc:
             messages.error(request, str(exc))
     return redirect("taxonomy_proposals", project_id=project_id)
@@ -161,7 +171,13 @@ def proposals_import(request, project_id: int):
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     created = proposals.proposals_from_annotations(membership.project)
     messages.success(
-        request, f"Imported {len(created)} proposal{'s' if len(created) != 1 else ''} from labels."
+        request,
+        ngettext(
+            "Imported %(count)s proposal from labels.",
+            "Imported %(count)s proposals from labels.",
+            len(created),
+        )
+        % {"count": len(created)},
     )
     return redirect("taxonomy_proposals", project_id=project_id)
 
@@ -253,7 +269,7 @@ def version_import(request, project_id: int):
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     form = ImportForm(request.POST, request.FILES)
     if not form.is_valid():
-        messages.error(request, "file: choose a taxonomy JSON file")
+        messages.error(request, "file: " + gettext("choose a taxonomy JSON file"))
     else:
         upload = form.cleaned_data["file"]
         try:
@@ -266,7 +282,16 @@ def version_import(request, project_id: int):
         except files.TaxonomyJSONError as exc:
             messages.error(request, f"{upload.name}: {exc}")
         else:
-            messages.success(request, f"Imported {version} ({version.nodes.count()} nodes).")
+            count = version.nodes.count()
+            messages.success(
+                request,
+                ngettext(
+                    "Imported %(version)s (%(count)s node).",
+                    "Imported %(version)s (%(count)s nodes).",
+                    count,
+                )
+                % {"version": version, "count": count},
+            )
     return redirect("taxonomy_versions", project_id=project_id)
 
 
@@ -325,26 +350,40 @@ def detail_mapping(request, project_id: int):
         try:
             if action == "sync":
                 n = detail_service.sync_entries(project)
-                messages.success(request, f"Collected {n} new summar{'ies' if n != 1 else 'y'}.")
+                messages.success(
+                    request,
+                    ngettext(
+                        "Collected %(count)s new summary.", "Collected %(count)s new summaries.", n
+                    )
+                    % {"count": n},
+                )
             elif action == "move":
                 form = MoveDetailForm(version, request.POST)
                 if not form.is_valid():
-                    raise detail_service.DetailError("node: choose a sub-theme")
+                    raise detail_service.DetailError("node: " + gettext("choose a sub-theme"))
                 entry = get_object_or_404(
                     DetailEntry, pk=form.cleaned_data["entry"], project=project
                 )
                 detail_service.move_entry(entry, form.cleaned_data["node"], request.user)
-                messages.success(request, f"Moved to {form.cleaned_data['node'].code}.")
+                messages.success(
+                    request,
+                    gettext("Moved to %(code)s.") % {"code": form.cleaned_data["node"].code},
+                )
             elif action == "merge":
                 ids = [i for i in map(row_id, request.POST.getlist("entries")) if i]
                 chosen = list(DetailEntry.objects.filter(project=project, pk__in=ids))
                 if len(chosen) < 2:
-                    raise detail_service.DetailError("entries: tick at least two summaries")
+                    raise detail_service.DetailError(
+                        "entries: " + gettext("tick at least two summaries")
+                    )
                 chosen.sort(key=lambda e: e.pk)
                 detail_service.merge_entries(
                     chosen[0], chosen[1:], request.user, request.POST.get("text", "")
                 )
-                messages.success(request, f"Merged {len(chosen)} summaries into one.")
+                messages.success(
+                    request,
+                    gettext("Merged %(count)s summaries into one.") % {"count": len(chosen)},
+                )
         except detail_service.DetailError as exc:
             messages.error(request, str(exc))
         return redirect("taxonomy_details", project_id=project.pk)

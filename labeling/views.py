@@ -17,6 +17,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext
 from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_POST
 
@@ -185,7 +186,7 @@ def label_previous(request, project_id: int):
     from_item = _item_id(membership.project, came_from)
     previous = submission.previous_item_id(request.user, membership.project, from_item)
     if previous is None:
-        messages.info(request, "You have not labeled an issue before this one.")
+        messages.info(request, gettext("You have not labeled an issue before this one."))
         if from_item is not None:
             return redirect("label_issue", project_id=project_id, public_id=came_from)
         return redirect("label_next", project_id=project_id)
@@ -204,9 +205,9 @@ def request_change(request, project_id: int, public_id: int):
     try:
         resolution.request_change(item, request.user, request.POST.get("body", ""))
     except resolution.ResolutionError as exc:
-        messages.error(request, f"Not sent: {exc}")
+        messages.error(request, gettext("Not sent: %(error)s") % {"error": exc})
     else:
-        messages.success(request, "Sent to the lead.")
+        messages.success(request, gettext("Sent to the lead."))
     return redirect("label_issue", project_id=project_id, public_id=public_id)
 
 
@@ -269,7 +270,11 @@ def project_setup(request, project_id: int):
             )
             scope = form.chosen_scope() if form.is_valid() else None
             if form.is_valid() and scope is None:
-                messages.error(request, "Not saved: repositories: you may manage none of them.")
+                messages.error(
+                    request,
+                    gettext("Not saved: %(error)s")
+                    % {"error": "repositories: " + gettext("you may manage none of them.")},
+                )
             elif scope is not None:
                 data = form.cleaned_data
                 try:
@@ -277,15 +282,20 @@ def project_setup(request, project_id: int):
                         project, scope, pilot_size=data["pilot_size"], seed=data["seed"]
                     )
                 except setup.SetupError as exc:
-                    messages.error(request, f"Not saved: {exc}")
+                    messages.error(request, gettext("Not saved: %(error)s") % {"error": exc})
                 else:
                     messages.success(
                         request,
-                        f"Scope applied: {result['added']} added, {result['removed']} removed, "
-                        f"{result['total']} in scope.",
+                        gettext(
+                            "Scope applied: %(added)s added, %(removed)s removed, %(total)s in"
+                            " scope."
+                        )
+                        % result,
                     )
             else:
-                messages.error(request, f"Not saved: {first_error(form)}")
+                messages.error(
+                    request, gettext("Not saved: %(error)s") % {"error": first_error(form)}
+                )
         else:
             settings_form = SettingsForm(request.POST)
             if settings_form.is_valid():
@@ -299,13 +309,15 @@ def project_setup(request, project_id: int):
                         **settings_form.configure_kwargs(),
                     )
                 except setup.SetupError as exc:
-                    messages.error(request, f"Not saved: {exc}")
+                    messages.error(request, gettext("Not saved: %(error)s") % {"error": exc})
                 else:
-                    messages.success(request, "Settings saved.")
+                    messages.success(request, gettext("Settings saved."))
                     if warning := setup.stopping_warning(project):
                         messages.warning(request, warning)
             else:
-                messages.error(request, f"Not saved: {first_error(settings_form)}")
+                messages.error(
+                    request, gettext("Not saved: %(error)s") % {"error": first_error(settings_form)}
+                )
         return redirect("project_setup", project_id=project_id)
     saved_scope = project.scope or {}
     return render(
@@ -365,12 +377,12 @@ def resolve_issue(request, project_id: int, item_id: int):
     if request.method == "POST":
         form = LeadActionForm(request.POST, project=project)
         if not form.is_valid():
-            messages.error(request, f"Not saved: {first_error(form)}")
+            messages.error(request, gettext("Not saved: %(error)s") % {"error": first_error(form)})
             return redirect(here)
         try:
             done = resolution.apply_lead_action(item, request.user, form.lead_action())
         except resolution.ResolutionError as exc:
-            messages.error(request, f"Not saved: {exc}")
+            messages.error(request, gettext("Not saved: %(error)s") % {"error": exc})
             return redirect(here)
         if done:
             messages.success(request, done)
@@ -381,7 +393,7 @@ def resolve_issue(request, project_id: int, item_id: int):
                     reverse("resolve_issue", args=[project_id, following.pk])
                     + (f"?{query}" if query else "")
                 )
-            messages.info(request, "No disagreement left with these filters.")
+            messages.info(request, gettext("No disagreement left with these filters."))
             queue_url = reverse("disagreement_queue", args=[project_id])
             return redirect(queue_url + (f"?{query}" if query else ""))
         return redirect(here)
@@ -449,7 +461,7 @@ def _initial(post, own: Annotation | None) -> dict:
 
 def _vote_name(level: str, value, nodes: dict) -> str:
     if level == "false_positive":
-        return "not LLM-related" if value else "LLM-related"
+        return gettext("not LLM-related") if value else gettext("LLM-related")
     if value is None:
         return "—"
     node = nodes.get(value)
