@@ -59,17 +59,21 @@ def _range_messages(text: StrOrPromise) -> dict[str, StrOrPromise]:
 
 class SettingsForm(forms.Form):
     annotations_per_issue = forms.IntegerField(
+        label=_("Annotations per issue"),
         min_value=1,
         max_value=MAX_ANNOTATIONS_PER_ISSUE,
         error_messages=_range_messages(
             _lazy_format(gettext_noop("between 1 and %(most)s"), most=MAX_ANNOTATIONS_PER_ISSUE)
         ),
     )
-    resolution_policy = forms.ChoiceField(choices=Project.Policy.choices)
-    majority_threshold = forms.FloatField(min_value=0.5, max_value=1)
+    resolution_policy = forms.ChoiceField(
+        label=_("Resolution policy"), choices=Project.Policy.choices
+    )
+    majority_threshold = forms.FloatField(label=_("Majority threshold"), min_value=0.5, max_value=1)
     # The stopping rule; left out, each keeps its value (`setup.configure` checks min labels
     # and the lead against K).
     stopping_rule = forms.ChoiceField(
+        label=_("Stopping rule"),
         choices=Project.StoppingRule.choices,
         required=False,
         error_messages={
@@ -80,18 +84,21 @@ class SettingsForm(forms.Form):
         },
     )
     min_labels = forms.IntegerField(
+        label=_("Minimum labels"),
         min_value=1,
         max_value=MAX_ANNOTATIONS_PER_ISSUE,
         required=False,
         error_messages=_range_messages(_("a whole number from 1 to K")),
     )
     lead_margin = forms.IntegerField(
+        label=_("Lead margin"),
         min_value=1,
         max_value=MAX_ANNOTATIONS_PER_ISSUE,
         required=False,
         error_messages=_range_messages(_("a whole number from 1 to K")),
     )
     needs_more_first = forms.TypedChoiceField(
+        label=_("Queue order"),
         choices=[("1", _("issues that need one more label first")), ("0", _("queue order"))],
         coerce=lambda value: value == "1",
         empty_value=None,
@@ -117,7 +124,7 @@ class ScopeForm(forms.Form):
     for anyone else it means the repositories offered (`chosen_scope`)."""
 
     repositories = forms.ModelMultipleChoiceField(
-        queryset=Repository.objects.none(), required=False
+        label=_("Repositories"), queryset=Repository.objects.none(), required=False
     )
     filter_statuses = forms.MultipleChoiceField(choices=Issue.FilterStatus.choices, required=False)
     created_from = forms.DateField(required=False)
@@ -131,10 +138,12 @@ class ScopeForm(forms.Form):
         if repositories is not None and isinstance(field, forms.ModelMultipleChoiceField):
             field.queryset = repositories
         # Both are stored on the project: each must fit its column.
+        labels = {"pilot_size": gettext("Pilot sample size"), "seed": gettext("Seed")}
         for name, column in (("pilot_size", "pilot_size"), ("seed", "queue_seed")):
             low, high = integer_range(Project, column)
             # Left out, they are 0 (no pilot, the default shuffle).
             self.fields[name] = forms.IntegerField(
+                label=labels[name],
                 min_value=low,
                 max_value=high,
                 required=False,
@@ -183,7 +192,10 @@ class NewProjectScopeForm(ScopeForm):
     """The scope of a new project: the setup page's form with checkboxes and labels."""
 
     repositories = _RepositoryChoice(
-        queryset=Repository.objects.none(), required=False, widget=forms.CheckboxSelectMultiple
+        label=_("Repositories"),
+        queryset=Repository.objects.none(),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
     )
     filter_statuses = forms.MultipleChoiceField(
         choices=Issue.FilterStatus.choices,
@@ -204,7 +216,6 @@ class NewProjectScopeForm(ScopeForm):
         )
         for name in ("pilot_size", "seed"):
             self.fields[name].initial = 0
-        self.fields["pilot_size"].label = gettext("Pilot sample size")
         self.fields["pilot_size"].help_text = gettext("Stratified by repository, labeled first.")
         self.fields["seed"].help_text = gettext("For the pilot sample and the queue shuffle.")
 
@@ -230,11 +241,14 @@ class NewProjectForm(SettingsForm):
     """A new project's name, taxonomy, K and policy, and members (`setup.create_project`).
     The scope is a `NewProjectScopeForm` on the same page."""
 
-    name = forms.CharField(max_length=Project._meta.get_field("name").max_length)
+    name = forms.CharField(label=_("Name"), max_length=Project._meta.get_field("name").max_length)
     description = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=20_000
+        label=_("Description"),
+        widget=forms.Textarea(attrs={"rows": 3}),
+        required=False,
+        max_length=20_000,
     )
-    taxonomy_version = _VersionChoice(queryset=None, empty_label=None)
+    taxonomy_version = _VersionChoice(label=_("Taxonomy version"), queryset=None, empty_label=None)
 
     field_order = [
         "name",
@@ -274,6 +288,7 @@ class NewProjectForm(SettingsForm):
         # The creator joins as lead, so gives what a lead may give (an admin: any role).
         roles = grantable_roles(Role.LEAD, user.is_superuser)
         self.fields["members"] = MembersField(
+            label=gettext("Members"),
             roles=roles,
             creator=user,
             widget=forms.Textarea(attrs={"rows": 5, "placeholder": "ada annotator\notto lead"}),
