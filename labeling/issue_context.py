@@ -121,9 +121,9 @@ def label_choices(version_id: int, initial: dict | None) -> dict:
         "type_options": levels[1],
         "theme_options": levels[2],
         "sub_options": levels[3],
-        # The rendered lists depend on nothing else: the template caches them under this key
-        # (as long as the nodes themselves are cached).
-        "options_key": f"{version_id}:{':'.join(sorted(chosen))}",
+        # The rendered lists depend on nothing else but the language of their labels: the
+        # template caches them under this key (as long as the nodes themselves are cached).
+        "options_key": f"{get_language()}:{version_id}:{':'.join(sorted(chosen))}",
     }
 
 

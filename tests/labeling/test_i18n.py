@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils import translation
 
 from labeling.guideline import MAX_GUIDELINE_CHARS
-from labeling.issue_context import _render_many
+from labeling.issue_context import _render_many, label_choices
 from labeling.models import Annotation
 from tests.labeling.conftest import label_data
 
@@ -144,3 +144,14 @@ def test_an_issue_images_button_is_worded_in_each_readers_language_despite_the_c
         (again,) = _render_many([body])
     assert "Load image: a chart" in english and english == again
     assert "加载图片：a chart" in chinese and "Load image" not in chinese
+
+
+def test_the_label_forms_cached_lists_are_kept_apart_per_language(project):
+    # The template caches the rendered type / theme / sub-theme lists, words and all, under
+    # this key: an English rendering must not be served to a Chinese reader.
+    version = project.taxonomy_version_id
+    with translation.override("en"):
+        english = label_choices(version, None)["options_key"]
+    with translation.override("zh-hans"):
+        chinese = label_choices(version, None)["options_key"]
+    assert english != chinese
