@@ -408,7 +408,7 @@ def issue_record(item: ProjectIssue, with_open_labels: bool) -> IssueRecord:
         if user_id is None:
             return ""
         # A person no longer a member keeps no name here.
-        return names.get(user_id) or "former member"
+        return names.get(user_id) or gettext("former member")
 
     history = [
         (r, name(r.decided_by_id), name(r.reopened_by_id))
