@@ -89,6 +89,9 @@ class Project(models.Model):
     pilot_size = models.PositiveIntegerField(default=0)
     # The scope last applied by the setup page (repositories, filter states, date window).
     scope = models.JSONField(default=dict, blank=True)
+    # Show taxonomy descriptions in the reader's language where the taxonomy has them (the
+    # study's has Chinese ones, `taxonomy.texts`); off: as the project wrote them.
+    translated_descriptions = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -105,14 +105,28 @@ class SettingsForm(forms.Form):
         required=False,
     )
 
+    # Taxonomy descriptions as written, or in the reader's language where the taxonomy has
+    # them (`taxonomy.texts`); left out, it keeps its value.
+    translated_descriptions = forms.TypedChoiceField(
+        choices=[
+            ("0", _("as the project wrote them")),
+            ("1", _("in the reader's language when available")),
+        ],
+        coerce=lambda value: value == "1",
+        empty_value=None,
+        required=False,
+    )
+
     def configure_kwargs(self) -> dict:
-        """The stopping rule's settings for `setup.configure` (None: keep as it is)."""
+        """The stopping rule's and the descriptions' settings for `setup.configure` (None:
+        keep as it is)."""
         data = self.cleaned_data
         return {
             "stopping_rule": data.get("stopping_rule") or None,
             "min_labels": data.get("min_labels"),
             "lead_margin": data.get("lead_margin"),
             "needs_more_first": data.get("needs_more_first"),
+            "translated_descriptions": data.get("translated_descriptions"),
         }
 
 

@@ -8,12 +8,14 @@ import hashlib
 import time
 
 from django.core.cache import cache
+from django.utils import translation
 from django.utils.safestring import mark_safe
 from django.utils.translation import get_language
 
 from ingest.models import Issue
 from labeling.rendering import render_markdown
 from taxonomy.models import TaxonomyNode
+from taxonomy.texts import description_for
 
 # Bump when the sanitizer's rules change, so no HTML rendered under the old rules is served.
 RENDER_VERSION = 1
@@ -61,15 +63,16 @@ def _cached_nodes(version_id: int, with_details: bool) -> list[dict]:
 
     Short-lived: a version edited in place shows up within minutes.
     """
-    # ("payload2": the payload gained descriptions; a cached row without them is not reused.)
-    key = f"taxonomy-{'payload2' if with_details else 'nodes'}:{version_id}"
+    # ("payload3": the payload gained descriptions, then their other languages; a cached row
+    # of an older shape is not reused.)
+    key = f"taxonomy-{'payload3' if with_details else 'nodes'}:{version_id}"
     rows = cache.get(key)
     if rows is None:
         nodes = TaxonomyNode.objects.filter(version_id=version_id).order_by(
             "level", "position", "code"
         )
         if not with_details:
-            nodes = nodes.defer("details", "description")
+            nodes = nodes.defer("details", "description", "descriptions")
         rows = [
             {
                 "id": n.pk,
@@ -77,7 +80,15 @@ def _cached_nodes(version_id: int, with_details: bool) -> list[dict]:
                 "name": n.name,
                 "level": n.level,
                 "parent": n.parent_id,
-                **({"description": n.description, "details": n.details} if with_details else {}),
+                **(
+                    {
+                        "description": n.description,
+                        "descriptions": n.descriptions,
+                        "details": n.details,
+                    }
+                    if with_details
+                    else {}
+                ),
             }
             for n in nodes
         ]
@@ -85,10 +96,28 @@ def _cached_nodes(version_id: int, with_details: bool) -> list[dict]:
     return rows
 
 
-def taxonomy_payload(version_id: int) -> list[dict]:
+def description_language(project) -> str | None:
+    """The language this request's reader sees taxonomy descriptions in: the active one when
+    the project chose to show them in the reader's language, else None (as written)."""
+    return translation.get_language() if project.translated_descriptions else None
+
+
+def taxonomy_payload(version_id: int, language: str | None = None) -> list[dict]:
     """The version's nodes with their descriptions and example details, for the sub-theme
-    search and the labeling page's taxonomy panel."""
-    return _cached_nodes(version_id, with_details=True)
+    search and the labeling page's taxonomy panel.
+
+    `description` is what a reader of `language` sees (`taxonomy.texts.description_for`); when
+    that is not the description as written, the English stays beside it as
+    `written_description` (absent when empty, as the study's are).
+    """
+    out = []
+    for row in _cached_nodes(version_id, with_details=True):
+        node = {k: v for k, v in row.items() if k != "descriptions"}
+        node["description"] = description_for(row, language)
+        if row["description"] and node["description"] != row["description"]:
+            node["written_description"] = row["description"]
+        out.append(node)
+    return out
 
 
 def taxonomy_nodes(version_id: int) -> list[dict]:

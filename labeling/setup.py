@@ -92,10 +92,11 @@ def configure(
     min_labels: int | None = None,
     lead_margin: int | None = None,
     needs_more_first: bool | None = None,
+    translated_descriptions: bool | None = None,
 ) -> Project:
-    """Set K, the resolution policy and the stopping rule (fixed K, or adaptive with its
-    minimum, lead and queue order; None keeps a setting as it is). K may not drop below what
-    an issue already has.
+    """Set K, the resolution policy, the stopping rule (fixed K, or adaptive with its
+    minimum, lead and queue order) and whether taxonomy descriptions are shown in the reader's
+    language (None keeps a setting as it is). K may not drop below what an issue already has.
 
     Issues decided early stay final; open issues the new settings make due (K lowered to what
     they have, the adaptive minimum reached) are compared at once (`settle_open_issues`), the
@@ -144,6 +145,8 @@ def configure(
     project.lead_margin = lead_margin
     if needs_more_first is not None:
         project.needs_more_first = needs_more_first
+    if translated_descriptions is not None:
+        project.translated_descriptions = translated_descriptions
     project.save(
         update_fields=[
             "annotations_per_issue",
@@ -153,6 +156,7 @@ def configure(
             "min_labels",
             "lead_margin",
             "needs_more_first",
+            "translated_descriptions",
         ]
     )
     settle_open_issues(project)

@@ -34,6 +34,7 @@ from labeling.forms import (
     first_error,
 )
 from labeling.issue_context import (
+    description_language,
     issue_context,
     label_choices,
     taxonomy_nodes,
@@ -223,7 +224,8 @@ def label_taxonomy(request, project_id: int, version_id: int):
     membership = membership_or_404(request.user, project_id)
     if membership.project.taxonomy_version_id != version_id:
         raise Http404
-    return JsonResponse({"nodes": taxonomy_payload(version_id)})
+    language = description_language(membership.project)
+    return JsonResponse({"nodes": taxonomy_payload(version_id, language)})
 
 
 @login_required

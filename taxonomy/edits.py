@@ -113,6 +113,7 @@ def derive_version(version: TaxonomyVersion, user, note: str) -> Draft:
                     code=n.code,
                     name=n.name,
                     description=n.description,
+                    descriptions=dict(n.descriptions),
                     details=list(n.details),
                     position=n.position,
                     source_row=n.source_row,
@@ -171,9 +172,14 @@ def op_rename(
     copy = draft.copy(node)
     renamed = copy.name != name.strip()
     copy.name = name.strip()
+    redescribed = description is not None and copy.description != description.strip()
     if description is not None:
         copy.description = description.strip()
-    copy.save(update_fields=["name", "description"])
+    if renamed or redescribed:
+        # The other languages' texts rendered the old wording: the reader sees the new English
+        # rather than a translation of what the node no longer says.
+        copy.descriptions = {}
+    copy.save(update_fields=["name", "description", "descriptions"])
     draft.set_kind([node], NodeLineage.Kind.RENAME if renamed else NodeLineage.Kind.EDIT)
     return copy
 

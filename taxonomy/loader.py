@@ -16,6 +16,13 @@ the cell early): every cell from the third on holds details. The node remembers 
 details each cell held (`detail_cells`) and its row in the file (`source_row`), since the paper
 numbers some sub-themes in another order than the file's rows; both serve the write-back only.
 
+Beside the three files, `descriptions.<language>.csv` (`taxonomy.texts.DESCRIPTION_FILES`)
+holds each node's description in another language, with the columns `code,name,description`:
+the node's code, its English name as the study wrote it (so a file that no longer matches the
+tree is refused rather than misattributed), and the text. A node the file leaves out keeps only
+its English; a code the tree lacks, a name that differs, an empty text or a repeated code is an
+error naming the line.
+
 Parsing is pure and names file and line on any error; storing is one transaction, so a bad file
 loads nothing.
 """
@@ -30,6 +37,7 @@ from pathlib import Path
 from django.db import transaction
 
 from taxonomy.models import Taxonomy, TaxonomyNode, TaxonomyVersion
+from taxonomy.texts import DESCRIPTION_FILES
 
 # The study's three files, in the order of the paper's types.
 TYPE_FILES = [
@@ -38,6 +46,7 @@ TYPE_FILES = [
     ("C", "Bug", "bug_symptoms.csv"),
 ]
 REQUIRED_COLUMNS = ("rootcause", "subcategory", "symptoms")
+DESCRIPTION_COLUMNS = ("code", "name", "description")
 DEFAULT_DIR = Path(__file__).resolve().parent / "data" / "study"
 
 # Where the paper numbers sub-themes differently from the CSV's row order.
@@ -97,6 +106,8 @@ class NodeSpec:
     children: list[NodeSpec] = field(default_factory=list)
     source_row: int | None = None
     detail_cells: list[int] = field(default_factory=list)
+    # Language code → the description in that language (`taxonomy.texts`).
+    descriptions: dict[str, str] = field(default_factory=dict)
 
     def walk(self):
         yield self
@@ -216,12 +227,63 @@ def parse_study_dir(directory: Path) -> list[NodeSpec]:
         path = directory / filename
         if not path.exists():
             raise TaxonomyFileError(str(path), None, "file not found")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise TaxonomyFileError(str(path), None, f"not UTF-8 ({exc})") from None
-        types.append(parse_type_file(text, str(path), code, name))
+        types.append(parse_type_file(_read(path), str(path), code, name))
+    for language, filename in DESCRIPTION_FILES.items():
+        path = directory / filename
+        if path.exists():  # optional: without it the nodes keep their English only
+            parse_description_file(_read(path), str(path), language, types)
     return types
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise TaxonomyFileError(str(path), None, f"not UTF-8 ({exc})") from None
+
+
+def parse_description_file(text: str, path: str, language: str, types: list[NodeSpec]) -> None:
+    """Read a `code,name,description` file into the parsed tree's `descriptions[language]`.
+
+    Every fault names its line: a node the tree lacks, an English name other than the node's
+    (the file was written for another tree), an empty text, a code given twice.
+    """
+    nodes = {node.code: node for t in types for node in t.walk()}
+    reader = csv.reader(io.StringIO(text.lstrip("\ufeff")))
+    try:
+        header = [h.strip().lower() for h in next(reader)]
+    except StopIteration:
+        raise TaxonomyFileError(path, 1, "the file is empty") from None
+    missing = [c for c in DESCRIPTION_COLUMNS if c not in header]
+    if missing:
+        raise TaxonomyFileError(path, 1, f"missing column(s): {', '.join(missing)}")
+    col = {name: header.index(name) for name in DESCRIPTION_COLUMNS}
+    found: dict[str, int] = {}
+    line_no = reader.line_num + 1  # the line the next record starts on
+    for row in reader:
+        start, line_no = line_no, reader.line_num + 1
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) != len(header):
+            raise TaxonomyFileError(path, start, f"expected {len(header)} cells, got {len(row)}")
+        code, name, description = (row[col[c]].strip() for c in DESCRIPTION_COLUMNS)
+        node = nodes.get(code)
+        if node is None:
+            raise TaxonomyFileError(path, start, f"no node {code!r} in the taxonomy")
+        if name != node.name:
+            raise TaxonomyFileError(
+                path, start, f"{code} is named {node.name!r} in the taxonomy, not {name!r}"
+            )
+        if not description:
+            raise TaxonomyFileError(path, start, f"empty description for {code}")
+        if "\x00" in description:
+            raise TaxonomyFileError(path, start, "contains a NUL character, which cannot be stored")
+        if code in found:
+            raise TaxonomyFileError(
+                path, start, f"{code} appears twice (first on line {found[code]})"
+            )
+        found[code] = start
+        node.descriptions[language] = description
 
 
 @transaction.atomic
@@ -262,6 +324,7 @@ def store_version(
             code=spec.code,
             name=spec.name,
             description=spec.description,
+            descriptions=spec.descriptions,
             details=spec.details,
             position=position,
             source_row=spec.source_row,

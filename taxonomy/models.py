@@ -88,6 +88,9 @@ class TaxonomyNode(models.Model):
     code = models.CharField(max_length=32, help_text="A, A.1, A.1.i …")
     name = models.CharField(max_length=300)
     description = models.TextField(blank=True)
+    # The description in other languages, by language code ({"zh-hans": "…"}): an addition
+    # beside the English as written, shown only where a project chooses (`taxonomy.texts`).
+    descriptions = models.JSONField(default=dict, blank=True)
     # The example details annotators wrote: symptoms, question intents, feature expectations.
     details = models.JSONField(default=list, blank=True)
     position = models.PositiveIntegerField(default=0)

@@ -94,6 +94,12 @@
     element.dataset.code = node.code;
     element.append(el(headTag, "guide-name", `${node.code} ${node.name}`));
     if (node.description) element.append(el("p", "guide-description", node.description));
+    // Shown in the reader's language (the project's choice): the English as written beside it.
+    if (node.writtenDescription) {
+      const written = el("p", "guide-description", node.writtenDescription);
+      written.lang = "en";
+      element.append(written);
+    }
     return element;
   };
   const exampleList = (details) => {
@@ -240,6 +246,7 @@
             if (node) {
               node.details = full.details;
               node.description = full.description || "";
+              node.writtenDescription = full.written_description || "";
             }
           }
           runSearch();
@@ -260,7 +267,8 @@
     return place * 2 + (byName ? 0 : 1);
   };
 
-  // Sub-theme search: every word must appear in the code, name or one example detail.
+  // Sub-theme search: every word must appear in the code, name, description (in the reader's
+  // language where shown so) or one example detail.
   const runSearch = () => {
     loadDetails();
     const words = search.value.toLowerCase().split(/\s+/).filter(Boolean);
@@ -272,7 +280,7 @@
     const matches = [];
     for (const node of nodes) {
       if (node.level !== 3) continue;
-      const own = `${node.code} ${node.name}`.toLowerCase();
+      const own = `${node.code} ${node.name} ${node.description || ""}`.toLowerCase();
       const byName = words.every((w) => own.includes(w));
       const detail = byName
         ? undefined
