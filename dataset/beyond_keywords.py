@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.utils.translation import gettext
 
 from annotator.models import Project
 from dataset.recall import RecallError, dropped_population
@@ -49,8 +50,11 @@ def rank_dropped(project: Project, top: int = TOP) -> list[Candidate]:
     if len(finals) < classifier.MIN_FINALS or len(set(finals.values())) < 2:
         raise RecallError(
             "rank",
-            f"the classifier needs at least {classifier.MIN_FINALS} final issues with two "
-            f"different labels to learn from (this project has {len(finals)})",
+            gettext(
+                "the classifier needs at least %(needed)s final issues with two "
+                "different labels to learn from (this project has %(finals)s)"
+            )
+            % {"needed": classifier.MIN_FINALS, "finals": len(finals)},
         )
     _, candidates = dropped_population(project)
     ids = sorted(i for group in candidates.values() for i in group)
@@ -84,7 +88,8 @@ def add_dropped_issue(project: Project, issue_id: int) -> ProjectIssue:
     _, candidates = dropped_population(project)
     if not any(issue_id in group for group in candidates.values()):
         raise RecallError(
-            "issue", "not a dropped issue of this project's scope that is not in its queue"
+            "issue",
+            gettext("not a dropped issue of this project's scope that is not in its queue"),
         )
     item = ProjectIssue.objects.create(project=project, issue_id=issue_id)
     project.refresh_from_db(fields=["queue_seed"])

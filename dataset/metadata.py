@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 import yaml
+from django.utils.translation import gettext
 
 from dataset.exports import BOM, ExportContext
 from labeling.models import Resolution
@@ -141,7 +142,7 @@ class CitationError(Exception):
     """An author line that cannot be cited; `line` counts from 1."""
 
     def __init__(self, line: int, message: str) -> None:
-        super().__init__(f"line {line}: {message}")
+        super().__init__(gettext("line %(line)s: %(problem)s") % {"line": line, "problem": message})
         self.line = line
         self.message = message
 
@@ -162,11 +163,16 @@ def parse_authors(text: str) -> list[dict[str, str]]:
         elif len(parts) > 2:
             raise CitationError(
                 number,
-                f"“{raw.strip()[:80]}”: write “Family, Given” and, optionally, an ORCID such as "
-                "0000-0002-1825-0097",
+                gettext(
+                    "“%(author)s”: write “Family, Given” and, optionally, an ORCID such as "
+                    "0000-0002-1825-0097"
+                )
+                % {"author": raw.strip()[:80]},
             )
         if not parts or not all(parts):
-            raise CitationError(number, f"“{raw.strip()[:80]}” has an empty name")
+            raise CitationError(
+                number, gettext("“%(author)s” has an empty name") % {"author": raw.strip()[:80]}
+            )
         author = (
             {"family-names": parts[0], "given-names": parts[1]}
             if len(parts) == 2

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class ExportJob(models.Model):
     class Status(models.TextChoices):
-        PENDING = "pending", "queued"
-        RUNNING = "running", "running"
-        DONE = "done", "ready"
-        FAILED = "failed", "failed"
+        PENDING = "pending", _("queued")
+        RUNNING = "running", _("running")
+        DONE = "done", _("ready")
+        FAILED = "failed", _("failed")
 
     project = models.ForeignKey(
         "annotator.Project", on_delete=models.CASCADE, related_name="export_jobs"
@@ -48,14 +49,22 @@ class ExportJob(models.Model):
 
 
 UPLOAD_FIGURE_LABELS = {
-    "issues": "Issues",
-    "new_issues": "New issues",
-    "updated_issues": "Issues already stored (updated)",
-    "kept_issues": "Issues already stored elsewhere (existing, kept as they are)",
-    "new_repositories": "New repositories",
-    "comments": "Comments",
-    "added_to_queue": "Added to the project's queue",
-    "queued_for_fetching": "Queued for fetching from the forge",
+    "issues": _("Issues"),
+    "new_issues": _("New issues"),
+    "updated_issues": _("Issues already stored (updated)"),
+    "kept_issues": _("Issues already stored elsewhere (existing, kept as they are)"),
+    "new_repositories": _("New repositories"),
+    "comments": _("Comments"),
+    "added_to_queue": _("Added to the project's queue"),
+    "queued_for_fetching": _("Queued for fetching from the forge"),
+}
+
+
+# The steps a running job names (stored in English, shown in the reader's language).
+UPLOAD_STEP_LABELS = {
+    "reading": _("reading"),
+    "checking": _("checking"),
+    "storing": _("storing"),
 }
 
 
@@ -65,13 +74,13 @@ class UploadJob(models.Model):
     class Kind(models.TextChoices):
         CSV = "csv", "CSV"
         JSONL = "jsonl", "JSON Lines"
-        URLS = "urls", "issue URLs"
+        URLS = "urls", _("issue URLs")
 
     class Status(models.TextChoices):
-        PENDING = "pending", "queued"
-        RUNNING = "running", "running"
-        DONE = "done", "done"
-        FAILED = "failed", "nothing imported"
+        PENDING = "pending", _("queued")
+        RUNNING = "running", _("running")
+        DONE = "done", _("done")
+        FAILED = "failed", _("nothing imported")
 
     project = models.ForeignKey(
         "annotator.Project", on_delete=models.CASCADE, related_name="upload_jobs"
@@ -109,10 +118,14 @@ class UploadJob(models.Model):
     def is_active(self) -> bool:
         return self.status in (self.Status.PENDING, self.Status.RUNNING)
 
+    @property
+    def step_display(self) -> str:
+        return str(UPLOAD_STEP_LABELS.get(self.step, self.step))
+
     def labeled_figures(self) -> list[tuple[str, str, object]]:
         """(name, label, value) of the figures to show: the issue count, and those not 0."""
         return [
-            (name, UPLOAD_FIGURE_LABELS.get(name, name), value)
+            (name, str(UPLOAD_FIGURE_LABELS.get(name, name)), value)
             for name, value in self.figures.items()
             if value or name == "issues"
         ]
@@ -130,10 +143,10 @@ class Release(models.Model):
     """
 
     class Status(models.TextChoices):
-        PENDING = "pending", "queued"
-        RUNNING = "running", "building"
-        DONE = "done", "released"
-        FAILED = "failed", "failed"
+        PENDING = "pending", _("queued")
+        RUNNING = "running", _("building")
+        DONE = "done", _("released")
+        FAILED = "failed", _("failed")
 
     FROZEN_FIELDS = (
         "project_id",

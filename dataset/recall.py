@@ -68,6 +68,7 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Count, Max
+from django.utils.translation import gettext
 
 from annotator.models import Project
 from dataset.errors import FieldError
@@ -134,9 +135,9 @@ def sample_size_for(
     share of relevant issues among `population` dropped issues: n0 = z²p(1-p)/e², then the
     finite-population correction n0 / (1 + (n0 - 1)/N), rounded up."""
     if not 0 < margin < 1:
-        raise RecallError("margin", "a share between 0 and 1, e.g. 0.05 for ±5 points")
+        raise RecallError("margin", gettext("a share between 0 and 1, e.g. 0.05 for ±5 points"))
     if not 0 < expected_share < 1:
-        raise RecallError("expected_share", "a share between 0 and 1")
+        raise RecallError("expected_share", gettext("a share between 0 and 1"))
     if population <= 0:
         return 0
     n0 = z * z * expected_share * (1 - expected_share) / (margin * margin)
@@ -316,7 +317,10 @@ def _seed(seed: int | None) -> int:
     if seed is None:
         return secrets.randbelow(high + 1)
     if not max(low, 0) <= seed <= high:
-        raise RecallError("seed", f"a whole number from {max(low, 0)} to {high}")
+        raise RecallError(
+            "seed",
+            gettext("a whole number from %(low)s to %(high)s") % {"low": max(low, 0), "high": high},
+        )
     return seed
 
 
@@ -339,7 +343,7 @@ def draw_probes(
     seeded by the draw's seed); what was served keeps its place, the pilot too.
     """
     if (sample_size is None) == (margin is None):
-        raise RecallError("sample_size", "give either a sample size or a margin of error")
+        raise RecallError("sample_size", gettext("give either a sample size or a margin of error"))
     seed = _seed(seed)
     # One draw at a time per project: the row lock orders concurrent draws.
     Project.objects.select_for_update().filter(pk=project.pk).first()
@@ -347,7 +351,10 @@ def draw_probes(
     available = sum(len(v) for v in candidates.values())
     if sample_size is not None:
         if not 1 <= sample_size <= MAX_SAMPLE:
-            raise RecallError("sample_size", f"a whole number from 1 to {MAX_SAMPLE}")
+            raise RecallError(
+                "sample_size",
+                gettext("a whole number from %(low)s to %(high)s") % {"low": 1, "high": MAX_SAMPLE},
+            )
         wanted = sample_size
     else:
         assert margin is not None
@@ -355,13 +362,17 @@ def draw_probes(
         wanted = sample_size_for(margin, sum(sizes.values()), expected_share) - drawn
         if wanted <= 0:
             raise RecallError(
-                "margin", f"the {drawn} probes drawn already reach this margin of error"
+                "margin",
+                gettext("the %(drawn)s probes drawn already reach this margin of error")
+                % {"drawn": drawn},
             )
     if available == 0:
         raise RecallError(
             "sample_size",
-            "no dropped issue left to draw: the project's repositories have no issue the "
-            "keyword filter dropped that is not in the project already",
+            gettext(
+                "no dropped issue left to draw: the project's repositories have no issue the "
+                "keyword filter dropped that is not in the project already"
+            ),
         )
     chosen = stratified_sample(candidates, min(wanted, available), seed)
     number = (RecallProbe.objects.filter(project=project).aggregate(m=Max("draw"))["m"] or 0) + 1

@@ -9,6 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext, ngettext
 from django.views.decorators.http import require_POST
 
 from annotator.permissions import membership_or_404
@@ -43,8 +44,12 @@ def filter_recall(request, project_id: int):
         if draw is not None:
             messages.success(
                 request,
-                f"Draw {draw.number}: {draw.size} dropped issues added to the queue "
-                f"(seed {draw.seed}).",
+                ngettext(
+                    "Draw %(number)s: %(size)s dropped issue added to the queue (seed %(seed)s).",
+                    "Draw %(number)s: %(size)s dropped issues added to the queue (seed %(seed)s).",
+                    draw.size,
+                )
+                % {"number": draw.number, "size": draw.size, "seed": draw.seed},
             )
             return redirect("filter_recall", project_id=project.pk)
         status = 400
@@ -92,6 +97,6 @@ def add_dropped(request, project_id: int):
         except RecallError as exc:
             form.add_error("issue", exc.message)
         else:
-            messages.success(request, "The issue joined the queue.")
+            messages.success(request, gettext("The issue joined the queue."))
             return redirect(reverse("filter_recall", args=[project_id]) + "?rank=1#recall-ranking")
     return _page(request, membership, add_form=form, status=400)

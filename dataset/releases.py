@@ -45,6 +45,7 @@ from django.core.cache import cache
 from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from agreement.measures import agreement_report, report_rows
 from annotator.models import Project
@@ -118,8 +119,11 @@ def parse_version(text: str) -> tuple[int, int, int]:
     if match is None:
         raise ReleaseError(
             "version",
-            f"“{(text or '')[:40]}” is not a semantic version MAJOR.MINOR.PATCH such as 1.0.0 "
-            "(numbers without leading zeros)",
+            gettext(
+                "“%(version)s” is not a semantic version MAJOR.MINOR.PATCH such as 1.0.0 "
+                "(numbers without leading zeros)"
+            )
+            % {"version": (text or "")[:40]},
         )
     major, minor, patch = (int(g) for g in match.groups())
     return major, minor, patch
@@ -167,12 +171,12 @@ def clean_citation(title: str, authors: str, licence: str) -> dict[str, str]:
     """The citation fields checked (ReleaseError naming the field, and the author's line)."""
     title = " ".join((title or "").split())
     if not title:
-        raise ReleaseError("title", "a release needs a title")
+        raise ReleaseError("title", gettext("a release needs a title"))
     if len(title) > MAX_TITLE:
-        raise ReleaseError("title", f"at most {MAX_TITLE} characters")
+        raise ReleaseError("title", gettext("at most %(limit)s characters") % {"limit": MAX_TITLE})
     licence = (licence or "").strip()
     if not LICENCE.fullmatch(licence):
-        raise ReleaseError("licence", "an SPDX licence identifier such as CC-BY-4.0")
+        raise ReleaseError("licence", gettext("an SPDX licence identifier such as CC-BY-4.0"))
     try:
         metadata.parse_authors(authors)
     except metadata.CitationError as exc:
@@ -212,18 +216,20 @@ def create_release(
             project=project, status__in=[Release.Status.PENDING, Release.Status.RUNNING]
         ).exists():
             raise ReleaseError(
-                "version", "another release of this project is being built; wait until it is done"
+                "version",
+                gettext("another release of this project is being built; wait until it is done"),
             )
         latest = latest_release(project)
         if latest is not None and version_key(latest) >= parsed:
             raise ReleaseError(
                 "version",
-                f"{version} is not greater than the latest release, {latest.version}",
+                gettext("%(version)s is not greater than the latest release, %(latest)s")
+                % {"version": version, "latest": latest.version},
             )
         if not ProjectIssue.objects.filter(
             project=project, status=ProjectIssue.Status.FINAL
         ).exists():
-            raise ReleaseError("version", "the project has no final issue to release yet")
+            raise ReleaseError("version", gettext("the project has no final issue to release yet"))
         return Release.objects.create(
             project=project,
             version=version,

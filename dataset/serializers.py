@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
+from django.utils.translation import gettext
 from rest_framework import serializers
 
 from annotator.models import Project
@@ -283,7 +284,7 @@ class ReleaseCreateSerializer(serializers.Serializer):
     def validate_authors(self, value: list[str]) -> str:
         # One author per line, as the page's form and the model keep them.
         if any("\n" in a or "\r" in a for a in value):
-            raise serializers.ValidationError("one author per item, without line breaks")
+            raise serializers.ValidationError(gettext("one author per item, without line breaks"))
         return "\n".join(value)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
+from django.utils.translation import get_language
 
 from annotator.models import Project
 from dataset.exports import run_export_job
@@ -51,9 +52,10 @@ def start_release(project: Project, user, version: str, note: str = "", **citati
 
 
 @shared_task(acks_late=True)
-def run_upload(job_id: int) -> None:
-    """Check or import an uploaded file of issues (`dataset.uploads.run_upload_job`)."""
-    run_upload_job(job_id)
+def run_upload(job_id: int, language: str | None = None) -> None:
+    """Check or import an uploaded file of issues (`dataset.uploads.run_upload_job`), its
+    problems written in `language` (the uploader's)."""
+    run_upload_job(job_id, language)
 
 
 def start_upload(
@@ -74,5 +76,7 @@ def start_upload(
     if not kind:
         kind = guess_kind(name, data[:64].decode("utf-8", "replace"))
     job = keep_file(project, user, name, data, kind, source, dry_run, add_to_queue, fetch)
-    transaction.on_commit(lambda: run_upload.delay(job.pk))
+    # The problems are read on the page in the uploader's language: the task writes them in it.
+    language = get_language()
+    transaction.on_commit(lambda: run_upload.delay(job.pk, language))
     return job

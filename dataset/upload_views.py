@@ -29,7 +29,7 @@ def upload_issues(request, project_id: int):
         elif form.cleaned_data["action"] == "preview":
             reading = preview(form.cleaned_data["file"], form.cleaned_data["kind"])
             context["reading"] = reading
-            context["kind_name"] = KINDS.get(reading.kind, reading.kind)
+            context["kind_name"] = str(KINDS.get(reading.kind, reading.kind))
             context["rows"] = preview_rows(reading)
             if request.htmx:
                 return render(request, "dataset/_upload_preview.html", context)

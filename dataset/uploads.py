@@ -23,7 +23,8 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.db.models import Max
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext
 
 from annotator.models import Project
 from dataset.models import UploadJob
@@ -83,9 +84,15 @@ def _set(job: UploadJob, **fields) -> None:
     UploadJob.objects.filter(pk=job.pk).update(**fields)
 
 
-def run_upload_job(job_id: int) -> UploadJob | None:
+def run_upload_job(job_id: int, language: str | None = None) -> UploadJob | None:
     """Read, check and (unless a dry run) store a job's file; safe to run twice (a job that
-    ended, or whose file is gone, is left as it is)."""
+    ended, or whose file is gone, is left as it is). The problems are written in `language`,
+    the uploader's (the page's language when the job was queued), else the default."""
+    with translation.override(language or settings.LANGUAGE_CODE):
+        return _run_upload_job(job_id)
+
+
+def _run_upload_job(job_id: int) -> UploadJob | None:
     job = UploadJob.objects.select_related("project", "requested_by").filter(pk=job_id).first()
     if job is None or job.status in (UploadJob.Status.DONE, UploadJob.Status.FAILED):
         return job
@@ -93,7 +100,12 @@ def run_upload_job(job_id: int) -> UploadJob | None:
     try:
         if not job.file_path or not path.is_file():
             _set(job, status=UploadJob.Status.FAILED, step="", finished_at=timezone.now())
-            _set(job, problems=[f"{job.file_name}: the uploaded file is gone; upload it again"])
+            _set(
+                job,
+                problems=[
+                    f"{job.file_name}: " + gettext("the uploaded file is gone; upload it again")
+                ],
+            )
             return job
         _set(job, status=UploadJob.Status.RUNNING, step="reading", progress=0)
 
@@ -121,7 +133,12 @@ def run_upload_job(job_id: int) -> UploadJob | None:
     except Exception:
         # A fault of ours, not of the file: the transaction stored nothing; say so and re-raise.
         _set(job, status=UploadJob.Status.FAILED, step="", finished_at=timezone.now())
-        _set(job, problems=[f"{job.file_name}: the upload failed on the server; nothing imported"])
+        _set(
+            job,
+            problems=[
+                f"{job.file_name}: " + gettext("the upload failed on the server; nothing imported")
+            ],
+        )
         raise
     finally:
         path.unlink(missing_ok=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django import forms
 from django.db.models.fields import BLANK_CHOICE_DASH
+from django.utils.translation import gettext_lazy as _
 
 from annotator.models import Project
 from ingest.hosts import HostRefused, check_api_url
@@ -21,7 +22,8 @@ class RepositoryForm(forms.ModelForm):
         required=False,
         max_length=300,
         assume_scheme="https",
-        help_text="Empty: the forge's public API. Other hosts only as an admin lists them.",
+        label=_("API URL"),
+        help_text=_("Empty: the forge's public API. Other hosts only as an admin lists them."),
     )
 
     class Meta:
@@ -30,6 +32,25 @@ class RepositoryForm(forms.ModelForm):
             "forge", "owner", "name", "api_url", "group", "is_framework", "keyword_set",
             "include_pull_requests", "sync_interval_hours",
         ]  # fmt: skip
+        labels = {
+            "forge": _("Forge"),
+            "owner": _("Owner"),
+            "name": _("Name"),
+            "group": _("Group"),
+            "is_framework": _("Is framework"),
+            "keyword_set": _("Keyword set"),
+            "include_pull_requests": _("Include pull requests"),
+            "sync_interval_hours": _("Sync interval hours"),
+        }
+        help_texts = {
+            "owner": _("owner, or the GitLab group path"),
+            "group": _(
+                'The study group it belongs to, e.g. framework "PyTorch" or toolkit "vLLM".'
+            ),
+            "is_framework": _("Framework repositories are keyword-filtered; toolkits keep all."),
+            "keyword_set": _("Empty: the default set of the repository's group, if any."),
+            "sync_interval_hours": _("Periodic re-sync through celery beat; 0 = never."),
+        }
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -52,7 +73,9 @@ class RepositoryForm(forms.ModelForm):
         try:
             return check_api_url(forge, url)
         except HostRefused as exc:
-            raise forms.ValidationError(f"Not an API URL the server may fetch: {exc}.") from None
+            raise forms.ValidationError(
+                _("Not an API URL the server may fetch: %(reason)s."), params={"reason": exc}
+            ) from None
 
 
 class NewRepositoryForm(RepositoryForm):
@@ -60,7 +83,8 @@ class NewRepositoryForm(RepositoryForm):
 
     project = forms.ModelChoiceField(
         queryset=Project.objects.none(),
-        help_text="The repository joins this project's scope.",
+        label=_("Project"),
+        help_text=_("The repository joins this project's scope."),
     )
 
     def __init__(self, *args, user, **kwargs) -> None:

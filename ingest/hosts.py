@@ -51,6 +51,7 @@ from urllib.parse import urlsplit
 import requests
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.translation import gettext
 from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
@@ -229,17 +230,21 @@ def url_allowed(url: str, forge: str | None = None, setting: str = FORGE_API_HOS
     try:
         scheme, host, port = origin(url)
     except ValueError:
-        return "the port is not a number"
+        return gettext("the port is not a number")
     if scheme not in DEFAULT_PORTS:
-        return f"{scheme or 'no'} scheme: only https (or http for a listed host)"
+        if not scheme:
+            return gettext("no scheme: only https (or http for a listed host)")
+        return gettext("%(scheme)s scheme: only https (or http for a listed host)") % {
+            "scheme": scheme
+        }
     if not host:
-        return "no host"
+        return gettext("no host")
     parts = urlsplit(url)
     if parts.username is not None or parts.password is not None:
-        return "a user name or password in the URL"
+        return gettext("a user name or password in the URL")
     if host in public_hosts() and (scheme, port) != ("https", 443):
         # Checked before the allowlist: a listed public host does not open its other ports.
-        return f"{host} is reached over https only, on port 443"
+        return gettext("%(host)s is reached over https only, on port 443") % {"host": host}
     if any(entry.allows(scheme, host, port) for entry in allowed_hosts(setting)):
         return ""
     forges = [forge] if forge else list(Repository.DEFAULT_API_URLS)
@@ -247,11 +252,17 @@ def url_allowed(url: str, forge: str | None = None, setting: str = FORGE_API_HOS
     if host in known:
         return ""
     if is_listed(host, setting):
-        return f"{scheme}://{host}:{port} is not allowed by {setting} (scheme or port)"
+        return gettext("%(origin)s is not allowed by %(setting)s (scheme or port)") % {
+            "origin": f"{scheme}://{host}:{port}",
+            "setting": setting,
+        }
     if not known:
-        return f"{host} is not listed in {setting}"
+        return gettext("%(host)s is not listed in %(setting)s") % {"host": host, "setting": setting}
     names = ", ".join(sorted(known))
-    return f"{host} is not a forge API host ({names}) nor listed in FORGE_API_HOSTS"
+    return gettext("%(host)s is not a forge API host (%(names)s) nor listed in FORGE_API_HOSTS") % {
+        "host": host,
+        "names": names,
+    }
 
 
 def base_url_refused(url: str, forge: str | None = None, setting: str = FORGE_API_HOSTS) -> str:
@@ -263,7 +274,7 @@ def base_url_refused(url: str, forge: str | None = None, setting: str = FORGE_AP
     (`Link: rel="next"`, `?page=2`) carries a query, as may any request a client builds.
     """
     if "?" in url or "#" in url:
-        return "a base URL has no query or fragment"
+        return gettext("a base URL has no query or fragment")
     return url_allowed(url, forge, setting)
 
 
@@ -279,15 +290,15 @@ def refused_address(address: str) -> str:
         if candidate is None:
             continue
         if candidate.is_loopback:
-            return f"{address} is a loopback address"
+            return gettext("%(address)s is a loopback address") % {"address": address}
         if candidate.is_link_local:
-            return f"{address} is a link-local address"
+            return gettext("%(address)s is a link-local address") % {"address": address}
         if candidate.is_unspecified or candidate.is_multicast:
-            return f"{address} is not a public address"
+            return gettext("%(address)s is not a public address") % {"address": address}
         if candidate.is_private:
-            return f"{address} is a private address"
+            return gettext("%(address)s is a private address") % {"address": address}
         if not candidate.is_global:
-            return f"{address} is not a public address"
+            return gettext("%(address)s is not a public address") % {"address": address}
     return ""
 
 
@@ -301,7 +312,7 @@ def public_addresses(host: str, port: int) -> list[str]:
         address = str(sockaddr[0])
         why = refused_address(address)
         if why:
-            raise HostRefused(f"{host} resolves to {why}")
+            raise HostRefused(gettext("%(host)s resolves to %(why)s") % {"host": host, "why": why})
         if address not in addresses:
             addresses.append(address)
     return addresses

@@ -33,13 +33,14 @@ from datetime import UTC, datetime, time
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 from django.utils.dateparse import parse_date, parse_datetime
+from django.utils.translation import gettext, gettext_lazy
 
 from ingest.issue_urls import HOSTS, MAX_NUMBER, MAX_URL, IssueRef, read_issue_url
 from ingest.models import Comment, Issue
-from ingest.urllists import UrlListResult, parse_text
+from ingest.urllists import UrlListResult, at_line, parse_text
 from lib import inputlimits
 
-KINDS = {"csv": "CSV", "jsonl": "JSON Lines", "urls": "a list of issue URLs"}
+KINDS = {"csv": "CSV", "jsonl": "JSON Lines", "urls": gettext_lazy("a list of issue URLs")}
 COLUMNS = (
     "url", "number", "title", "body", "author", "state", "labels", "created_at",
     "updated_at", "closed_at", "comments",
@@ -121,7 +122,9 @@ def decode(name: str, data: bytes) -> tuple[str, str | None]:
         return data.decode("utf-8-sig"), None
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        return "", f"{name}, line {line}: not UTF-8 ({exc.reason})"
+        return "", f"{at_line(name, line)}: " + gettext("not UTF-8 (%(reason)s)") % {
+            "reason": exc.reason
+        }
 
 
 def read_issue_file(
@@ -154,10 +157,12 @@ def read_issue_file(
         reading.records += 1
         row = _issue_row(line, values)
         if isinstance(row, list):
-            reading.problems.extend(f"{name}, line {line}: {message}" for message in row)
+            reading.problems.extend(f"{at_line(name, line)}: {message}" for message in row)
         elif row.url in first_line:
             reading.problems.append(
-                f"{name}, line {line}: {row.url[:200]} repeats line {first_line[row.url]}"
+                f"{at_line(name, line)}: "
+                + gettext("%(url)s repeats line %(line)s")
+                % {"url": row.url[:200], "line": first_line[row.url]}
             )
         else:
             first_line[row.url] = line
@@ -167,7 +172,7 @@ def read_issue_file(
         if limit is not None and reading.records >= limit:
             break
     if not reading.records and not reading.problems:
-        reading.problems.append(f"{name}: no issues in the file")
+        reading.problems.append(f"{name}: " + gettext("no issues in the file"))
     return reading
 
 
@@ -181,19 +186,20 @@ def _csv_records(reading: Reading, text: str) -> Iterator[tuple[int, dict[str, o
             return
         except csv.Error as exc:
             problem = inputlimits.csv_cell_problem(exc)
-            reading.problems.append(f"{reading.name}, line {reader.line_num}: {problem}")
+            reading.problems.append(f"{at_line(reading.name, reader.line_num)}: {problem}")
             continue
         too_long = inputlimits.csv_cell_problem(cells=cells)
         if too_long:
-            reading.problems.append(f"{reading.name}, line {reader.line_num}: {too_long}")
+            reading.problems.append(f"{at_line(reading.name, reader.line_num)}: {too_long}")
             continue
         if header is None:
             header = [c.strip().lower() for c in cells]
             missing = [c for c in REQUIRED if c not in header]
             if missing:
                 reading.problems.append(
-                    f"{reading.name}, line {reader.line_num}: missing column(s): "
-                    f"{', '.join(missing)} (the columns are {', '.join(COLUMNS)})"
+                    f"{at_line(reading.name, reader.line_num)}: "
+                    + gettext("missing column(s): %(missing)s (the columns are %(columns)s)")
+                    % {"missing": ", ".join(missing), "columns": ", ".join(COLUMNS)}
                 )
                 return
             reading.ignored_columns = [c[:40] for c in header if c not in COLUMNS]
@@ -202,8 +208,9 @@ def _csv_records(reading: Reading, text: str) -> Iterator[tuple[int, dict[str, o
             continue
         if len(cells) != len(header):
             reading.problems.append(
-                f"{reading.name}, line {reader.line_num}: expected {len(header)} cells, "
-                f"got {len(cells)}"
+                f"{at_line(reading.name, reader.line_num)}: "
+                + gettext("expected %(expected)s cells, got %(got)s")
+                % {"expected": len(header), "got": len(cells)}
             )
             continue
         values: dict[str, object] = dict(zip(header, cells, strict=True))
@@ -224,7 +231,9 @@ def _csv_list(column: str, cell: str) -> object:
         try:
             return inputlimits.loads(cell)
         except (ValueError, RecursionError) as exc:
-            return _Bad(f"comments: not a JSON array ({str(exc)[:120]})")
+            return _Bad(
+                "comments: " + gettext("not a JSON array (%(error)s)") % {"error": str(exc)[:120]}
+            )
     return [cell]
 
 
@@ -242,13 +251,18 @@ def _jsonl_records(reading: Reading, text: str) -> Iterator[tuple[int, dict[str,
         try:
             value = inputlimits.loads(raw)
         except inputlimits.JSONTooDeep as exc:
-            reading.problems.append(f"{reading.name}, line {line}: {exc.message}")
+            reading.problems.append(f"{at_line(reading.name, line)}: {exc.message}")
             continue
         except (ValueError, RecursionError) as exc:
-            reading.problems.append(f"{reading.name}, line {line}: not JSON ({str(exc)[:120]})")
+            reading.problems.append(
+                f"{at_line(reading.name, line)}: "
+                + gettext("not JSON (%(error)s)") % {"error": str(exc)[:120]}
+            )
             continue
         if not isinstance(value, dict):
-            reading.problems.append(f"{reading.name}, line {line}: not a JSON object")
+            reading.problems.append(
+                f"{at_line(reading.name, line)}: " + gettext("not a JSON object")
+            )
             continue
         for key in value:
             if key not in COLUMNS and str(key)[:40] not in reading.ignored_columns:
@@ -261,15 +275,22 @@ def _text(values: dict[str, object], name: str, errors: list[str], limit: int | 
     if value is None:
         return ""
     if not isinstance(value, str):
-        errors.append(f"{name}: not text")
+        errors.append(f"{name}: " + gettext("not text"))
         return ""
     if inputlimits.NUL in value:
-        errors.append(f"{name}: NUL character (\\x00)")
+        errors.append(f"{name}: " + gettext("NUL character (\\x00)"))
         return ""
     if limit is not None and len(value) > limit:
-        errors.append(f"{name}: at most {limit} characters (this one has {len(value)})")
+        errors.append(f"{name}: " + _too_long(limit, len(value)))
         return ""
     return value
+
+
+def _too_long(limit: int, length: int) -> str:
+    return gettext("at most %(limit)s characters (this one has %(length)s)") % {
+        "limit": limit,
+        "length": length,
+    }
 
 
 def _date(value: object, name: str, errors: list[str]) -> datetime | None:
@@ -283,7 +304,11 @@ def _date(value: object, name: str, errors: list[str]) -> datetime | None:
     except ValueError:
         moment = None
     if moment is None:
-        errors.append(f"{name}: {str(value)[:40]!r} is not an ISO 8601 date (2024-05-01T12:00Z)")
+        errors.append(
+            f"{name}: "
+            + gettext("%(value)s is not an ISO 8601 date (2024-05-01T12:00Z)")
+            % {"value": repr(str(value)[:40])}
+        )
         return None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
@@ -292,11 +317,11 @@ def read_url(url: str) -> tuple[IssueRef | None, str | None]:
     """(the forge issue it names, None) for a forge's URL; (None, None) for another http(s)
     URL; (None, why) for something that is not a URL to store."""
     if len(url) > MAX_URL:
-        return None, f"url: at most {MAX_URL} characters (this one has {len(url)})"
+        return None, "url: " + _too_long(MAX_URL, len(url))
     try:
         _url_shape(url)
     except ValidationError:
-        return None, f"url: {url[:120]!r} is not an http(s) URL"
+        return None, "url: " + gettext("%(url)s is not an http(s) URL") % {"url": repr(url[:120])}
     host = url.split("://", 1)[1].split("/", 1)[0].lower().removeprefix("www.")
     if host in HOSTS:
         ref = read_issue_url(url)
@@ -316,9 +341,9 @@ def _issue_row(line: int, values: dict[str, object]) -> IssueRow | list[str]:
     url = _text(values, "url", errors, None).strip()
     title = _text(values, "title", errors, None).strip()
     if not url and "url" not in " ".join(errors):
-        errors.append("url: empty")
+        errors.append("url: " + gettext("empty"))
     if not title and "title" not in " ".join(errors):
-        errors.append("title: empty")
+        errors.append("title: " + gettext("empty"))
     ref, why = read_url(url) if url else (None, None)
     if why:
         errors.append(why)
@@ -326,7 +351,11 @@ def _issue_row(line: int, values: dict[str, object]) -> IssueRow | list[str]:
     if isinstance(values.get("number"), int):
         number = str(values["number"])
     if ref is not None and number and number != ref.number:
-        errors.append(f"number: {number[:40]!r} but the URL names issue {ref.number}")
+        errors.append(
+            "number: "
+            + gettext("%(number)s but the URL names issue %(issue)s")
+            % {"number": repr(number[:40]), "issue": ref.number}
+        )
     if ref is not None:
         number = ref.number
     elif not number and url:
@@ -339,9 +368,9 @@ def _issue_row(line: int, values: dict[str, object]) -> IssueRow | list[str]:
     labels = values.get("labels")
     if labels is not None:
         if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
-            errors.append("labels: not a list of names")
+            errors.append("labels: " + gettext("not a list of names"))
         elif any(inputlimits.NUL in x for x in labels):
-            errors.append("labels: NUL character (\\x00)")
+            errors.append("labels: " + gettext("NUL character (\\x00)"))
         else:
             row.labels = labels
     for name in DATES:
@@ -354,7 +383,7 @@ def _comments(value: object, errors: list[str]) -> list[CommentRow]:
     if value is None:
         return []
     if not isinstance(value, list):
-        errors.append("comments: not a list")
+        errors.append("comments: " + gettext("not a list"))
         return []
     out = []
     author_limit = inputlimits.max_length(Comment, "author")
@@ -363,7 +392,7 @@ def _comments(value: object, errors: list[str]) -> list[CommentRow]:
         if isinstance(item, str):
             item = {"body": item}
         if not isinstance(item, dict):
-            errors.append(f"comments[{n}]: not text or an object")
+            errors.append(f"comments[{n}]: " + gettext("not text or an object"))
             continue
         body = _text(item, "body", where, None)
         author = _text(item, "author", where, author_limit)

@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from django.utils.translation import gettext
+
 from ingest.models import Issue, Repository
 from lib.inputlimits import column_limit
 
@@ -82,30 +84,32 @@ class IssueRef:
 def _shape(text: str) -> IssueRef | str:
     text = text.strip().lstrip("\ufeff").strip()
     if len(text) > MAX_TEXT:
-        return f"longer than {MAX_TEXT} characters"
+        return gettext("longer than %(limit)s characters") % {"limit": MAX_TEXT}
     m = _URL.match(text)
     if not m or not m["host"]:
-        return "not an issue URL"
+        return gettext("not an issue URL")
     forge = HOSTS.get(m["host"].lower())
     if forge is None or (m["www"] and forge == "gitlab"):
         shown = f"{m['www'] or ''}{m['host']}"[:80]
-        return f"unknown host {shown!r}"
+        return gettext("unknown host %(host)s") % {"host": repr(shown)}
     parts = _PATHS[forge].match(m["path"] or "")
     if not parts or any(not seg.strip(".") for seg in (*parts["owner"].split("/"), parts["name"])):
-        return f"not a {forge} issue URL"
+        return gettext("not a %(forge)s issue URL") % {"forge": forge}
     return IssueRef(forge, parts["owner"], parts["name"], parts["number"])
 
 
 def too_long(ref: IssueRef, url: str) -> str | None:
     """What of an issue URL is longer than its column holds, or None."""
     for what, value, limit in (
-        ("URL", url.strip().lstrip("\ufeff").strip(), MAX_URL),
-        ("owner", ref.owner, MAX_OWNER),
-        ("repository name", ref.name, MAX_NAME),
-        ("issue number", ref.number, MAX_NUMBER),
+        (gettext("URL"), url.strip().lstrip("\ufeff").strip(), MAX_URL),
+        (gettext("owner"), ref.owner, MAX_OWNER),
+        (gettext("repository name"), ref.name, MAX_NAME),
+        (gettext("issue number"), ref.number, MAX_NUMBER),
     ):
         if len(value) > limit:
-            return f"the {what} is too long, at most {limit} characters (this one has {len(value)})"
+            return gettext(
+                "the %(what)s is too long, at most %(limit)s characters (this one has %(length)s)"
+            ) % {"what": what, "limit": limit, "length": len(value)}
     return None
 
 

@@ -8,6 +8,8 @@ ETags of pages already stored.
 from __future__ import annotations
 
 from django.db import models
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 
 class KeywordSet(models.Model):
@@ -37,7 +39,7 @@ class Repository(models.Model):
         GITLAB = "gitlab", "GitLab"
         # Issues uploaded from a file whose URLs are not of a forge (a mailing-list archive,
         # another tracker): never synced or fetched (`ingest.uploads`).
-        UPLOAD = "upload", "uploaded file"
+        UPLOAD = "upload", _("uploaded file")
 
     DEFAULT_API_URLS: dict[str, str] = {
         Forge.GITHUB: "https://api.github.com",
@@ -110,9 +112,9 @@ class Repository(models.Model):
 
 class Issue(models.Model):
     class FilterStatus(models.TextChoices):
-        NOT_FILTERED = "not_filtered", "not filtered (toolkit: every issue kept)"
-        KEPT = "kept", "kept by the keyword filter"
-        FILTERED_OUT = "filtered_out", "filtered out by the keyword filter"
+        NOT_FILTERED = "not_filtered", _("not filtered (toolkit: every issue kept)")
+        KEPT = "kept", _("kept by the keyword filter")
+        FILTERED_OUT = "filtered_out", _("filtered out by the keyword filter")
 
     repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="issues")
     # Text, since Gitee numbers look like IBD6YU (and are case-sensitive).
@@ -189,21 +191,21 @@ class SyncRun(models.Model):
     """
 
     class Kind(models.TextChoices):
-        SYNC = "sync", "repository sync"
-        HYDRATE = "hydrate", "issues from URL lists"
+        SYNC = "sync", _("repository sync")
+        HYDRATE = "hydrate", _("issues from URL lists")
 
     class Status(models.TextChoices):
-        QUEUED = "queued", "queued"
-        RUNNING = "running", "running"
-        WAITING = "waiting", "waiting for the rate limit to reset"
-        DONE = "done", "done"
-        FAILED = "failed", "failed"
+        QUEUED = "queued", _("queued")
+        RUNNING = "running", _("running")
+        WAITING = "waiting", _("waiting for the rate limit to reset")
+        DONE = "done", _("done")
+        FAILED = "failed", _("failed")
 
     class Phase(models.TextChoices):
-        ISSUES = "issues", "issues"
-        COMMENTS = "comments", "comments"
-        NOTES = "notes", "per-issue comments"
-        FINISHED = "finished", "finished"
+        ISSUES = "issues", _("issues")
+        COMMENTS = "comments", _("comments")
+        NOTES = "notes", _("per-issue comments")
+        FINISHED = "finished", _("finished")
 
     ACTIVE = (Status.QUEUED, Status.RUNNING, Status.WAITING)
 
@@ -290,33 +292,34 @@ class SyncRun(models.Model):
 
 # What each of a run's figures means, for the run's page (the API keeps the names).
 FIGURE_LABELS = {
-    "kind": "Kind",
-    "pages": "Pages fetched",
-    "requests": "Requests",
-    "not_modified": "Pages unchanged since the last sync (304)",
-    "retries": "Retries after an error",
-    "rate_limit_waits": "Waits for the rate limit",
-    "issues_seen": "Issues seen",
-    "issues_new": "New issues",
-    "issues_updated": "Issues updated",
-    "filtered_in": "Kept by the keyword filter",
-    "filtered_out": "Dropped by the keyword filter",
-    "pull_requests_skipped": "Pull requests skipped",
-    "comments_seen": "Comments seen",
-    "comments_skipped": "Comments skipped",
-    "quota_remaining": "API requests left in this hour",
-    "parts": "Parts (time slices)",
-    "workers": "Pages per worker",
-    "errors": "Errors",
-    "seconds": "Seconds",
+    "kind": _("Kind"),
+    "pages": _("Pages fetched"),
+    "requests": _("Requests"),
+    "not_modified": _("Pages unchanged since the last sync (304)"),
+    "retries": _("Retries after an error"),
+    "rate_limit_waits": _("Waits for the rate limit"),
+    "issues_seen": _("Issues seen"),
+    "issues_new": _("New issues"),
+    "issues_updated": _("Issues updated"),
+    "filtered_in": _("Kept by the keyword filter"),
+    "filtered_out": _("Dropped by the keyword filter"),
+    "pull_requests_skipped": _("Pull requests skipped"),
+    "comments_seen": _("Comments seen"),
+    "comments_skipped": _("Comments skipped"),
+    "quota_remaining": _("API requests left in this hour"),
+    "parts": _("Parts (time slices)"),
+    "workers": _("Pages per worker"),
+    "errors": _("Errors"),
+    "seconds": _("Seconds"),
 }
 
 
 def labeled_figures(run: SyncRun) -> list[tuple[str, object]]:
     """The run's figures under their labels, without the status and phase (shown above them)
     and with "unknown" for a figure the forge has not told yet (e.g. the quota)."""
+    unknown = gettext("unknown")
     return [
-        (FIGURE_LABELS.get(name, name), "unknown" if value is None or value == "" else value)
+        (str(FIGURE_LABELS.get(name, name)), unknown if value is None or value == "" else value)
         for name, value in run.figures().items()
         if name not in ("status", "phase")
     ]

@@ -37,6 +37,7 @@ from typing import Any
 
 from django.db import connection, transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from annotator.models import Project
 from ingest.filtering import classify, matcher_for
@@ -44,7 +45,7 @@ from ingest.issue_files import IssueRow, Reading
 from ingest.issue_urls import MAX_NAME
 from ingest.models import Comment, Issue, Repository
 from ingest.permissions import may_add_repository, scope_repositories
-from ingest.urllists import import_refs
+from ingest.urllists import at_line, import_refs
 from lib import sql
 
 UPLOAD_OWNER = "uploaded"
@@ -82,11 +83,11 @@ class Outcome:
 def source_problem(source: str) -> str | None:
     """Why a source name cannot name the upload's repository, or None."""
     if not source.strip():
-        return "a name is needed"
+        return gettext("a name is needed")
     if len(source) > MAX_NAME:
-        return f"at most {MAX_NAME} characters"
+        return gettext("at most %(limit)s characters") % {"limit": MAX_NAME}
     if any(ord(c) < 0x20 or c in "/\\\x7f" for c in source):
-        return "no slash or control character"
+        return gettext("no slash or control character")
     return None
 
 
@@ -136,12 +137,16 @@ def _refused(repos: dict[tuple, Repository | None], target: Target) -> dict[tupl
             continue  # the project's own
         if repo is not None:
             if repo.pk not in allowed:
-                refused[key] = f"repository {repo}: not one you manage"
+                refused[key] = gettext("repository %(repository)s: not one you manage") % {
+                    "repository": repo
+                }
             continue
         if may_add is None:
             may_add = may_add_repository(target.user, target.project)
         if not may_add:
-            refused[key] = f"repository {key[0]}:{key[1]}/{key[2]}: only an admin may add it"
+            refused[key] = gettext("repository %(repository)s: only an admin may add it") % {
+                "repository": f"{key[0]}:{key[1]}/{key[2]}"
+            }
     return refused
 
 
@@ -200,23 +205,25 @@ def plan(reading: Reading, target: Target) -> Outcome:
     for row in rows:
         key = _repo_key(row, target)
         if key in refused:
-            outcome.problems.append(f"{reading.name}, line {row.line}: url: {refused[key]}")
+            outcome.problems.append(f"{at_line(reading.name, row.line)}: url: {refused[key]}")
             continue
         repo = repos[key]
         place = stored.get(row.url)
         if place is not None and (repo is None or place != (repo.pk, row.number)):
             where = names.get(place[0])
-            outcome.problems.append(
-                f"{reading.name}, line {row.line}: url: already stored as issue {where}#{place[1]}"
+            stored_as = (
+                gettext("already stored as issue %(issue)s") % {"issue": f"{where}#{place[1]}"}
                 if where
-                else f"{reading.name}, line {row.line}: url: already stored as an issue of "
-                "a repository you do not manage"
+                else gettext("already stored as an issue of a repository you do not manage")
             )
+            outcome.problems.append(f"{at_line(reading.name, row.line)}: url: {stored_as}")
             continue
         seen = first_line.setdefault((key, row.number), row.line)
         if seen != row.line:
             outcome.problems.append(
-                f"{reading.name}, line {row.line}: number: {row.number[:40]!r} repeats line {seen}"
+                f"{at_line(reading.name, row.line)}: number: "
+                + gettext("%(number)s repeats line %(line)s")
+                % {"number": repr(row.number[:40]), "line": seen}
             )
             continue
         outcome.issues += 1

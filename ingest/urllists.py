@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.db import transaction
+from django.utils.translation import gettext
 
 from ingest.issue_urls import IssueRef, read_issue_url
 from ingest.models import Issue, Repository
@@ -61,6 +62,11 @@ def parse_line(line: str) -> IssueRef | str:
     return read_issue_url(line)
 
 
+def at_line(name: str, line: int) -> str:
+    """Where a problem is, in the reader's language: the file's name and line number."""
+    return gettext("%(file)s, line %(line)s") % {"file": name, "line": line}
+
+
 def parse_files(paths: list[Path], year: int | None = None) -> UrlListResult:
     """Parse the lists; `year` overrides the year in the file names (for lists named otherwise)."""
     result = UrlListResult()
@@ -71,7 +77,7 @@ def parse_files(paths: list[Path], year: int | None = None) -> UrlListResult:
         try:
             text = path.read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError) as exc:
-            result.errors.append(f"{path}: cannot read: {exc}")
+            result.errors.append(f"{path}: " + gettext("cannot read: %(error)s") % {"error": exc})
             continue
         parse_text(str(path), text, list_year, result, seen, year_from)
     return result
@@ -94,25 +100,28 @@ def parse_text(
             continue
         ref = parse_line(line)
         if isinstance(ref, str):
-            result.errors.append(f"{name}, line {lineno}: {ref}: {line.strip()[:120]!r}")
+            result.errors.append(f"{at_line(name, lineno)}: {ref}: {line.strip()[:120]!r}")
             continue
         if list_year is not None:
             known = result.years.get(ref)
             if known is not None and known != list_year:
                 result.errors.append(
-                    f"{name}, line {lineno}: {ref.url} is listed under {list_year} here "
-                    f"but under {known} in {year_from[ref]}"
+                    f"{at_line(name, lineno)}: "
+                    + gettext(
+                        "%(url)s is listed under %(year)s here but under %(known)s in %(where)s"
+                    )
+                    % {"url": ref.url, "year": list_year, "known": known, "where": year_from[ref]}
                 )
                 continue
             if known is None:
                 result.years[ref] = list_year
-                year_from[ref] = f"{name}, line {lineno}"
+                year_from[ref] = at_line(name, lineno)
         if ref in seen:
             result.duplicates += 1
         else:
             seen.add(ref)
             result.refs.append(ref)
-            result.places.setdefault(ref, f"{name}, line {lineno}")
+            result.places.setdefault(ref, at_line(name, lineno))
     return result
 
 

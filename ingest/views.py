@@ -12,6 +12,7 @@ from django.db import transaction
 from django.db.models import Count, OuterRef, Q, Subquery
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext
 from django.views.decorators.http import require_POST
 
 from ingest.forges import redact
@@ -38,8 +39,11 @@ def repositories(request):
             project = form.cleaned_data.get("project")
             if project is not None:
                 attach(project, repo)
-        where = f" for {project}" if project is not None else ""
-        messages.success(request, f"Added {repo}{where}.")
+        if project is not None:
+            added = gettext("Added %(repository)s for %(project)s.")
+        else:
+            added = gettext("Added %(repository)s.")
+        messages.success(request, added % {"repository": repo, "project": project})
         return redirect("repositories")
     repos = (
         manageable_repositories(request.user)
@@ -68,7 +72,7 @@ def repository_edit(request, repository_id: int):
     form = RepositoryForm(request.POST or None, instance=repo)
     if request.method == "POST" and form.is_valid():
         form.save()
-        messages.success(request, f"Saved {repo}.")
+        messages.success(request, gettext("Saved %(repository)s.") % {"repository": repo})
         return redirect("repositories")
     return render(request, "ingest/repository.html", {"repository": repo, "form": form})
 
@@ -78,12 +82,17 @@ def repository_edit(request, repository_id: int):
 def repository_sync(request, repository_id: int):
     repo = repository_or_404(request.user, repository_id)
     if repo.is_uploaded:
-        messages.info(request, f"{repo} holds uploaded issues: there is no forge to sync from.")
+        messages.info(
+            request,
+            gettext("%(repository)s holds uploaded issues: there is no forge to sync from.")
+            % {"repository": repo},
+        )
         return redirect("repositories")
     # A hydration of imported URLs may run beside a sync; only another sync is in the way.
     active = repo.sync_runs.filter(status__in=SyncRun.ACTIVE, kind=SyncRun.Kind.SYNC).first()
     if active is not None:
-        messages.info(request, f"A sync of {repo} is already under way.")
+        under_way = gettext("A sync of %(repository)s is already under way.")
+        messages.info(request, under_way % {"repository": repo})
         return redirect("sync_run", run_id=active.pk)
     run = start_sync(repo, full=request.POST.get("full") == "1")
     return redirect("sync_run", run_id=run.pk)

@@ -3,29 +3,39 @@
 from __future__ import annotations
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from raters.models import MachineRater, RaterRun
 from raters.runs import RaterSettings, key_variable_refused
 
 
 class AddRaterForm(forms.Form):
-    name = forms.CharField(max_length=100)
-    kind = forms.ChoiceField(choices=MachineRater.Kind.choices)
-    model = forms.CharField(max_length=200, required=False)
-    api_url = forms.URLField(max_length=500, required=False, assume_scheme="https")
+    name = forms.CharField(label=_("Name"), max_length=100)
+    kind = forms.ChoiceField(label=_("Kind"), choices=MachineRater.Kind.choices)
+    model = forms.CharField(label=_("Model"), max_length=200, required=False)
+    api_url = forms.URLField(
+        label=_("API URL"), max_length=500, required=False, assume_scheme="https"
+    )
     api_key_env = forms.RegexField(
+        label=_("Api key env"),
         regex=r"^[A-Za-z_][A-Za-z0-9_]*$",
         max_length=100,
         required=False,
-        error_messages={"invalid": "the name of an environment variable (letters, digits, _)"},
+        error_messages={"invalid": _("the name of an environment variable (letters, digits, _)")},
     )
-    temperature = forms.FloatField(min_value=0, max_value=2, initial=0, required=False)
-    samples = forms.IntegerField(min_value=1, max_value=20, initial=1, required=False)
+    temperature = forms.FloatField(
+        label=_("Temperature"), min_value=0, max_value=2, initial=0, required=False
+    )
+    samples = forms.IntegerField(
+        label=_("Samples"), min_value=1, max_value=20, initial=1, required=False
+    )
     prompt_details = forms.BooleanField(
         required=False,
-        label="Show the taxonomy's example details in the prompt",
-        help_text="Off keeps validation out of sample: details are annotators' words about "
-        "study issues, perhaps the one labeled.",
+        label=_("Show the taxonomy's example details in the prompt"),
+        help_text=_(
+            "Off keeps validation out of sample: details are annotators' words about "
+            "study issues, perhaps the one labeled."
+        ),
     )
 
     def clean_api_key_env(self) -> str:

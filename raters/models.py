@@ -21,14 +21,15 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from labeling.models import LabelFields
 
 
 class MachineRater(models.Model):
     class Kind(models.TextChoices):
-        CLASSIFIER = "classifier", "classifier trained on the project's final labels"
-        LLM = "llm", "LLM (OpenAI-compatible chat completions)"
+        CLASSIFIER = "classifier", _("classifier trained on the project's final labels")
+        LLM = "llm", _("LLM (OpenAI-compatible chat completions)")
 
     project = models.ForeignKey(
         "annotator.Project", on_delete=models.CASCADE, related_name="machine_raters"
@@ -76,15 +77,15 @@ class RaterRun(models.Model):
     """One run of a rater over a project's issues, with progress for the page."""
 
     class Status(models.TextChoices):
-        PENDING = "pending", "queued"
-        RUNNING = "running", "running"
-        DONE = "done", "done"
-        FAILED = "failed", "failed"
+        PENDING = "pending", _("queued")
+        RUNNING = "running", _("running")
+        DONE = "done", _("done")
+        FAILED = "failed", _("failed")
 
     class Scope(models.TextChoices):
-        FINAL = "final", "final issues"
-        OPEN = "open", "issues not final yet"
-        ALL = "all", "all issues"
+        FINAL = "final", _("final issues")
+        OPEN = "open", _("issues not final yet")
+        ALL = "all", _("all issues")
 
     rater = models.ForeignKey(MachineRater, on_delete=models.CASCADE, related_name="runs")
     only = models.CharField(max_length=10, choices=Scope.choices, default=Scope.ALL)

@@ -23,6 +23,8 @@ from django.db import DatabaseError, transaction
 from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from annotator.models import Project
 from ingest.hosts import MODEL_API_HOSTS, base_url_refused
@@ -74,9 +76,11 @@ def enlist(rater: MachineRater, enlisted: bool, threshold: float | None) -> Mach
     """A lead's choice: let the rater's labels count as one vote in the adaptive stopping rule
     from `threshold` confidence on (`labeling.stopping`), or take that back."""
     if threshold is not None and not 0.0 <= threshold <= 1.0:
-        raise RaterError("confidence_threshold", "between 0 and 1")
+        raise RaterError("confidence_threshold", gettext("between 0 and 1"))
     if enlisted and threshold is None:
-        raise RaterError("confidence_threshold", "an enlisted rater needs a confidence threshold")
+        raise RaterError(
+            "confidence_threshold", gettext("an enlisted rater needs a confidence threshold")
+        )
     rater.enlisted = enlisted
     rater.confidence_threshold = threshold
     rater.save(update_fields=["enlisted", "confidence_threshold"])
@@ -85,14 +89,20 @@ def enlist(rater: MachineRater, enlisted: bool, threshold: float | None) -> Mach
 
 def add_rater(project: Project, settings: RaterSettings, user=None) -> MachineRater:
     if not settings.name.strip():
-        raise RaterError("name", "a rater needs a name")
+        raise RaterError("name", gettext("a rater needs a name"))
     if settings.kind not in MachineRater.Kind.values:
-        raise RaterError("kind", f"one of {', '.join(MachineRater.Kind.values)}")
+        raise RaterError(
+            "kind", gettext("one of %(values)s") % {"values": ", ".join(MachineRater.Kind.values)}
+        )
     if MachineRater.objects.filter(project=project, name=settings.name.strip()).exists():
-        raise RaterError("name", f"this project already has a rater named {settings.name!r}")
+        raise RaterError(
+            "name",
+            gettext("this project already has a rater named %(name)s")
+            % {"name": repr(settings.name)},
+        )
     if settings.kind == MachineRater.Kind.LLM:
         if not (settings.model and settings.api_url):
-            raise RaterError("model", "an llm rater needs --model and --api-url")
+            raise RaterError("model", gettext("an llm rater needs --model and --api-url"))
         why = model_url_refused(settings.api_url)
         if why:
             raise RaterError("api_url", why)
@@ -100,9 +110,9 @@ def add_rater(project: Project, settings: RaterSettings, user=None) -> MachineRa
     if why:
         raise RaterError("api_key_env", why)
     if not 0 <= settings.temperature <= 2:
-        raise RaterError("temperature", "between 0 and 2")
+        raise RaterError("temperature", gettext("between 0 and 2"))
     if not 1 <= settings.samples <= 20:
-        raise RaterError("samples", "between 1 and 20")
+        raise RaterError("samples", gettext("between 1 and 20"))
     model = settings.model
     if settings.kind == MachineRater.Kind.CLASSIFIER and not model:
         model = "tfidf-logreg"
@@ -130,10 +140,10 @@ def key_variable_refused(name: str) -> str:
         return ""
     if name in django_settings.MODEL_API_KEY_VARS:
         return ""
-    return KEY_VARIABLE_REFUSED
+    return str(KEY_VARIABLE_REFUSED)
 
 
-KEY_VARIABLE_REFUSED = (
+KEY_VARIABLE_REFUSED = _(
     "not a key variable the admin allows (MODEL_API_KEY_VARS lists the names a rater may use)"
 )
 
@@ -259,7 +269,9 @@ def _progress(run_id: int, done: int) -> None:
 
 def create_run(rater: MachineRater, only: str = RaterRun.Scope.ALL, user=None) -> RaterRun:
     if only not in RaterRun.Scope.values:
-        raise RaterError("only", f"one of {', '.join(RaterRun.Scope.values)}")
+        raise RaterError(
+            "only", gettext("one of %(values)s") % {"values": ", ".join(RaterRun.Scope.values)}
+        )
     return RaterRun.objects.create(rater=rater, only=only, requested_by=user)
 
 
@@ -369,7 +381,8 @@ def begin_run(rater: MachineRater, only: str = RaterRun.Scope.ALL, user=None) ->
         if busy is not None and busy.status in (RaterRun.Status.PENDING, RaterRun.Status.RUNNING):
             raise RaterBusy(
                 "rater",
-                f"run {busy.pk} of {rater.name} is {busy.get_status_display()}: wait for it",
+                gettext("run %(run)s of %(rater)s is %(status)s: wait for it")
+                % {"run": busy.pk, "rater": rater.name, "status": busy.get_status_display()},
             )
         return create_run(rater, only, user)
 

@@ -7,6 +7,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext
 
 from annotator.permissions import membership_or_404
 from raters.forms import AddRaterForm, EnlistForm, RunForm
@@ -59,7 +60,7 @@ def rater_add(request, project_id: int):
         except RaterError as exc:
             form.add_error(exc.field if exc.field in form.fields else None, exc.message)
         else:
-            messages.success(request, f"Rater {rater.name} added.")
+            messages.success(request, gettext("Rater %(name)s added.") % {"name": rater.name})
             return redirect("raters_page", project_id=project_id)
     return _page(request, membership, form, status=400)
 
@@ -83,7 +84,7 @@ def rater_run(request, project_id: int, rater_id: int):
         return HttpResponse(str(exc), status=400, content_type="text/plain")
     if request.htmx:
         return render(request, "raters/_run.html", {"project": membership.project, "run": run})
-    messages.success(request, f"Run of {rater.name} queued.")
+    messages.success(request, gettext("Run of %(name)s queued.") % {"name": rater.name})
     return redirect("raters_page", project_id=project_id)
 
 
@@ -110,8 +111,11 @@ def rater_enlist(request, project_id: int, rater_id: int):
         except RaterError as exc:
             form.add_error(exc.field, exc.message)
         else:
-            state = "enlisted" if rater.enlisted else "not enlisted"
-            messages.success(request, f"Rater {rater.name} is {state}.")
+            if rater.enlisted:
+                done = gettext("Rater %(name)s is enlisted.")
+            else:
+                done = gettext("Rater %(name)s is not enlisted.")
+            messages.success(request, done % {"name": rater.name})
             return redirect("raters_page", project_id=project_id)
     errors = "; ".join(f"{field}: {' '.join(map(str, e))}" for field, e in form.errors.items())
     return HttpResponse(errors, status=400, content_type="text/plain")

@@ -27,7 +27,9 @@ def test_a_lead_uploads_a_csv_previews_dry_runs_imports_and_sees_the_issues(
 ):
     settings.UPLOAD_ROOT = tmp_path / "uploads"
     # No worker in this test: the queued task runs in the server's thread, as a worker would.
-    monkeypatch.setattr(tasks.run_upload, "delay", lambda job_id: tasks.run_upload(job_id))
+    monkeypatch.setattr(
+        tasks.run_upload, "delay", lambda job_id, language=None: tasks.run_upload(job_id, language)
+    )
     path = tmp_path / "threads.csv"
     path.write_text(CSV, encoding="utf-8")
 

@@ -40,7 +40,9 @@ def upload_root(settings, tmp_path):
 @pytest.fixture
 def run_tasks_here(monkeypatch):
     """The page queues the task on commit; run it in this process, as a worker would."""
-    monkeypatch.setattr(tasks.run_upload, "delay", lambda job_id: tasks.run_upload(job_id))
+    monkeypatch.setattr(
+        tasks.run_upload, "delay", lambda job_id, language=None: tasks.run_upload(job_id, language)
+    )
 
 
 def use(project, repository) -> None:
