@@ -10,10 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from django.urls import reverse
 
 from annotator.models import Membership, Role
+
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
 
 ALL_ROLES: tuple[str, ...] = tuple(Role.values)
 
@@ -22,7 +26,7 @@ ALL_ROLES: tuple[str, ...] = tuple(Role.values)
 class ProjectLink:
     """A page of a project: its label, URL name (taking `project_id`) and the roles it admits."""
 
-    label: str
+    label: StrOrPromise  # a lazy translation: shown in each request's language
     url_name: str
     roles: tuple[str, ...]
     order: int

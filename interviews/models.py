@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class Participant(models.Model):
     class Kind(models.TextChoices):
-        USER = "user", "user"
-        DEVELOPER = "developer", "developer"
+        USER = "user", _("user")
+        DEVELOPER = "developer", _("developer")
 
     class Experience(models.TextChoices):
-        BEGINNER = "beginner", "beginner"
-        EXPERIENCED = "experienced", "experienced"
-        UNKNOWN = "", "unknown"
+        BEGINNER = "beginner", _("beginner")
+        EXPERIENCED = "experienced", _("experienced")
+        UNKNOWN = "", _("unknown")
 
     project = models.ForeignKey(
         "annotator.Project", on_delete=models.CASCADE, related_name="interview_participants"
