@@ -19,7 +19,7 @@ class Participant(models.Model):
     project = models.ForeignKey(
         "annotator.Project", on_delete=models.CASCADE, related_name="interview_participants"
     )
-    code = models.CharField(max_length=50, help_text="A pseudonym such as U3 or D1.")
+    code = models.CharField(max_length=50, help_text=_("A pseudonym such as U3 or D1."))
     kind = models.CharField(max_length=10, choices=Kind.choices)
     # As written in the codebook ("Beginner (<1 year)"), and the group derived from it.
     experience_text = models.CharField(max_length=200, blank=True)
@@ -49,7 +49,7 @@ class CodebookEntry(models.Model):
 
     class Meta:
         ordering = ["project", "position", "pk"]
-        verbose_name_plural = "codebook entries"
+        verbose_name_plural = _("codebook entries")
 
     def __str__(self) -> str:
         return f"{self.participant.code}: {self.quote[:40]}"
@@ -78,7 +78,7 @@ class Ranking(models.Model):
 class RankedTheme(models.Model):
     ranking = models.ForeignKey(Ranking, on_delete=models.CASCADE, related_name="items")
     theme = models.ForeignKey("taxonomy.TaxonomyNode", on_delete=models.PROTECT, related_name="+")
-    rank = models.PositiveSmallIntegerField(help_text="1 is the highest priority.")
+    rank = models.PositiveSmallIntegerField(help_text=_("1 is the highest priority."))
 
     class Meta:
         ordering = ["ranking", "rank"]
