@@ -1,9 +1,10 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class AgreementConfig(AppConfig):
     name = "agreement"
-    verbose_name = "Agreement"
+    verbose_name = _("Agreement")
 
     def ready(self) -> None:
         from agreement.permissions import AGREEMENT_ROLES, AUDIT_ROLES, TABLE_ONE_ROLES
@@ -11,8 +12,8 @@ class AgreementConfig(AppConfig):
         from annotator.models import LEAD_ROLES
 
         register(
-            ProjectLink("Agreement", "agreement_report", AGREEMENT_ROLES, 50),
-            ProjectLink("Label audit", "label_audit", AUDIT_ROLES, 55),
-            ProjectLink("Table I", "table_one", TABLE_ONE_ROLES, 80),
-            ProjectLink("Policy simulator", "policy_simulator", LEAD_ROLES, 55),
+            ProjectLink(_("Agreement"), "agreement_report", AGREEMENT_ROLES, 50),
+            ProjectLink(_("Label audit"), "label_audit", AUDIT_ROLES, 55),
+            ProjectLink(_("Table I"), "table_one", TABLE_ONE_ROLES, 80),
+            ProjectLink(_("Policy simulator"), "policy_simulator", LEAD_ROLES, 55),
         )

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from django.core.cache import cache
+from django.utils.translation import gettext_noop
 
 from agreement import dawid_skene as ds
 from agreement.measures import CACHE_SECONDS, cache_key, load_labels
@@ -34,7 +35,8 @@ from taxonomy.models import TaxonomyVersion
 if TYPE_CHECKING:
     import numpy as np
 
-ACCURACY_DEFINITION = (
+# Shown on the pages in the reader's language (gettext there), written in English by the command.
+ACCURACY_DEFINITION = gettext_noop(
     "sum over themes k of prior_k * confusion[k, k]: the probability that the annotator gives "
     "an issue's true theme, under the model"
 )

@@ -4,6 +4,8 @@ how Table I counts."""
 from __future__ import annotations
 
 from django import forms
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from agreement.simulation import MAX_K, MAX_ORDERS
 from agreement.table_one import COUNT_ISSUES, COUNT_ROWS
@@ -17,7 +19,9 @@ MAX_LEADS = 6
 class AuditForm(forms.Form):
     """The label audit page's query string: how many of the least likely finals to list."""
 
-    top = forms.IntegerField(required=False, min_value=1, max_value=MAX_AUDIT_ROWS)
+    top = forms.IntegerField(
+        required=False, min_value=1, max_value=MAX_AUDIT_ROWS, label=_("Rows, least likely first")
+    )
 
     def rows(self) -> int:
         return self.cleaned_data.get("top") or DEFAULT_AUDIT_ROWS
@@ -26,28 +30,32 @@ class AuditForm(forms.Form):
 class SimulatorForm(forms.Form):
     """The adaptive rule's settings to compare (lead values to draw) and the replay's size."""
 
-    min_labels = forms.IntegerField(label="Minimum labels", min_value=1, max_value=MAX_K, initial=2)
+    min_labels = forms.IntegerField(
+        label=_("Minimum labels"), min_value=1, max_value=MAX_K, initial=2
+    )
     leads = forms.CharField(
-        label="Lead values",
+        label=_("Lead values"),
         initial="1, 2, 3",
         required=False,
         max_length=40,
-        help_text="Votes the leading theme must be ahead by, comma-separated; 1, 2 and 3 are "
-        "always drawn.",
+        help_text=_(
+            "Votes the leading theme must be ahead by, comma-separated; "
+            "1, 2 and 3 are always drawn."
+        ),
     )
-    orders = forms.IntegerField(label="Orders", min_value=1, max_value=MAX_ORDERS, initial=20)
-    seed = forms.IntegerField(label="Seed", min_value=0, max_value=2**31 - 1, initial=1)
+    orders = forms.IntegerField(label=_("Orders"), min_value=1, max_value=MAX_ORDERS, initial=20)
+    seed = forms.IntegerField(label=_("Seed"), min_value=0, max_value=2**31 - 1, initial=1)
     machine_rater = forms.ChoiceField(
-        label="Enlist a machine rater",
+        label=_("Enlist a machine rater"),
         required=False,
-        help_text="Replay also with its confident labels as one vote.",
+        help_text=_("Replay also with its confident labels as one vote."),
     )
     confidence = forms.FloatField(
-        label="Machine confidence",
+        label=_("Machine confidence"),
         required=False,
         min_value=0.0,
         max_value=1.0,
-        help_text="Its vote counts from this confidence (empty: the rater's threshold).",
+        help_text=_("Its vote counts from this confidence (empty: the rater's threshold)."),
     )
 
     def __init__(self, *args, project=None, **kwargs) -> None:
@@ -56,17 +64,19 @@ class SimulatorForm(forms.Form):
         names = project.machine_raters.values_list("name", flat=True) if project else []
         field = self.fields["machine_rater"]
         assert isinstance(field, forms.ChoiceField)
-        field.choices = [("", "none"), *((name, name) for name in names)]
+        field.choices = [("", gettext("none")), *((name, name) for name in names)]
 
     def clean_leads(self) -> list[int]:
         parts = [p.strip() for p in self.cleaned_data["leads"].split(",") if p.strip()]
         if not all(p.isascii() and p.isdigit() for p in parts):  # not "²": int() refuses it
-            raise forms.ValidationError("Give whole numbers separated by commas, e.g. 1, 2, 3.")
+            raise forms.ValidationError(_("Give whole numbers separated by commas, e.g. 1, 2, 3."))
         values = {int(p) for p in parts}
         if len(values) > MAX_LEADS:
-            raise forms.ValidationError(f"At most {MAX_LEADS} lead values.")
+            raise forms.ValidationError(
+                _("At most %(count)s lead values."), params={"count": MAX_LEADS}
+            )
         if values and (min(values) < 1 or max(values) > 20):
-            raise forms.ValidationError("Each lead value must be between 1 and 20.")
+            raise forms.ValidationError(_("Each lead value must be between 1 and 20."))
         return sorted(values | {1, 2, 3})
 
 
@@ -75,10 +85,11 @@ class TableOneForm(forms.Form):
 
     count = forms.ChoiceField(
         choices=[
-            (COUNT_ISSUES, "issues (each once)"),
-            (COUNT_ROWS, "rows of the published label files (as the paper)"),
+            (COUNT_ISSUES, _("issues (each once)")),
+            (COUNT_ROWS, _("rows of the published label files (as the paper)")),
         ],
         required=False,
+        label=_("Count"),
     )
 
     def counting(self) -> str:

@@ -24,6 +24,7 @@ cached under a key that changes whenever an annotation or a final label changes.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ from django.core.cache import cache
 from django.db.models import Count, Max
 from django.db.models.functions import Coalesce
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from annotator.models import Project
 from annotator.pseudonyms import names_of, natural_order
@@ -48,37 +50,56 @@ if TYPE_CHECKING:
     import numpy as np
 
 LEVELS = ("type", "theme", "sub_theme")
-LEVEL_NAMES = {"type": "type", "theme": "theme", "sub_theme": "sub-theme"}
+# The report's words are English in its data (the API, the CSV export, the release's datasheet
+# and the command read them); each is marked with gettext_noop so that the page can say it in
+# the reader's language by passing `gettext` as `translate` to the functions that word it.
+LEVEL_NAMES = {
+    "type": gettext_noop("type"),
+    "theme": gettext_noop("theme"),
+    "sub_theme": gettext_noop("sub-theme"),
+}
 FP = "FP"
 ALL = "all"
+ALL_ISSUES = gettext_noop("All issues")
+FALSE_POSITIVE = gettext_noop("false positive")
 CACHE_SECONDS = 24 * 3600
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 # Below this many issues a kappa's sampling error is too large to read it on Landis & Koch's
 # scale (a common rule of thumb for reporting kappa; the study's smallest group had 123).
 MIN_ISSUES = 30
-NOT_MEANINGFUL = "not meaningful"
+NOT_MEANINGFUL = gettext_noop("not meaningful")
+NOT_AVAILABLE = gettext_noop("n/a")
+NO_LABELS = gettext_noop("no labels at this level")
+TOO_FEW = gettext_noop("too few issues to read (%(issues)s < %(min)s)")
 
 # Landis & Koch (1977): the reading scale the study and most papers use for kappa.
 LANDIS_KOCH = [
-    (0.0, "poor"),
-    (0.20, "slight"),
-    (0.40, "fair"),
-    (0.60, "moderate"),
-    (0.80, "substantial"),
-    (1.0001, "almost perfect"),
+    (0.0, gettext_noop("poor")),
+    (0.20, gettext_noop("slight")),
+    (0.40, gettext_noop("fair")),
+    (0.60, gettext_noop("moderate")),
+    (0.80, gettext_noop("substantial")),
+    (1.0001, gettext_noop("almost perfect")),
 ]
 
+Translate = Callable[[str], str]
 
-def reading(value: float | None) -> str:
+
+def english(message: str) -> str:
+    """The data's wording: the message as written (`gettext` in its place translates it)."""
+    return message
+
+
+def reading(value: float | None, translate: Translate = english) -> str:
     """Landis & Koch's word for a kappa value."""
     if value is None:
-        return "n/a"
+        return translate(NOT_AVAILABLE)
     if value < 0:
-        return "poor"
+        return translate("poor")
     for upper, word in LANDIS_KOCH[1:]:
         if value <= upper:
-            return word
-    return "almost perfect"
+            return translate(word)
+    return translate("almost perfect")
 
 
 # --- Pure measures on plain arrays; tested against hand-computed cases. ---
@@ -230,7 +251,7 @@ def _codes(
         per_level[LEVELS[depth - 1]].append(code)
     for level in LEVELS:
         per_level[level].append(FP)
-    names[FP] = "false positive"
+    names[FP] = FALSE_POSITIVE
     return code_of, per_level, names
 
 
@@ -322,8 +343,47 @@ def count_table(labels: Labels, level: str, issues: np.ndarray | None = None) ->
     return table if issues is None else table[issues]
 
 
-def too_few_reading(issues: int) -> str:
-    return f"too few issues to read ({issues} < {MIN_ISSUES})"
+def too_few_reading(issues: int, translate: Translate = english) -> str:
+    return translate(TOO_FEW) % {"issues": issues, "min": MIN_ISSUES}
+
+
+def excluded_reasons(without: int, other: int, raters: int, translate: Translate = english) -> str:
+    """Why issues were left out of Fleiss: `without` labels at the level, `other` with a number
+    of ratings other than the usual `raters`."""
+    reasons = []
+    if without:
+        reasons.append(translate(gettext_noop("%(count)s without labels at this level")))
+    if other:
+        reasons.append(
+            translate(
+                gettext_noop(
+                    "%(other)s with a number of ratings other than %(raters)s "
+                    "(Fleiss needs the same number on every issue)"
+                )
+            )
+        )
+    values = {"count": without, "other": other, "raters": raters}
+    return "; ".join(reason % values for reason in reasons)
+
+
+def reading_of(stats: dict, translate: Translate = english) -> str:
+    """The reading of one level's figures (`_level_stats`), worded by `translate`."""
+    if stats["raters"] == 0:
+        return translate(NOT_AVAILABLE)
+    if stats["degenerate"]:
+        return translate(NOT_MEANINGFUL)
+    if stats["too_few"]:
+        return too_few_reading(stats["issues"], translate)
+    return reading(stats["kappa"], translate)
+
+
+def excluded_reason_of(stats: dict, translate: Translate = english) -> str:
+    """Why `stats`'s excluded issues were left out, worded by `translate`."""
+    if stats["raters"] == 0:
+        return translate(NO_LABELS)
+    return excluded_reasons(
+        stats.get("without_labels", 0), stats.get("other_ratings", 0), stats["raters"], translate
+    )
 
 
 def _level_stats(table: np.ndarray, degenerate: str = "") -> dict:
@@ -343,8 +403,10 @@ def _level_stats(table: np.ndarray, degenerate: str = "") -> dict:
             "issues": 0,
             "raters": 0,
             "excluded": int(table.shape[0]),
-            "excluded_reason": "no labels at this level",
-            "reading": "n/a",
+            "excluded_reason": NO_LABELS,
+            "without_labels": int(table.shape[0]),
+            "other_ratings": 0,
+            "reading": NOT_AVAILABLE,
             "degenerate": bool(degenerate),
             "too_few": False,
             "note": degenerate,
@@ -352,15 +414,8 @@ def _level_stats(table: np.ndarray, degenerate: str = "") -> dict:
     raters = Counter(rated.tolist()).most_common(1)[0][0]
     same = counts == raters
     excluded = int(table.shape[0] - same.sum())
-    reasons = []
-    if (counts == 0).any():
-        reasons.append(f"{int((counts == 0).sum())} without labels at this level")
+    without = int((counts == 0).sum())
     other = int(((counts > 0) & ~same).sum())
-    if other:
-        reasons.append(
-            f"{other} with a number of ratings other than {raters} "
-            "(Fleiss needs the same number on every issue)"
-        )
     issues = int(same.sum())
     observed = observed_agreement(table[same])
     if degenerate:
@@ -380,7 +435,9 @@ def _level_stats(table: np.ndarray, degenerate: str = "") -> dict:
         "issues": issues,
         "raters": int(raters),
         "excluded": excluded,
-        "excluded_reason": "; ".join(reasons),
+        "excluded_reason": excluded_reasons(without, other, int(raters)),
+        "without_labels": without,
+        "other_ratings": other,
         "reading": word,
         "degenerate": bool(degenerate),
         "too_few": too_few,
@@ -388,20 +445,25 @@ def _level_stats(table: np.ndarray, degenerate: str = "") -> dict:
     }
 
 
-def degenerate_reason(code: str, name: str, level: str) -> str:
+def degenerate_reason(code: str, name: str, level: str, translate: Translate = english) -> str:
     """Why agreement at `level` within the group of final label `code` is degenerate, or ""."""
     if code == ALL:
         return ""
     if code == FP:
-        return (
-            "every issue in this group is a false positive at every level, so chance-corrected "
-            "agreement within it is degenerate; read the All issues rows"
+        return translate(
+            gettext_noop(
+                "every issue in this group is a false positive at every level, so "
+                "chance-corrected agreement within it is degenerate; read the All issues rows"
+            )
         )
     if level == "type":
-        return (
-            f"every issue in this group has the final type {name} ({code}), so type-level "
-            "chance-corrected agreement within it is degenerate; read All issues, type level"
-        )
+        return translate(
+            gettext_noop(
+                "every issue in this group has the final type %(name)s (%(code)s), so "
+                "type-level chance-corrected agreement within it is degenerate; read All "
+                "issues, type level"
+            )
+        ) % {"name": name, "code": code}
     return ""
 
 
@@ -426,7 +488,7 @@ def compute(project: Project, version: TaxonomyVersion | None = None) -> dict:
         groups.append(
             {
                 "code": code,
-                "name": "All issues" if code == ALL else names.get(code, code),
+                "name": ALL_ISSUES if code == ALL else names.get(code, code),
                 "issues": int(members.size),
                 "levels": {
                     level: _level_stats(

@@ -48,6 +48,8 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
+from django.utils.translation import gettext
+
 from agreement.measures import _label_rows, fleiss, observed_agreement
 from annotator.models import Project
 from labeling.models import Annotation, Resolution
@@ -67,7 +69,13 @@ ALL = "all"
 
 
 class SimulationError(ValueError):
-    """A parameter the simulator cannot run with (the message names it)."""
+    """A parameter the simulator cannot run with: `field` is the command's option (or
+    "project"), `message` the reason in the reader's language (gettext when raised); the text is
+    "field: message"."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field, self.message = field, message
+        super().__init__(f"{field}: {message}")
 
 
 def panel_decision(
@@ -356,21 +364,27 @@ def simulate(
 
     width = replays.keys.shape[1]
     if width == 0:
-        raise SimulationError("project: no labels to replay yet")
+        raise SimulationError("project", gettext("no labels to replay yet"))
     k = k or width
     if k > width:
-        raise SimulationError(f"max: at most {width}, the most labels any issue has")
+        raise SimulationError(
+            "max", gettext("at most %(width)s, the most labels any issue has") % {"width": width}
+        )
     for name, value, low, high in (
         ("min", min_labels, 1, k),
         ("max", k, 2, MAX_K),
         ("orders", orders, 1, MAX_ORDERS),
     ):
         if not low <= value <= high:
-            raise SimulationError(f"{name}: must be between {low} and {high} (got {value})")
+            raise SimulationError(
+                name,
+                gettext("must be between %(low)s and %(high)s (got %(value)s)")
+                % {"low": low, "high": high, "value": value},
+            )
     if any(lead < 1 for lead in leads):
-        raise SimulationError("lead: must be at least 1")
+        raise SimulationError("lead", gettext("must be at least 1"))
     if not 0 <= threshold <= 1:
-        raise SimulationError("threshold: must be between 0 and 1")
+        raise SimulationError("threshold", gettext("must be between 0 and 1"))
     keep = replays.counts >= k
     keys, final = replays.keys[keep], replays.final[keep]
     if len(replays.key_values) < 2**15:
@@ -581,7 +595,25 @@ def _percents(figures: dict[str, Any]) -> dict[str, float | None]:
     }
 
 
-def tradeoff(
+def point_name(point: dict[str, Any]) -> str:
+    """A point's setting as the page names it: "lead 2" or "fixed 3", in the reader's language."""
+    if point["series"] == "fixed":
+        return gettext("fixed %(size)s") % {"size": point["setting"]}
+    return gettext("lead %(lead)s") % {"lead": point["setting"]}
+
+
+def _named(result: dict[str, Any]) -> dict[str, Any]:
+    """`result` with each point named in the active language (the cached figures have none)."""
+    return {**result, "points": [{**p, "name": point_name(p)} for p in result["points"]]}
+
+
+def tradeoff(project: Project, **params: Any) -> dict[str, Any]:
+    """The page's data: one point (labels per issue, same-final share) per lead and per fixed
+    panel size, on the same replays, plus the rows of its table (`_tradeoff`, points named)."""
+    return _named(_tradeoff(project, **params))
+
+
+def _tradeoff(
     project: Project,
     *,
     min_labels: int = 2,
@@ -606,7 +638,7 @@ def tradeoff(
     points = [
         {
             "series": "adaptive",
-            "name": f"lead {lead}",
+            "setting": lead,
             "labels": p["labels_per_issue"]["mean"],
             "same_final": p["same_final"],
             "needs_lead": p["needs_lead"],
@@ -617,7 +649,7 @@ def tradeoff(
     ] + [
         {
             "series": "fixed",
-            "name": f"fixed {n}",
+            "setting": n,
             "labels": n,
             "same_final": f["same_final"],
             "needs_lead": f["needs_lead"],
@@ -644,12 +676,12 @@ def cached_tradeoff(project: Project, **params: Any) -> dict[str, Any]:
 
     shown = ",".join(f"{name}={params[name]}" for name in sorted(params))
     digest = hashlib.sha256(f"{cache_key(project)}|{shown}".encode()).hexdigest()
-    key = f"simulate:v1:{project.pk}:{digest}"
+    key = f"simulate:v2:{project.pk}:{digest}"
     result = cache.get(key)
     if result is None:
-        result = tradeoff(project, **params)
+        result = _tradeoff(project, **params)
         cache.set(key, result, 3600)
-    return result
+    return _named(result)
 
 
 # The chart, drawn server-side as SVG (presentation attributes only: the CSP forbids inline
@@ -727,12 +759,17 @@ def machine_votes(project: Project, rater_name: str, confidence: float | None) -
     below `raters` and imports nothing of it."""
     rater = project.machine_raters.filter(name=rater_name).first()
     if rater is None:
-        raise SimulationError(f"machine-rater: no machine rater named {rater_name!r} here")
+        raise SimulationError(
+            "machine-rater",
+            gettext("no machine rater named %(name)s here") % {"name": repr(rater_name)},
+        )
     threshold = rater.confidence_threshold if confidence is None else confidence
     if threshold is None:
-        raise SimulationError("confidence: give a threshold (the rater has none of its own set)")
+        raise SimulationError(
+            "confidence", gettext("give a threshold (the rater has none of its own set)")
+        )
     if not 0.0 <= threshold <= 1.0:
-        raise SimulationError("confidence: must be between 0 and 1")
+        raise SimulationError("confidence", gettext("must be between 0 and 1"))
     rows = rater.labels.filter(is_current=True, valid=True, confidence__gte=threshold).values_list(
         "issue_id", "is_false_positive", "issue_type_id", "theme_id"
     )
@@ -787,11 +824,13 @@ def simulate_machine(
     # K by default: the widest panel, as `simulate`.
     k = k or max((len(keys) for keys in labels.values()), default=0)
     if not 2 <= k <= MAX_K:
-        raise SimulationError(f"max: K must be between 2 and {MAX_K}")
+        raise SimulationError("max", gettext("K must be between 2 and %(max)s") % {"max": MAX_K})
     if not 1 <= orders <= MAX_ORDERS:
-        raise SimulationError(f"orders: must be between 1 and {MAX_ORDERS}")
+        raise SimulationError(
+            "orders", gettext("must be between 1 and %(max)s") % {"max": MAX_ORDERS}
+        )
     if min_labels < 1 or lead < 1:
-        raise SimulationError("min / lead: must be at least 1")
+        raise SimulationError("min / lead", gettext("must be at least 1"))
     rule = AdaptiveRule(min_labels=min_labels, lead=lead, k=k)
     finals = {
         issue: deciding_key(_Key(fp, t, h))

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.utils.translation import gettext_noop
+
 from annotator.models import Project
 from labeling.labels import NODE_FIELDS
 from labeling.models import ProjectIssue, Resolution
@@ -43,7 +45,14 @@ YEARS = (2023, 2024, 2025)
 # How Table I counts: every issue once (the default), or every published row (see above).
 COUNT_ISSUES, COUNT_ROWS = "issues", "rows"
 COUNTS = (COUNT_ISSUES, COUNT_ROWS)
-TYPE_COLUMNS = (("A", "Question"), ("C", "Bug"), ("B", "Requirement"))  # the paper's order
+# The paper's order. The labels are the CSV's and the API's keys (English); the pages translate
+# them, and the Sum row's name, with {% translate %}.
+TYPE_COLUMNS = (
+    ("A", gettext_noop("Question")),
+    ("C", gettext_noop("Bug")),
+    ("B", gettext_noop("Requirement")),
+)
+SUM = gettext_noop("Sum")
 
 
 @dataclass
@@ -168,7 +177,7 @@ def table_one(project: Project, count: str = COUNT_ISSUES) -> tuple[list[TableOn
             row = rows.setdefault(key, TableOneRow(key))
             row.count(issue_year(created_at, study_year), mapped(is_fp, type_code, ids), False)
     ordered = sorted(rows.values(), key=lambda r: r.name.lower())
-    total = TableOneRow("Sum")
+    total = TableOneRow(SUM)
     rates = []
     per_type: dict[str, int] = defaultdict(int)
     for row in ordered:

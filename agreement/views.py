@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, render
+from django.utils.translation import gettext
 
 from agreement.audit import ACCURACY_DEFINITION, audit
 from agreement.forms import (
@@ -52,7 +53,9 @@ def label_audit_page(request, project_id: int):
         return render(request, "agreement/audit.html", context, status=400)
     rows = form.rows()
     context.update(
-        rows=rows, result=audit(project, top=rows), accuracy_definition=ACCURACY_DEFINITION
+        rows=rows,
+        result=audit(project, top=rows),
+        accuracy_definition=gettext(ACCURACY_DEFINITION),
     )
     return render(request, "agreement/audit.html", context)
 
@@ -108,12 +111,11 @@ def policy_simulator_page(request, project_id: int):
                         seed=data["seed"],
                     )
             except SimulationError as error:
-                # e.g. a minimum above the project's panel: the message names the field.
-                field, _, message = str(error).partition(": ")
+                # e.g. a minimum above the project's panel: the error names the field.
+                field = error.field
                 fields = {"min": "min_labels", "machine-rater": "machine_rater"}
                 form.add_error(
-                    fields.get(field, field if field in form.fields else None),
-                    message or str(error),
+                    fields.get(field, field if field in form.fields else None), error.message
                 )
                 status = 400
             else:

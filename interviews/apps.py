@@ -1,12 +1,13 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class InterviewsConfig(AppConfig):
     name = "interviews"
-    verbose_name = "Interviews"
+    verbose_name = _("Interviews")
 
     def ready(self) -> None:
         from annotator.links import ALL_ROLES, ProjectLink, register
 
         # Every member reads the codebook; leads and researchers edit it (interviews.views).
-        register(ProjectLink("Interviews", "interviews", ALL_ROLES, 100))
+        register(ProjectLink(_("Interviews"), "interviews", ALL_ROLES, 100))

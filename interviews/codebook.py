@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.utils.translation import gettext
 
 from annotator.models import Project
 from interviews.models import CodebookEntry, Participant
@@ -38,12 +39,28 @@ EXPERIENCED_WORDS = ("experienced", "senior", "expert", "professional", "advance
 
 
 class CodebookError(ValueError):
+    """A fault of the file at `line` (and `column`, named as the file names it), in the reader's
+    language (gettext when raised)."""
+
     def __init__(self, line: int | None, column: str | None, message: str) -> None:
         self.line, self.column = line, column
         where = ", ".join(
-            part for part in (f"line {line}" if line else "", column and f"{column!r}") if part
+            part
+            for part in (
+                gettext("line %(line)s") % {"line": line} if line else "",
+                column and f"{column!r}",
+            )
+            if part
         )
         super().__init__(f"{where}: {message}" if where else message)
+
+
+def cells_problem(expected: int, got: int) -> str:
+    return gettext("expected %(expected)s cells, got %(got)s") % {"expected": expected, "got": got}
+
+
+def kind_problem(text: str) -> str:
+    return gettext("%(type)s is neither User nor Developer") % {"type": repr(text)}
 
 
 def parse_kind(text: str) -> str | None:
@@ -102,7 +119,7 @@ def read_records(text: str, error: FileError) -> Iterator[tuple[int, list[str]]]
     """
     too_large = inputlimits.upload_too_large(len(text.encode("utf-8", "surrogatepass")))
     if too_large:
-        raise error(None, None, f"the file is {too_large}")
+        raise error(None, None, gettext("the file is %(size)s") % {"size": too_large})
     reader = csv.reader(io.StringIO(text.lstrip("\ufeff")))
     header: list[str] = []
     line = 0
@@ -114,17 +131,24 @@ def read_records(text: str, error: FileError) -> Iterator[tuple[int, list[str]]]
             return
         except csv.Error as exc:
             raise error(
-                line, None, f"not readable as CSV: {inputlimits.csv_cell_problem(exc)}"
+                line,
+                None,
+                gettext("not readable as CSV: %(problem)s")
+                % {"problem": inputlimits.csv_cell_problem(exc)},
             ) from None
         too_long = inputlimits.csv_cell_problem(cells=cells)
         if too_long:
-            raise error(line, None, f"not readable as CSV: {too_long}")
+            raise error(
+                line, None, gettext("not readable as CSV: %(problem)s") % {"problem": too_long}
+            )
         header = header or [c.strip() for c in cells]
         for i, cell in enumerate(cells):
             if inputlimits.NUL in cell:
                 column = header[i] if i < len(header) and line > 1 else None
                 raise error(
-                    line, column, "contains a NUL character (\\x00), which cannot be stored"
+                    line,
+                    column,
+                    gettext("contains a NUL character (\\x00), which cannot be stored"),
                 )
         yield line, cells
 
@@ -142,11 +166,11 @@ def parse_csv(project: Project, text: str) -> list[Row]:
     records = read_records(text, CodebookError)
     _, header = next(records, (1, None))
     if header is None:
-        raise CodebookError(1, None, "the file is empty")
+        raise CodebookError(1, None, gettext("the file is empty"))
     header = [h.strip() for h in header]
     missing = [c for c in COLUMNS if c not in header]
     if missing:
-        raise CodebookError(1, missing[0], "missing column")
+        raise CodebookError(1, missing[0], gettext("missing column"))
     col = {name: header.index(name) for name in COLUMNS}
     nodes = {n.code: n for n in project.taxonomy_version.nodes.all()}
     rows: list[Row] = []
@@ -155,7 +179,7 @@ def parse_csv(project: Project, text: str) -> list[Row]:
         if not any(c.strip() for c in cells):
             continue
         if len(cells) < len(header):
-            raise CodebookError(line, None, f"expected {len(header)} cells, got {len(cells)}")
+            raise CodebookError(line, None, cells_problem(len(header), len(cells)))
 
         def cell(name: str, cells=cells) -> str:
             return cells[col[name]].strip()
@@ -163,27 +187,29 @@ def parse_csv(project: Project, text: str) -> list[Row]:
         check_lengths(line, {name: cell(name) for name in COLUMNS}, CodebookError)
         code = cell("Participant")
         if not code:
-            raise CodebookError(line, "Participant", "empty participant code")
+            raise CodebookError(line, "Participant", gettext("empty participant code"))
         kind = parse_kind(cell("Type"))
         if kind is None:
-            raise CodebookError(line, "Type", f"{cell('Type')!r} is neither User nor Developer")
+            raise CodebookError(line, "Type", kind_problem(cell("Type")))
         experience = cell("Experience Level")
         if code in seen and seen[code][:2] != (kind, experience):
             raise CodebookError(
                 line,
                 "Type" if seen[code][0] != kind else "Experience Level",
-                f"participant {code} was described differently on line {seen[code][2]}",
+                gettext("participant %(code)s was described differently on line %(line)s")
+                % {"code": code, "line": seen[code][2]},
             )
         seen.setdefault(code, (kind, experience, line))
         if not cell("Thematic Quote"):
-            raise CodebookError(line, "Thematic Quote", "empty quote")
+            raise CodebookError(line, "Thematic Quote", gettext("empty quote"))
         linked = []
         for c in split_codes(cell("Linked Taxonomy Node(s)")):
             if c not in nodes:
                 raise CodebookError(
                     line,
                     "Linked Taxonomy Node(s)",
-                    f"no node {c!r} in {project.taxonomy_version}",
+                    gettext("no node %(code)s in %(version)s")
+                    % {"code": repr(c), "version": project.taxonomy_version},
                 )
             linked.append(nodes[c])
         rows.append(
@@ -224,7 +250,10 @@ def import_csv(project: Project, text: str, *, replace: bool = False) -> int:
                 participants[row.participant] = participant
             elif participant.kind != row.kind:
                 raise CodebookError(
-                    row.line, "Type", f"participant {row.participant} is a {participant.kind}"
+                    row.line,
+                    "Type",
+                    gettext("participant %(code)s is a %(type)s")
+                    % {"code": row.participant, "type": participant.get_kind_display()},
                 )
             entry = CodebookEntry.objects.create(
                 project=project,

@@ -3,30 +3,33 @@
 from __future__ import annotations
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from interviews.models import Participant
 
 
 class CodebookImportForm(forms.Form):
     file = forms.FileField(
-        label="Codebook CSV", widget=forms.ClearableFileInput(attrs={"accept": ".csv,text/csv"})
+        label=_("Codebook CSV"), widget=forms.ClearableFileInput(attrs={"accept": ".csv,text/csv"})
     )
-    replace = forms.BooleanField(required=False, label="Replace the current codebook")
+    replace = forms.BooleanField(required=False, label=_("Replace the current codebook"))
 
 
 class RankingForm(forms.Form):
-    participant = forms.CharField(max_length=50, help_text="Code, e.g. U3; created if new.")
+    participant = forms.CharField(
+        max_length=50, label=_("Participant"), help_text=_("Code, e.g. U3; created if new.")
+    )
     kind = forms.ChoiceField(
-        choices=Participant.Kind.choices, required=False, label="Type (for a new participant)"
+        choices=Participant.Kind.choices, required=False, label=_("Type (for a new participant)")
     )
     experience = forms.CharField(
-        max_length=200, required=False, label="Experience level (for a new participant)"
+        max_length=200, required=False, label=_("Experience level (for a new participant)")
     )
-    issue_type = forms.ChoiceField(choices=())
+    issue_type = forms.ChoiceField(choices=(), label=_("Issue type"))
     themes = forms.CharField(
         max_length=500,
-        label="Themes in order of priority",
-        help_text="Codes, highest priority first: a top three (C.2, C.3, C.1) or a full order.",
+        label=_("Themes in order of priority"),
+        help_text=_("Codes, highest priority first: a top three (C.2, C.3, C.1) or a full order."),
     )
 
     def __init__(self, version, *args, **kwargs) -> None:

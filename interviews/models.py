@@ -3,22 +3,23 @@
 from __future__ import annotations
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class Participant(models.Model):
     class Kind(models.TextChoices):
-        USER = "user", "user"
-        DEVELOPER = "developer", "developer"
+        USER = "user", _("user")
+        DEVELOPER = "developer", _("developer")
 
     class Experience(models.TextChoices):
-        BEGINNER = "beginner", "beginner"
-        EXPERIENCED = "experienced", "experienced"
-        UNKNOWN = "", "unknown"
+        BEGINNER = "beginner", _("beginner")
+        EXPERIENCED = "experienced", _("experienced")
+        UNKNOWN = "", _("unknown")
 
     project = models.ForeignKey(
         "annotator.Project", on_delete=models.CASCADE, related_name="interview_participants"
     )
-    code = models.CharField(max_length=50, help_text="A pseudonym such as U3 or D1.")
+    code = models.CharField(max_length=50, help_text=_("A pseudonym such as U3 or D1."))
     kind = models.CharField(max_length=10, choices=Kind.choices)
     # As written in the codebook ("Beginner (<1 year)"), and the group derived from it.
     experience_text = models.CharField(max_length=200, blank=True)
@@ -48,7 +49,7 @@ class CodebookEntry(models.Model):
 
     class Meta:
         ordering = ["project", "position", "pk"]
-        verbose_name_plural = "codebook entries"
+        verbose_name_plural = _("codebook entries")
 
     def __str__(self) -> str:
         return f"{self.participant.code}: {self.quote[:40]}"
@@ -77,7 +78,7 @@ class Ranking(models.Model):
 class RankedTheme(models.Model):
     ranking = models.ForeignKey(Ranking, on_delete=models.CASCADE, related_name="items")
     theme = models.ForeignKey("taxonomy.TaxonomyNode", on_delete=models.PROTECT, related_name="+")
-    rank = models.PositiveSmallIntegerField(help_text="1 is the highest priority.")
+    rank = models.PositiveSmallIntegerField(help_text=_("1 is the highest priority."))
 
     class Meta:
         ordering = ["ranking", "rank"]

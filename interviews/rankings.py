@@ -22,9 +22,17 @@ from dataclasses import dataclass, field
 from typing import TypedDict
 
 from django.db import transaction
+from django.utils.translation import gettext, gettext_noop
 
 from annotator.models import Project
-from interviews.codebook import check_lengths, experience_group, parse_kind, read_records
+from interviews.codebook import (
+    cells_problem,
+    check_lengths,
+    experience_group,
+    kind_problem,
+    parse_kind,
+    read_records,
+)
 from interviews.models import Participant, RankedTheme, Ranking
 from labeling.models import Resolution
 from lib import csvsafe
@@ -32,11 +40,14 @@ from taxonomy.lineage import Translator
 from taxonomy.models import TaxonomyNode
 
 GROUPS: dict[str, tuple[str, dict]] = {
-    "all": ("all participants", {}),
-    "users": ("users", {"kind": Participant.Kind.USER}),
-    "developers": ("developers", {"kind": Participant.Kind.DEVELOPER}),
-    "beginners": ("beginners", {"experience": Participant.Experience.BEGINNER}),
-    "experienced": ("experienced", {"experience": Participant.Experience.EXPERIENCED}),
+    "all": (gettext_noop("all participants"), {}),
+    "users": (gettext_noop("users"), {"kind": Participant.Kind.USER}),
+    "developers": (gettext_noop("developers"), {"kind": Participant.Kind.DEVELOPER}),
+    "beginners": (gettext_noop("beginners"), {"experience": Participant.Experience.BEGINNER}),
+    "experienced": (
+        gettext_noop("experienced"),
+        {"experience": Participant.Experience.EXPERIENCED},
+    ),
 }
 
 
@@ -51,19 +62,25 @@ class RankingError(ValueError):
 def record_ranking(participant: Participant, issue_type: TaxonomyNode, codes: list[str]) -> Ranking:
     """Store (replacing any earlier) a participant's order of `issue_type`'s themes."""
     if issue_type.level != TaxonomyNode.Level.TYPE:
-        raise RankingError(f"issue_type: {issue_type.code} is not an issue type")
+        raise RankingError(
+            "issue_type: " + gettext("%(code)s is not an issue type") % {"code": issue_type.code}
+        )
     themes = {n.code: n for n in issue_type.children.all()}
     codes = [c.strip() for c in codes if c.strip()]
     if not codes:
-        raise RankingError("themes: list at least one theme")
+        raise RankingError("themes: " + gettext("list at least one theme"))
     for c in codes:
         if c not in themes:
             raise RankingError(
-                f"themes: {c!r} is not a theme of {issue_type.code} {issue_type.name}"
+                "themes: "
+                + gettext("%(code)s is not a theme of %(type)s")
+                % {"code": repr(c), "type": f"{issue_type.code} {issue_type.name}"}
             )
     duplicates = [c for c, n in Counter(codes).items() if n > 1]
     if duplicates:
-        raise RankingError(f"themes: {duplicates[0]} is listed twice")
+        raise RankingError(
+            "themes: " + gettext("%(code)s is listed twice") % {"code": duplicates[0]}
+        )
     with transaction.atomic():
         Ranking.objects.filter(participant=participant, issue_type__code=issue_type.code).delete()
         ranking = Ranking.objects.create(participant=participant, issue_type=issue_type)
@@ -92,8 +109,9 @@ class TypeAggregate:
 
     @property
     def group_heads(self) -> list[tuple[str, str, int]]:
-        """(key, label, participants) per group, in the order of the rows' group cells."""
-        return [(key, label, self.participants[key]) for key, (label, _) in GROUPS.items()]
+        """(key, label, participants) per group, in the order of the rows' group cells; the
+        label in the reader's language."""
+        return [(key, gettext(label), self.participants[key]) for key, (label, _) in GROUPS.items()]
 
 
 def _competition_ranks(values: dict[int, float], *, descending: bool) -> dict[int, int]:
@@ -203,7 +221,11 @@ RANKING_COLUMNS = ["Participant", "Type", "Experience Level", "Issue Type", "Ran
 
 class RankingFileError(RankingError):
     def __init__(self, line: int | None, column: str | None, message: str) -> None:
-        where = ", ".join(p for p in (line and f"line {line}", column and repr(column)) if p)
+        where = ", ".join(
+            p
+            for p in (line and gettext("line %(line)s") % {"line": line}, column and repr(column))
+            if p
+        )
         super().__init__(f"{where}: {message}" if where else message)
 
 
@@ -218,7 +240,7 @@ def import_rankings_csv(project: Project, text: str) -> int:
     header = [h.strip() for h in next(records, (1, []))[1]]
     missing = [c for c in RANKING_COLUMNS if c not in header]
     if missing:
-        raise RankingFileError(1, missing[0], "missing column")
+        raise RankingFileError(1, missing[0], gettext("missing column"))
     col = {name: header.index(name) for name in RANKING_COLUMNS}
     types = {t.code: t for t in project.taxonomy_version.types()}
     count = 0
@@ -227,9 +249,7 @@ def import_rankings_csv(project: Project, text: str) -> int:
             if not any(c.strip() for c in cells):
                 continue
             if len(cells) < len(header):
-                raise RankingFileError(
-                    line, None, f"expected {len(header)} cells, got {len(cells)}"
-                )
+                raise RankingFileError(line, None, cells_problem(len(header), len(cells)))
             values = {c: cells[col[c]].strip() for c in RANKING_COLUMNS}
             check_lengths(line, values, RankingFileError)
             code, kind_text, experience, type_code, ranked = values.values()
@@ -237,9 +257,7 @@ def import_rankings_csv(project: Project, text: str) -> int:
             if participant is None:
                 kind = parse_kind(kind_text)
                 if not code or kind is None:
-                    raise RankingFileError(
-                        line, "Type", f"{kind_text!r} is neither User nor Developer"
-                    )
+                    raise RankingFileError(line, "Type", kind_problem(kind_text))
                 participant = Participant.objects.create(
                     project=project,
                     code=code,
@@ -248,7 +266,11 @@ def import_rankings_csv(project: Project, text: str) -> int:
                     experience=experience_group(experience),
                 )
             if type_code not in types:
-                raise RankingFileError(line, "Issue Type", f"no issue type {type_code!r}")
+                raise RankingFileError(
+                    line,
+                    "Issue Type",
+                    gettext("no issue type %(code)s") % {"code": repr(type_code)},
+                )
             try:
                 record_ranking(participant, types[type_code], re.split(r"[>;,]", ranked))
             except RankingError as exc:

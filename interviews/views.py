@@ -12,6 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext, ngettext
 
 from annotator.models import LEAD_ROLES, Role
 from annotator.permissions import membership_or_404
@@ -27,7 +28,7 @@ def _record_ranking(project, data) -> str:
         participant = Participant.objects.filter(project=project, code=data["participant"]).first()
         if participant is None:
             if not data["kind"]:
-                raise rankings.RankingError("kind: a new participant needs a type")
+                raise rankings.RankingError("kind: " + gettext("a new participant needs a type"))
             participant = Participant.objects.create(
                 project=project,
                 code=data["participant"].strip(),
@@ -38,7 +39,11 @@ def _record_ranking(project, data) -> str:
         issue_type = project.taxonomy_version.types().get(code=data["issue_type"])
         codes = [c for c in re.split(r"[,;>\s]+", data["themes"]) if c]
         rankings.record_ranking(participant, issue_type, codes)
-    return f"Recorded {participant.code}'s ranking of {issue_type.name} ({len(codes)} themes)."
+    return ngettext(
+        "Recorded %(participant)s's ranking of %(type)s (%(count)s theme).",
+        "Recorded %(participant)s's ranking of %(type)s (%(count)s themes).",
+        len(codes),
+    ) % {"participant": participant.code, "type": issue_type.name, "count": len(codes)}
 
 
 @login_required
@@ -60,15 +65,22 @@ def interviews(request, project_id: int):
                     if action == "import":
                         replace = import_form.cleaned_data["replace"]
                         n = codebook.import_csv(project, text, replace=replace)
-                        what = "codebook entries"
+                        done = ngettext(
+                            "Imported %(count)s codebook entry.",
+                            "Imported %(count)s codebook entries.",
+                            n,
+                        )
                     else:
-                        n, what = rankings.import_rankings_csv(project, text), "rankings"
+                        n = rankings.import_rankings_csv(project, text)
+                        done = ngettext(
+                            "Imported %(count)s ranking.", "Imported %(count)s rankings.", n
+                        )
                 except UnicodeDecodeError:
-                    messages.error(request, f"{upload.name}: not UTF-8")
+                    messages.error(request, gettext("%(file)s: not UTF-8") % {"file": upload.name})
                 except (codebook.CodebookError, rankings.RankingError) as exc:
                     messages.error(request, f"{upload.name}, {exc}")
                 else:
-                    messages.success(request, f"Imported {n} {what}.")
+                    messages.success(request, done % {"count": n})
                     return redirect("interviews", project_id=project.pk)
         else:
             ranking_form = RankingForm(project.taxonomy_version, request.POST)

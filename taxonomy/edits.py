@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from django.db import transaction
+from django.utils.translation import gettext
 
 from taxonomy.loader import ROMAN, roman
 from taxonomy.models import NodeLineage, TaxonomyNode, TaxonomyVersion
@@ -21,13 +22,16 @@ Level = TaxonomyNode.Level
 
 
 class EditError(ValueError):
-    """An edit that cannot be applied; the message says which node or field is at fault."""
+    """An edit that cannot be applied; the message says which node or field is at fault, in the
+    reader's language (gettext when raised; a field's name stays as the form names it)."""
 
 
 class StaleVersionError(EditError):
     def __init__(self) -> None:
         super().__init__(
-            "The project's taxonomy changed since this page was loaded; reload and try again."
+            gettext(
+                "The project's taxonomy changed since this page was loaded; reload and try again."
+            )
         )
 
 
@@ -40,7 +44,10 @@ class Draft:
 
     def copy(self, node: TaxonomyNode) -> TaxonomyNode:
         if node.version_id != self.old.pk:
-            raise EditError(f"node {node.code} is not in {self.old}")
+            raise EditError(
+                gettext("node %(code)s is not in %(version)s")
+                % {"code": node.code, "version": self.old}
+            )
         return self.copy_of[node.pk]
 
     def set_kind(self, old_nodes: Iterable[TaxonomyNode], kind: str) -> None:
@@ -147,10 +154,11 @@ def op_add(
 ) -> TaxonomyNode:
     if parent.level == Level.SUB_THEME:
         raise EditError(
-            f"{parent.code} is a sub-theme; nodes can only be added under a type or theme"
+            gettext("%(code)s is a sub-theme; nodes can only be added under a type or theme")
+            % {"code": parent.code}
         )
     if not name.strip():
-        raise EditError("name: a new node needs a name")
+        raise EditError("name: " + gettext("a new node needs a name"))
     parent_copy = draft.copy(parent)
     return TaxonomyNode.objects.create(
         version=draft.new,
@@ -168,7 +176,7 @@ def op_rename(
     draft: Draft, node: TaxonomyNode, name: str, description: str | None = None
 ) -> TaxonomyNode:
     if not name.strip():
-        raise EditError("name: the new name is empty")
+        raise EditError("name: " + gettext("the new name is empty"))
     copy = draft.copy(node)
     renamed = copy.name != name.strip()
     copy.name = name.strip()
@@ -186,14 +194,24 @@ def op_rename(
 
 def op_move(draft: Draft, node: TaxonomyNode, new_parent: TaxonomyNode) -> TaxonomyNode:
     if node.level == Level.TYPE:
-        raise EditError(f"{node.code} is an issue type; types cannot be moved")
+        raise EditError(
+            gettext("%(code)s is an issue type; types cannot be moved") % {"code": node.code}
+        )
     if new_parent.level != node.level - 1:
         raise EditError(
-            f"parent: a {node.get_level_display()} goes under a "
-            f"{Level(node.level - 1).label}, not under {new_parent.code}"
+            "parent: "
+            + gettext("a %(level)s goes under a %(parent_level)s, not under %(code)s")
+            % {
+                "level": gettext(str(node.get_level_display())),
+                "parent_level": gettext(str(Level(node.level - 1).label)),
+                "code": new_parent.code,
+            }
         )
     if new_parent.pk == node.parent_id:
-        raise EditError(f"{node.code} is already under {new_parent.code}")
+        raise EditError(
+            gettext("%(code)s is already under %(parent)s")
+            % {"code": node.code, "parent": new_parent.code}
+        )
     copy = draft.copy(node)
     draft.reparent(copy, draft.copy(new_parent))
     draft.set_kind(_subtree(node), NodeLineage.Kind.MOVE)
@@ -203,10 +221,11 @@ def op_move(draft: Draft, node: TaxonomyNode, new_parent: TaxonomyNode) -> Taxon
 def op_merge(draft: Draft, source: TaxonomyNode, target: TaxonomyNode) -> TaxonomyNode:
     """Merge `source` into `target`: its children move under target, its details join target's."""
     if source.pk == target.pk:
-        raise EditError("target: a node cannot be merged into itself")
+        raise EditError("target: " + gettext("a node cannot be merged into itself"))
     if source.level != target.level or source.level == Level.TYPE:
         raise EditError(
-            f"{source.code} and {target.code} must be two themes or two sub-themes to be merged"
+            gettext("%(source)s and %(target)s must be two themes or two sub-themes to be merged")
+            % {"source": source.code, "target": target.code}
         )
     source_copy, target_copy = draft.copy(source), draft.copy(target)
     moved = []
@@ -247,18 +266,28 @@ def op_split(
     the ones that belong to the new node.
     """
     if node.level == Level.TYPE:
-        raise EditError(f"{node.code} is an issue type; types cannot be split")
+        raise EditError(
+            gettext("%(code)s is an issue type; types cannot be split") % {"code": node.code}
+        )
     # Details are kept as the file wrote them (" barrier…" after "e.g., "); a lead picks them
     # from a form that trims them, so they are matched trimmed.
     by_text = {d.strip(): d for d in node.details}
     unknown = [d for d in details if d.strip() not in by_text]
     if unknown:
-        raise EditError(f"details: {unknown[0]!r} is not a detail of {node.code}")
+        raise EditError(
+            "details: "
+            + gettext("%(detail)s is not a detail of %(code)s")
+            % {"detail": repr(unknown[0]), "code": node.code}
+        )
     details = [by_text[d.strip()] for d in details]
     children = list(children)
     for child in children:
         if child.parent_id != node.pk:
-            raise EditError(f"children: {child.code} is not a child of {node.code}")
+            raise EditError(
+                "children: "
+                + gettext("%(child)s is not a child of %(code)s")
+                % {"child": child.code, "code": node.code}
+            )
     parent = node.parent
     assert parent is not None  # a type was refused above; themes and sub-themes have parents
     copy = draft.copy(node)

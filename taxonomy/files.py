@@ -17,6 +17,8 @@ import json
 import re
 from typing import Any
 
+from django.utils.translation import gettext
+
 from lib import inputlimits
 from taxonomy.loader import NodeSpec, store_version
 from taxonomy.models import Taxonomy, TaxonomyNode, TaxonomyVersion
@@ -30,7 +32,8 @@ CODE = re.compile(r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*")
 
 
 class TaxonomyJSONError(ValueError):
-    """A taxonomy file that cannot be imported; `path` is where in the JSON the fault is."""
+    """A taxonomy file that cannot be imported; `path` is where in the JSON the fault is (as the
+    file names it), the message in the reader's language (gettext when raised)."""
 
     def __init__(self, path: str, message: str) -> None:
         self.path = path
@@ -68,9 +71,12 @@ def export_json(version: TaxonomyVersion) -> str:
 def _string(obj: dict, key: str, path: str, *, required: bool) -> str:
     value = obj.get(key, "")
     if not isinstance(value, str):
-        raise TaxonomyJSONError(f"{path}.{key}", f"must be a string, not {type(value).__name__}")
+        raise TaxonomyJSONError(
+            f"{path}.{key}",
+            gettext("must be a string, not %(type)s") % {"type": type(value).__name__},
+        )
     if required and not value.strip():
-        raise TaxonomyJSONError(f"{path}.{key}", "must not be empty")
+        raise TaxonomyJSONError(f"{path}.{key}", gettext("must not be empty"))
     return value.strip()
 
 
@@ -82,40 +88,55 @@ def _check_length(model, field: str, value: str, path: str) -> None:
 
 def _parse_node(obj: Any, path: str, level: int, parent_code: str, codes: set[str]) -> NodeSpec:
     if not isinstance(obj, dict):
-        raise TaxonomyJSONError(path, "must be an object with code, name, description, details")
+        raise TaxonomyJSONError(
+            path, gettext("must be an object with code, name, description, details")
+        )
     unknown = set(obj) - {"code", "name", "description", "details", "children"}
     if unknown:
-        raise TaxonomyJSONError(f"{path}.{sorted(unknown)[0]}", "unknown field")
+        raise TaxonomyJSONError(f"{path}.{sorted(unknown)[0]}", gettext("unknown field"))
     code = _string(obj, "code", path, required=True)
     _check_length(TaxonomyNode, "code", code, f"{path}.code")
     if not CODE.fullmatch(code):
         raise TaxonomyJSONError(
-            f"{path}.code", f"{code!r}: ASCII letters and digits, dot-separated"
+            f"{path}.code",
+            gettext("%(code)s: ASCII letters and digits, dot-separated") % {"code": repr(code)},
         )
     if parent_code and not code.startswith(parent_code + "."):
-        raise TaxonomyJSONError(f"{path}.code", f"{code!r} must start with {parent_code + '.'!r}")
+        raise TaxonomyJSONError(
+            f"{path}.code",
+            gettext("%(code)s must start with %(prefix)s")
+            % {"code": repr(code), "prefix": repr(parent_code + ".")},
+        )
     if code in codes:
-        raise TaxonomyJSONError(f"{path}.code", f"{code!r} appears twice")
+        raise TaxonomyJSONError(
+            f"{path}.code", gettext("%(code)s appears twice") % {"code": repr(code)}
+        )
     codes.add(code)
     name = _string(obj, "name", path, required=True)
     _check_length(TaxonomyNode, "name", name, f"{path}.name")
     details = obj.get("details", [])
     if not isinstance(details, list):
-        raise TaxonomyJSONError(f"{path}.details", "must be a list of strings")
+        raise TaxonomyJSONError(f"{path}.details", gettext("must be a list of strings"))
     for i, d in enumerate(details):
         if not isinstance(d, str):
-            raise TaxonomyJSONError(f"{path}.details[{i}]", "must be a string")
+            raise TaxonomyJSONError(f"{path}.details[{i}]", gettext("must be a string"))
     children = obj.get("children", [])
     if not isinstance(children, list):
-        raise TaxonomyJSONError(f"{path}.children", "must be a list")
+        raise TaxonomyJSONError(f"{path}.children", gettext("must be a list"))
     if children and level == 3:
-        raise TaxonomyJSONError(f"{path}.children", "a sub-theme (level 3) has no children")
+        raise TaxonomyJSONError(
+            f"{path}.children", gettext("a sub-theme (level 3) has no children")
+        )
     spec = NodeSpec(code, name, level, _string(obj, "description", path, required=False), details)
     spec.children = [
         _parse_node(c, f"{path}.children[{i}]", level + 1, code, codes)
         for i, c in enumerate(children)
     ]
     return spec
+
+
+def _line_column(line: int, column: int) -> str:
+    return gettext("line %(line)s, column %(column)s") % {"line": line, "column": column}
 
 
 def parse_json(text: str | bytes) -> tuple[dict[str, Any], list[NodeSpec]]:
@@ -127,35 +148,41 @@ def parse_json(text: str | bytes) -> tuple[dict[str, Any], list[NodeSpec]]:
     size = len(text) if isinstance(text, bytes) else len(text.encode("utf-8", "surrogatepass"))
     too_large = inputlimits.upload_too_large(size)
     if too_large:
-        raise TaxonomyJSONError("", f"the file is {too_large}")
+        raise TaxonomyJSONError("", gettext("the file is %(size)s") % {"size": too_large})
     try:
         data = inputlimits.loads(text)
     except inputlimits.JSONTooDeep as exc:
-        raise TaxonomyJSONError(f"line {exc.line}, column {exc.column}", exc.message) from None
+        raise TaxonomyJSONError(_line_column(exc.line, exc.column), exc.message) from None
     except json.JSONDecodeError as exc:
-        raise TaxonomyJSONError(f"line {exc.lineno}, column {exc.colno}", exc.msg) from None
+        raise TaxonomyJSONError(_line_column(exc.lineno, exc.colno), exc.msg) from None
     except UnicodeDecodeError:
-        raise TaxonomyJSONError("", "the file is not UTF-8") from None
+        raise TaxonomyJSONError("", gettext("the file is not UTF-8")) from None
     nul_at = inputlimits.find_nul(data)
     if nul_at is not None:
-        raise TaxonomyJSONError(nul_at, "contains a NUL character (\\x00), which cannot be stored")
+        raise TaxonomyJSONError(
+            nul_at, gettext("contains a NUL character (\\x00), which cannot be stored")
+        )
     if not isinstance(data, dict):
-        raise TaxonomyJSONError("", "the file must hold a JSON object")
+        raise TaxonomyJSONError("", gettext("the file must hold a JSON object"))
     if data.get("format") != FORMAT:
-        raise TaxonomyJSONError("format", f"must be {FORMAT!r}")
+        raise TaxonomyJSONError("format", gettext("must be %(value)s") % {"value": repr(FORMAT)})
     if data.get("format_version") != FORMAT_VERSION:
-        raise TaxonomyJSONError("format_version", f"must be {FORMAT_VERSION}")
+        raise TaxonomyJSONError(
+            "format_version", gettext("must be %(value)s") % {"value": FORMAT_VERSION}
+        )
     types = data.get("types")
     if not isinstance(types, list) or not types:
-        raise TaxonomyJSONError("types", "must be a non-empty list of issue types")
+        raise TaxonomyJSONError("types", gettext("must be a non-empty list of issue types"))
     codes: set[str] = set()
     specs = [_parse_node(t, f"types[{i}]", 1, "", codes) for i, t in enumerate(types)]
     name, note = data.get("taxonomy"), data.get("note", "")
     if not isinstance(name, str) or not name.strip():
-        raise TaxonomyJSONError("taxonomy", "must be a non-empty string (the taxonomy's name)")
+        raise TaxonomyJSONError(
+            "taxonomy", gettext("must be a non-empty string (the taxonomy's name)")
+        )
     _check_length(Taxonomy, "name", name.strip(), "taxonomy")
     if not isinstance(note, str):
-        raise TaxonomyJSONError("note", "must be a string")
+        raise TaxonomyJSONError("note", gettext("must be a string"))
     header = {"taxonomy": name.strip(), "note": note}
     return header, specs
 

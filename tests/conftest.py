@@ -18,7 +18,9 @@ import subprocess
 from collections.abc import Iterator
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import User
+from django.utils import translation
 
 from annotator.models import Membership, Project, Role
 from ingest.models import Issue, Repository
@@ -100,6 +102,14 @@ def _processes_only_in_the_slow_tier(request, monkeypatch) -> None:
         )
 
     monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse)
+
+
+@pytest.fixture(autouse=True)
+def _default_language() -> None:
+    """A test request with Accept-Language leaves its language active in the thread
+    (LocaleMiddleware never deactivates it): every test starts in the default language, so an
+    English assertion does not depend on which test ran before it on the same worker."""
+    translation.activate(settings.LANGUAGE_CODE)
 
 
 def make_user(username: str, **extra) -> User:

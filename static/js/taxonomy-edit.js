@@ -4,6 +4,8 @@
   const form = document.getElementById("edit-form");
   if (!form) return;
   const nodes = JSON.parse(document.getElementById("taxonomy-nodes").textContent);
+  // The Django JavaScript catalogue (/jsi18n/) runs before this deferred script.
+  const { gettext, interpolate } = window;
   const byCode = new Map(nodes.map((n) => [n.code, n]));
   const uses = {
     rename: ["node", "name", "description"],
@@ -28,7 +30,11 @@
     const chosen = byCode.get(node.value);
     hint.textContent =
       op.value === "split" && chosen && chosen.details.length
-        ? `Details of ${chosen.code}: ${chosen.details.join(" · ")}`
+        ? interpolate(
+            gettext("Details of %(code)s: %(details)s"),
+            { code: chosen.code, details: chosen.details.join(" · ") },
+            true,
+          )
         : "";
   }
   op.addEventListener("change", update);

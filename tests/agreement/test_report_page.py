@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001 (the Chinese texts asserted use Chinese punctuation)
 """The agreement report page: leads and admins only; table, chart data, heat map, Table I."""
 
 from __future__ import annotations
@@ -106,3 +107,44 @@ def test_issues_with_fewer_labels_than_k_are_measured(client, study, lead, resea
     assert kappas and all(-1 <= k <= 1 for k in kappas)
     client.force_login(researcher)
     assert client.get(reverse("table_one", args=[study.pk])).status_code == 200
+
+
+def test_the_report_speaks_the_readers_language_and_keeps_the_data_in_english(client, study, lead):
+    """A reader whose browser asks for Chinese reads the headings, the method statements, the
+    readings and the reasons in Chinese; the taxonomy's names stay as written; the API and the
+    chart's JSON keys stay as they are. Without the header the page is English."""
+    client.force_login(lead)
+    url = reverse("agreement_report", args=[study.pk])
+    english = client.get(url).content.decode()
+    assert '<html lang="en">' in english
+    assert "What the numbers mean" in english and "How much more often the raters" in english
+    assert "every issue in this group has the final type Bug" in english
+    assert "一致性" not in english
+
+    html = client.get(url, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert '<html lang="zh-hans">' in html
+    assert "<h2>各类型与层级的一致性</h2>" in html and "<h2>这些数字的含义</h2>" in html
+    assert "<dt>Fleiss κ 系数</dt>" in html and "同一议题的评分者选择相同类别的频率" in html
+    assert "几乎完全一致" in html  # Landis & Koch's words, in the table and the scale
+    assert "本组每个议题的最终类型都是 Bug（C）" in html  # the reason; the name as written
+    assert "<td>全部议题</td>" in html and "<td>子主题</td>" in html
+    assert "What the numbers mean" not in html and "almost perfect" not in html
+    # The figures themselves are the same numbers.
+    assert "0.924" in html and "0.757" in html
+    # Table I's columns are the paper's types in Chinese; the chart's labels too.
+    assert '<th class="num">问题</th>' in html and "<th>合计</th>" in html
+    data = json.loads(
+        re.search(
+            r'<script id="agreement-chart-data" type="application/json">(.*?)</script>', html, re.S
+        ).group(1)
+    )
+    assert data["levels"] == ["类型", "主题", "子主题"]
+    assert [g["name"] for g in data["groups"]][-1] == "全部议题"
+
+    # The API is data: English words whatever the reader's language.
+    api = client.get(reverse("api_agreement", args=[study.pk]), HTTP_ACCEPT_LANGUAGE="zh-hans")
+    everything = next(g for g in api.json()["groups"] if g["code"] == "all")
+    assert everything["name"] == "All issues"
+    bug_type = next(g for g in api.json()["groups"] if g["code"] == "C")["levels"]["type"]
+    assert bug_type["reading"] == "not meaningful"
+    assert "every issue in this group has the final type Bug" in bug_type["note"]

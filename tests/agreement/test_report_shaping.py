@@ -3,6 +3,8 @@ hand: the heat map's classes, the chart's series, the reading scale and the accu
 
 from __future__ import annotations
 
+from django.utils import translation
+
 from agreement.report_page import annotators_with_accuracy, heat_map, level_chart, reading_scale
 
 
@@ -37,6 +39,7 @@ def test_the_chart_has_kappa_and_alpha_per_group_in_level_order():
         "levels": ["type", "theme", "sub_theme"],
         "groups": [
             {
+                "code": "C",
                 "name": "Bug",
                 "levels": {
                     "sub_theme": {"kappa": 0.41, "alpha": 0.45},
@@ -45,6 +48,7 @@ def test_the_chart_has_kappa_and_alpha_per_group_in_level_order():
                 },
             },
             {
+                "code": "all",
                 "name": "All issues",
                 "levels": {
                     "type": {"kappa": 0.9, "alpha": 0.91},
@@ -61,6 +65,12 @@ def test_the_chart_has_kappa_and_alpha_per_group_in_level_order():
             {"name": "All issues", "kappa": [0.9, 0.7, 0.5], "alpha": [0.91, 0.71, 0.52]},
         ],
     }
+    # Shown on the page: the report's own words in the reader's language, the taxonomy's
+    # names ("Bug" is the type's name here, data) as written.
+    with translation.override("zh-hans"):
+        chart = level_chart(report)
+    assert chart["levels"] == ["类型", "主题", "子主题"]
+    assert [g["name"] for g in chart["groups"]] == ["Bug", "全部议题"]
 
 
 def test_the_reading_scale_is_landis_and_koch_as_ranges():

@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001 (the Chinese texts asserted use Chinese punctuation)
 """The policy simulator on the study's two published sample repositories, and its pieces: the
 pattern-wise replay against `early_decision` itself, fixed panels against a direct count, the
 command's JSON, and the lead's page."""
@@ -340,3 +341,31 @@ def test_others_get_404(client, mindspeed, persona, request):
     url = reverse("policy_simulator", args=[mindspeed.pk])
     assert client.get(url).status_code == 404
     assert client.post(url, {"min_labels": 2, "leads": "2", "orders": 1}).status_code == 404
+
+
+def test_the_simulator_speaks_chinese_to_a_chinese_browser(client, mindspeed, lead):
+    """The form's labels, the result's headings and the settings' names in Chinese, the same
+    figures as in English; a refused value is explained in Chinese beside its field."""
+    client.force_login(lead)
+    url = reverse("policy_simulator", args=[mindspeed.pk])
+    form = {"min_labels": 2, "leads": "5", "orders": 3, "seed": 1}
+    english = client.post(url, form).content.decode()
+    html = client.post(url, form, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "最少标注数" in html and "领先票数" in html
+    assert "<h2>每个议题的标注数与最终标注相同率</h2>" in html
+    svg = re.search(r'<svg id="tradeoff-chart".*?</svg>', html, re.S).group(0)
+    assert "领先 5 票" in svg and "固定 7 人：每个议题 7 个标注，100.0 % 最终标注相同" in svg
+    assert "lead 5" not in html and "Minimum labels" not in html
+    percents = re.findall(r"(\d+\.\d) %", english)
+    assert percents and percents == re.findall(r"(\d+\.\d) %", html)
+
+    bad = client.post(url, {**form, "leads": "two"}, HTTP_ACCEPT_LANGUAGE="zh-hans")
+    assert bad.status_code == 400
+    assert "领先票数: 请输入以逗号分隔的整数" in bad.content.decode()
+    none = client.post(
+        reverse("policy_simulator", args=[mindspeed.pk]),
+        {**form, "min_labels": 9},
+        HTTP_ACCEPT_LANGUAGE="zh-hans",
+    )
+    assert none.status_code == 400
+    assert "最少标注数: 必须在 1 到 7 之间（实际为 9）" in none.content.decode()

@@ -83,5 +83,37 @@ def test_rankings_file_upload_and_download(client, project, lead):
     response = client.post(
         url("interviews", project), {"action": "import_rankings", "file": upload}, follow=True
     )
-    assert "Imported 1 rankings." in response.content.decode()
+    assert "Imported 1 ranking." in response.content.decode()
     assert client.get(url("rankings_export", project)).content.decode() == text
+
+
+def test_the_interview_page_in_chinese_and_a_bad_file_named_by_line_in_chinese(
+    client, project, lead
+):
+    client.force_login(lead)
+    english = client.get(url("interviews", project)).content.decode()
+    assert "<h2>Priorities beside the issue data</h2>" in english
+
+    zh = {"HTTP_ACCEPT_LANGUAGE": "zh-hans"}
+    html = client.get(url("interviews", project), **zh).content.decode()
+    assert '<html lang="zh-hans">' in html
+    assert "<h2>优先级与议题数据对照</h2>" in html and "<h2>导入编码本</h2>" in html
+    assert "Participant,Type,Experience Level" in html  # the CSV's columns stay as they are
+    assert 'data-group="users">用户 (0)</th>' in html  # the groups' names
+    assert "Priorities beside the issue data" not in html
+
+    bad = CSV.replace("A.1,Setup", "Z.9,Setup")
+    upload = SimpleUploadedFile("bad.csv", bad.encode(), content_type="text/csv")
+    response = client.post(
+        url("interviews", project), {"action": "import", "file": upload}, follow=True, **zh
+    )
+    assert (
+        "bad.csv, 第 2 行, &#x27;Linked Taxonomy Node(s)&#x27;: "
+        f"{project.taxonomy_version} 中没有节点 &#x27;Z.9&#x27;"
+    ) in response.content.decode()
+    good = SimpleUploadedFile("good.csv", CSV.encode(), content_type="text/csv")
+    response = client.post(
+        url("interviews", project), {"action": "import", "file": good}, follow=True, **zh
+    )
+    assert "已导入 1 条编码本条目。" in response.content.decode()
+    assert "<td>用户</td>" in response.content.decode()  # the participant's type, translated
