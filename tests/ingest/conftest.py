@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from django.utils import translation
 
 from ingest.keywords import load_study_keyword_sets
 from ingest.models import KeywordSet, Repository
@@ -46,13 +45,3 @@ def make_repo(fake, db, study_keyword_sets):
         return fake.repo(forge, owner, name), repo
 
     return make
-
-
-@pytest.fixture(autouse=True)
-def _english_unless_asked():
-    """Each test starts and ends in the default language: a request with Accept-Language
-    activates its language in the thread (LocaleMiddleware), and the next test in the same
-    process would read its strings in it."""
-    translation.deactivate()
-    yield
-    translation.deactivate()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import random
 
 import pytest
-from django.utils import translation
 
 from ingest.models import Issue, Repository
 from labeling.models import Annotation, ProjectIssue, Resolution
@@ -119,13 +118,3 @@ def finals(project, repository, annotator, other_annotator) -> list[Issue]:
 
 # A real `celery worker` process (tests/ingest/test_worker.py).
 from tests.ingest.test_worker import start_worker  # noqa: E402, F401
-
-
-@pytest.fixture(autouse=True)
-def _english_unless_asked():
-    """Each test starts and ends in the default language: a request with Accept-Language
-    activates its language in the thread (LocaleMiddleware), and the next test in the same
-    process would read its strings in it."""
-    translation.deactivate()
-    yield
-    translation.deactivate()
