@@ -126,3 +126,39 @@ def test_the_resolve_page_is_in_chinese_when_asked(
     assert "Decide the final label" not in html and "Record and next" not in html
     # The usernames on the cards are data.
     assert other_annotator.username in html
+
+
+def test_every_other_labeling_page_is_in_chinese_when_asked(
+    client, project, items, lead, annotator, other_annotator, third_annotator
+):
+    """The pages of templates/labeling/ beyond the three above, each with texts of its own."""
+    item = _disagreement(project, items, annotator, other_annotator, third_annotator)
+    lead.is_staff = True  # an admin may create projects
+    lead.save()
+    pages = [
+        (lead, reverse("lead_dashboard", args=[project.pk]), ["Issues per repository", "Total"]),
+        (lead, reverse("issue_list", args=[project.pk]), ["Search title and body", "Last label"]),
+        (lead, reverse("issue_detail", args=[project.pk, item.pk]), ["Final label", "Resolve"]),
+        (lead, reverse("project_guideline", args=[project.pk]), ["No guideline yet.", "Edit"]),
+        (lead, reverse("project_setup", args=[project.pk]), ["Stopping rule", "Seed"]),
+        (lead, reverse("project_create", args=[]), ["New project", "Preview the scope"]),
+        (annotator, reverse("my_progress", args=[project.pk]), ["issues labeled", "Your label"]),
+        (annotator, reverse("project_create", args=[]), ["You may not create projects"]),
+    ]
+    for user, url, messages in pages:
+        client.force_login(user)
+        response = client.get(url, **CHINESE)
+        html = response.content.decode()
+        assert response.status_code in (200, 403), url
+        assert '<html lang="zh-hans">' in html, url
+        for message in messages:
+            assert _assert_translated(message) in html, (url, message)
+            assert f">{message}<" not in html, (url, message)
+
+
+def test_nothing_left_is_in_chinese_when_asked(client, project, annotator):
+    client.force_login(annotator)
+    html = client.get(reverse("label_next", args=[project.pk]), **CHINESE).content.decode()
+    heading = zh("Nothing left for you to label in %(name)s") % {"name": project.name}
+    assert f"<h1>{heading}</h1>" in html
+    assert zh_plural("You labeled %(counter)s issue.", "You labeled %(counter)s issues.", 0) in html
