@@ -1,4 +1,5 @@
-"""Saves screenshots of the lead's and the annotator's main pages on the demo project.
+"""Saves screenshots of the lead's and the annotator's main pages on the demo project (the
+labeling page also in Chinese).
 
 Usage (from bin/screenshots): python bin/screenshots.py BASE_URL DEMO_PASSWORD OUT_DIR
 """
@@ -75,6 +76,11 @@ def main(base: str, password: str, out_dir: str) -> None:
         log_in(small, base, "demo-annotator-1", password)
         visit(small, f"{base}{project}label/")
         shot(small, out, "labeling-360px")
+        # A browser that asks for Chinese gets the interface in Simplified Chinese.
+        chinese = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT}, locale="zh-CN")
+        log_in(chinese, base, "demo-annotator-1", password)
+        visit(chinese, f"{base}{project}label/")
+        shot(chinese, out, "labeling-zh-hans")
         browser.close()
 
 

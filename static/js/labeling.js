@@ -2,7 +2,10 @@
 // name and example details, the taxonomy panel that follows the choice, the guideline (open
 // the first time a text is shown, then closed unless reopened), click-to-load images, and the
 // keyboard (on the labeling page, and on the resolve page with digits to adopt an annotation).
+// Texts come from the Django JavaScript catalogue (/jsi18n/, a deferred script before this one);
+// the keys are the same in every language.
 (() => {
+  const { gettext, ngettext, interpolate } = window;
   const dataTag = document.getElementById("taxonomy-data");
   const nodes = dataTag ? JSON.parse(dataTag.textContent) : [];
   const byId = new Map(nodes.map((n) => [String(n.id), n]));
@@ -110,10 +113,15 @@
   const examples = (node) => {
     const details = (node.details || []).filter((d) => d.trim());
     if (!details.length) return [];
-    const shown = [el("p", "guide-examples-head", "Examples:"), exampleList(details.slice(0, EXAMPLES_SHOWN))];
+    const shown = [
+      el("p", "guide-examples-head", gettext("Examples:")),
+      exampleList(details.slice(0, EXAMPLES_SHOWN)),
+    ];
     if (details.length > EXAMPLES_SHOWN) {
       const more = el("details", "guide-more");
-      more.append(el("summary", "", `${details.length - EXAMPLES_SHOWN} more examples`));
+      const hidden = details.length - EXAMPLES_SHOWN;
+      const label = ngettext("%s more example", "%s more examples", hidden);
+      more.append(el("summary", "", interpolate(label, [hidden])));
       more.append(exampleList(details.slice(EXAMPLES_SHOWN)));
       shown.push(more);
     }
@@ -127,14 +135,23 @@
     if (!status) return;
     let text;
     if (fpBox?.checked) {
-      text = "Not LLM-related selected";
+      text = gettext("Not LLM-related selected");
     } else if (!typeSelect.value) {
-      text = "No type selected";
+      text = gettext("No type selected");
     } else {
-      const parts = [`Type: ${chosenText(typeSelect)}`];
-      if (themeSelect.value) parts.push(`theme: ${chosenText(themeSelect)}`);
-      if (subSelect.value) parts.push(`sub-theme: ${chosenText(subSelect)}`);
-      text = `${parts.join(", ")} selected`;
+      const chosen = {
+        type: chosenText(typeSelect),
+        theme: chosenText(themeSelect),
+        sub: chosenText(subSelect),
+      };
+      // Whole sentences, so that a translation can order the words its own way.
+      let format = gettext("Type: %(type)s selected");
+      if (subSelect.value) {
+        format = gettext("Type: %(type)s, theme: %(theme)s, sub-theme: %(sub)s selected");
+      } else if (themeSelect.value) {
+        format = gettext("Type: %(type)s, theme: %(theme)s selected");
+      }
+      text = interpolate(format, chosen, true);
     }
     if (status.textContent !== text) status.textContent = text;
   };
@@ -145,11 +162,11 @@
     const theme = themeSelect.value ? byId.get(themeSelect.value) : undefined;
     const parts = [];
     if (!type) {
-      parts.push(el("p", "hint", "Choose a type (q r b) to read its themes here."));
+      parts.push(el("p", "hint", gettext("Choose a type (q r b) to read its themes here.")));
     } else {
       parts.push(described("section", type, "h3"));
       if (!theme) {
-        parts.push(el("p", "hint", "Its themes (the digit keys pick them):"));
+        parts.push(el("p", "hint", gettext("Its themes (the digit keys pick them):")));
         const list = el("ol", "guide-themes");
         for (const child of childrenOf(type.id)) list.append(described("li", child, "h4"));
         parts.push(list);
@@ -157,7 +174,8 @@
         const section = described("section", theme, "h3");
         section.id = "guide-theme";
         const subs = childrenOf(theme.id);
-        section.append(el("p", "hint", subs.length ? "Sub-themes:" : "No sub-themes."));
+        const subsHead = subs.length ? gettext("Sub-themes:") : gettext("No sub-themes.");
+        section.append(el("p", "hint", subsHead));
         const list = el("ul", "guide-subs");
         for (const sub of subs) {
           const item = described("li", sub, "h4");
@@ -166,9 +184,12 @@
           } else {
             // Read, then choose it here (the panel is redrawn, so the focus returns to the page
             // and the keys go on working).
-            const pick = el("button", "linkbutton guide-pick", "Choose");
+            const pick = el("button", "linkbutton guide-pick", gettext("Choose"));
             pick.type = "button";
-            pick.setAttribute("aria-label", `Choose ${sub.code} ${sub.name}`);
+            pick.setAttribute(
+              "aria-label",
+              interpolate(gettext("Choose %(code)s %(name)s"), { code: sub.code, name: sub.name }, true),
+            );
             pick.addEventListener("click", () => choose(sub));
             item.querySelector(".guide-name").after(pick);
           }
@@ -314,7 +335,7 @@
     if (!found.length) {
       const item = document.createElement("li");
       item.className = "empty";
-      item.textContent = "No sub-theme matches.";
+      item.textContent = gettext("No sub-theme matches.");
       hits.append(item);
     }
     hits.classList.remove("hidden");
