@@ -224,6 +224,7 @@ AXES_VERBOSE = False
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
 LOCALE_PATHS = [BASE_DIR / "locale"]
+FORMAT_MODULE_PATH = ["config.formats"]  # English dates ISO-like (config/formats/en)
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

@@ -160,9 +160,9 @@ def test_each_row_shows_status_final_label_level_and_counts(client, project, stu
     assert '<td class="final-code">C.2</td>' in rows[study["final"].pk]
     assert '<td class="final-code">FP</td>' in rows[study["fp"].pk]
     assert '<td class="final-code">—</td>' in disputed
-    # Dates in the language's short format (English: month/day/year).
-    assert "08/01/2024" in disputed  # last label
-    assert "01/15/2024" in disputed  # created
+    # Dates in the language's short format (English: ISO-like, config/formats/en).
+    assert "2024-08-01" in disputed  # last label
+    assert "2024-01-15" in disputed  # created
     assert "vllm-project/vllm" in disputed and "NCCL timeout" in disputed
     detail = reverse("issue_detail", args=[project.pk, study["disputed"].pk])
     assert f'href="{detail}"' not in disputed  # a lead's disagreement opens the resolve page
