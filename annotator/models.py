@@ -14,13 +14,17 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 
 class Role(models.TextChoices):
-    ANNOTATOR = "annotator", "annotator"
-    LEAD = "lead", "lead"
-    RESEARCHER = "researcher", "researcher"
-    ADMIN = "admin", "admin"
+    # The value is stored and exported; the label is what a page shows (templates translate a
+    # stored value with `{% translate role context "role" %}`).
+    ANNOTATOR = "annotator", pgettext_lazy("role", "annotator")
+    LEAD = "lead", pgettext_lazy("role", "lead")
+    RESEARCHER = "researcher", pgettext_lazy("role", "researcher")
+    ADMIN = "admin", pgettext_lazy("role", "admin")
 
 
 # Roles allowed to run a study (set it up, resolve, see who labeled what).
@@ -30,8 +34,8 @@ LEAD_ROLES = (Role.LEAD, Role.ADMIN)
 class Project(models.Model):
     class Policy(models.TextChoices):
         # A false-positive exclusion needs all K votes under either policy (the study's rule).
-        LEAD_DECIDES = "lead_decides", "a lead decides every disagreement"
-        MAJORITY = "majority", "a majority at the threshold share finalizes automatically"
+        LEAD_DECIDES = "lead_decides", _("a lead decides every disagreement")
+        MAJORITY = "majority", _("a majority at the threshold share finalizes automatically")
 
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True)
@@ -40,7 +44,7 @@ class Project(models.Model):
     )
     annotations_per_issue = models.PositiveSmallIntegerField(
         default=settings.DEFAULT_ANNOTATIONS_PER_ISSUE,
-        help_text="K: independent annotations each issue needs (the study used 7).",
+        help_text=_("K: independent annotations each issue needs (the study used 7)."),
     )
     members = models.ManyToManyField(
         settings.AUTH_USER_MODEL, through="Membership", related_name="projects"
@@ -49,12 +53,12 @@ class Project(models.Model):
         max_length=20, choices=Policy.choices, default=Policy.LEAD_DECIDES
     )
     majority_threshold = models.FloatField(
-        default=0.6, help_text="Share of the K votes a label needs under the majority policy."
+        default=0.6, help_text=_("Share of the K votes a label needs under the majority policy.")
     )
 
     class StoppingRule(models.TextChoices):
-        FIXED = "fixed", "fixed: every issue gets K labels"
-        ADAPTIVE = "adaptive", "adaptive: stop early once the leading choice is far enough ahead"
+        FIXED = "fixed", _("fixed: every issue gets K labels")
+        ADAPTIVE = "adaptive", _("adaptive: stop early once the leading choice is far enough ahead")
 
     # When an issue has enough labels. Under the adaptive rule an issue is decided after at
     # least `min_labels` labels as soon as the leading choice at the deciding level is
@@ -63,14 +67,15 @@ class Project(models.Model):
         max_length=10, choices=StoppingRule.choices, default=StoppingRule.FIXED
     )
     min_labels = models.PositiveSmallIntegerField(
-        default=2, help_text="Adaptive rule: labels every issue gets before it can be decided."
+        default=2,
+        help_text=_("Adaptive rule: labels every issue gets before it can be decided."),
     )
     lead_margin = models.PositiveSmallIntegerField(
-        default=2, help_text="Adaptive rule: votes the leading choice must be ahead by."
+        default=2, help_text=_("Adaptive rule: votes the leading choice must be ahead by.")
     )
     needs_more_first = models.BooleanField(
         default=True,
-        help_text="Adaptive rule: serve issues that need one more label before fresh ones.",
+        help_text=_("Adaptive rule: serve issues that need one more label before fresh ones."),
     )
     # Markdown written by the leads, sanitised when rendered; annotators see it above the task.
     guideline = models.TextField(blank=True)
@@ -196,3 +201,24 @@ class Invite(models.Model):
     @classmethod
     def lookup(cls, token: str) -> Invite | None:
         return cls.objects.filter(token_hash=_hash_token(token)).first()
+
+
+class Preference(models.Model):
+    """A person's own settings for the interface: one row per account, made on first save.
+
+    `language` is a code of `settings.LANGUAGES`, or empty for "the browser decides"
+    (`annotator.language`: the saved choice wins over the cookie and Accept-Language).
+    """
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="preference",
+    )
+    language = models.CharField(
+        _("language"), max_length=16, blank=True, choices=settings.LANGUAGES
+    )
+
+    def __str__(self) -> str:
+        return f"preferences of {self.user}"
