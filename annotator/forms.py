@@ -39,9 +39,10 @@ class _NewAccountForm(forms.Form):
 
 def grantable_roles(granter_role: str, is_superuser: bool = False) -> list[tuple[str, str]]:
     """Roles a member may give others: never more than their own (only admins make admins)."""
+    # The labels in the language of the request (Role's are lazy).
     if is_superuser or granter_role == Role.ADMIN:
-        return list(Role.choices)
-    return [(value, label) for value, label in Role.choices if value != Role.ADMIN]
+        return [(value, str(label)) for value, label in Role.choices]
+    return [(value, str(label)) for value, label in Role.choices if value != Role.ADMIN]
 
 
 class _RoleMixin(forms.BaseForm):

@@ -41,7 +41,9 @@ def saved_language(user) -> str:
 
 def save_language(request: HttpRequest, code: str) -> None:
     """Keep `code` as the signed-in user's language (the caller checked it is supported)."""
-    Preference.objects.update_or_create(user=request.user, defaults={"language": code})
+    user_id = request.user.pk
+    assert user_id is not None, "a visitor's choice is kept in the cookie only"
+    Preference.objects.update_or_create(user_id=user_id, defaults={"language": code})
     request.session[SESSION_KEY] = code
 
 
@@ -70,5 +72,5 @@ class UserLanguageMiddleware:
             code = supported(code)
             if code:
                 translation.activate(code)
-                request.LANGUAGE_CODE = code  # type: ignore[attr-defined]
+                request.LANGUAGE_CODE = code
         return self.get_response(request)

@@ -204,6 +204,6 @@ def set_language(request):
         domain=settings.LANGUAGE_COOKIE_DOMAIN,
         secure=settings.LANGUAGE_COOKIE_SECURE,
         httponly=settings.LANGUAGE_COOKIE_HTTPONLY,
-        samesite=settings.LANGUAGE_COOKIE_SAMESITE,
+        samesite=settings.LANGUAGE_COOKIE_SAMESITE,  # type: ignore[arg-type]  # "Lax"
     )
     return response

@@ -166,9 +166,8 @@ _IGNORED = ["static/vendor/*", "locale/*"]
 
 
 def _msgids(path: Path) -> set[tuple[str, str]]:
-    return {
-        (entry.msgctxt or "", entry.msgid) for entry in polib.pofile(str(path)) if not entry.obsolete
-    }
+    entries = polib.pofile(str(path))
+    return {(entry.msgctxt or "", entry.msgid) for entry in entries if not entry.obsolete}
 
 
 @pytest.mark.slow
@@ -179,17 +178,24 @@ def test_the_catalogue_holds_every_marked_string(tmp_path):
     shutil.copytree(ROOT, tree, ignore=_NOT_COPIED)
     shutil.rmtree(tree / "locale")
     (tree / "locale").mkdir()
-    env = {**os.environ, "SECRET_KEY": os.environ.get("SECRET_KEY") or "catalogues-only"}
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "SECRET_KEY": os.environ.get("SECRET_KEY") or "catalogues-only",
+    }
     for domain in DOMAINS:
         ignore = [arg for pattern in _IGNORED for arg in ("--ignore", pattern)]
-        subprocess.run(
-            [sys.executable, "manage.py", "makemessages", "-l", "zh_Hans", "-d", domain]
-            + ["--no-location", "--no-obsolete", "--no-wrap", *ignore],
+        done = subprocess.run(
+            [
+                *(sys.executable, "manage.py", "makemessages", "-l", "zh_Hans", "-d", domain),
+                *("--no-location", "--no-obsolete", "--no-wrap", *ignore),
+            ],
             cwd=tree,
             env=env,
-            check=True,
             capture_output=True,
+            text=True,
         )
+        assert done.returncode == 0, done.stderr
     for domain in DOMAINS:
         extracted = tree / "locale" / "zh_Hans" / "LC_MESSAGES" / f"{domain}.po"
         found = _msgids(extracted) if extracted.exists() else set()
@@ -332,7 +338,7 @@ def test_the_template_linter_names_untranslated_text_and_its_line():
     template = (
         '{% load i18n %}<p title="{% translate "Hint" %}">{% translate "Saved" %}</p>\n'
         "<h1>{% block title %}Projects{% endblock %}</h1>\n"
-        '<button aria-label="close">×</button>\n'
+        '<button aria-label="close">&times;</button>\n'
         '<input type="submit" value="Save"><input type="text" value="typed data">\n'
         "<p>{% blocktranslate trimmed with n=count %}\n{{ n }} issues left\n"
         "{% endblocktranslate %}</p>\n"
@@ -354,6 +360,6 @@ def test_the_template_linter_passes_translated_text():
     template = (
         '{% load i18n %}<h1 title="{% translate "Hint" %}">{% translate "Projects" %}</h1>\n'
         '<input type="submit" value="{% translate "Save" %}">\n'
-        "<p>{% blocktranslate %}{{ n }} left{% endblocktranslate %} – {{ issue.title }}</p>"
+        "<p>{% blocktranslate %}{{ n }} left{% endblocktranslate %} · {{ issue.title }}</p>"
     )
     assert untranslated_text(template) == []
