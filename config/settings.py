@@ -84,8 +84,6 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "allauth.account.middleware.AccountMiddleware",  # sign-in through identity providers
-    # The signed-in person's saved language over LocaleMiddleware's cookie / Accept-Language.
-    "annotator.language.UserLanguageMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "config.middleware.CSPMiddleware",  # django-csp's, minus redirects
@@ -94,6 +92,10 @@ MIDDLEWARE = [
     # NUL characters, oversized bodies and deep JSON refused with a 400 naming the field (after
     # the CSP, so that its refusals carry the security headers).
     "config.middleware.InputLimitsMiddleware",
+    # The signed-in person's saved language over LocaleMiddleware's cookie / Accept-Language.
+    # After the input limits: it reads the session, which a NUL in its cookie would break (so
+    # those refusals speak the cookie's or the browser's language).
+    "annotator.language.UserLanguageMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     # Last, as django-axes asks: it inspects the response of a failed login.
     "axes.middleware.AxesMiddleware",
