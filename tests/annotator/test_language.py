@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import pytest
 from django.conf import settings
+from django.template.loader import render_to_string
 from django.test import Client
 from django.urls import reverse
+from django.utils import translation
 
 from annotator.language import SESSION_KEY
 from annotator.models import Preference
@@ -162,3 +164,13 @@ def test_the_project_page_and_its_form_errors_speak_chinese(lead, project):
     assert "并以字母或数字开头" in text  # the pseudonym rule, in Chinese
     assert "<h2>成员</h2>" in text and "ada-annotator" in text
     assert 'aria-label="ada-annotator 的化名"' in text
+
+
+def test_the_error_pages_speak_the_readers_language(annotator):
+    client = signed_in(annotator, HTTP_ACCEPT_LANGUAGE="zh-hans")
+    missing = client.get("/no-such-page/")
+    assert missing.status_code == 404
+    assert "<h1>页面不存在</h1>" in missing.content.decode()
+    assert "Page not found" in Client().get("/no-such-page/").content.decode()
+    with translation.override("zh-hans"):
+        assert "<h1>服务器错误</h1>" in render_to_string("500.html")  # no request, no context
