@@ -37,23 +37,32 @@ class Project(models.Model):
         LEAD_DECIDES = "lead_decides", _("a lead decides every disagreement")
         MAJORITY = "majority", _("a majority at the threshold share finalizes automatically")
 
-    name = models.CharField(max_length=200, unique=True)
-    description = models.TextField(blank=True)
+    name = models.CharField(_("name"), max_length=200, unique=True)
+    description = models.TextField(_("description"), blank=True)
     taxonomy_version = models.ForeignKey(
-        "taxonomy.TaxonomyVersion", on_delete=models.PROTECT, related_name="projects"
+        "taxonomy.TaxonomyVersion",
+        on_delete=models.PROTECT,
+        related_name="projects",
+        verbose_name=_("taxonomy version"),
     )
     annotations_per_issue = models.PositiveSmallIntegerField(
+        _("annotations per issue"),
         default=settings.DEFAULT_ANNOTATIONS_PER_ISSUE,
         help_text=_("K: independent annotations each issue needs (the study used 7)."),
     )
     members = models.ManyToManyField(
-        settings.AUTH_USER_MODEL, through="Membership", related_name="projects"
+        settings.AUTH_USER_MODEL,
+        through="Membership",
+        related_name="projects",
+        verbose_name=_("members"),
     )
     resolution_policy = models.CharField(
-        max_length=20, choices=Policy.choices, default=Policy.LEAD_DECIDES
+        _("resolution policy"), max_length=20, choices=Policy.choices, default=Policy.LEAD_DECIDES
     )
     majority_threshold = models.FloatField(
-        default=0.6, help_text=_("Share of the K votes a label needs under the majority policy.")
+        _("majority threshold"),
+        default=0.6,
+        help_text=_("Share of the K votes a label needs under the majority policy."),
     )
 
     class StoppingRule(models.TextChoices):
@@ -64,24 +73,28 @@ class Project(models.Model):
     # least `min_labels` labels as soon as the leading choice at the deciding level is
     # `lead_margin` votes ahead of the runner-up; at K the usual rules apply.
     stopping_rule = models.CharField(
-        max_length=10, choices=StoppingRule.choices, default=StoppingRule.FIXED
+        _("stopping rule"), max_length=10, choices=StoppingRule.choices, default=StoppingRule.FIXED
     )
     min_labels = models.PositiveSmallIntegerField(
+        _("min labels"),
         default=2,
         help_text=_("Adaptive rule: labels every issue gets before it can be decided."),
     )
     lead_margin = models.PositiveSmallIntegerField(
-        default=2, help_text=_("Adaptive rule: votes the leading choice must be ahead by.")
+        _("lead margin"),
+        default=2,
+        help_text=_("Adaptive rule: votes the leading choice must be ahead by."),
     )
     needs_more_first = models.BooleanField(
+        _("needs more first"),
         default=True,
         help_text=_("Adaptive rule: serve issues that need one more label before fresh ones."),
     )
     # Markdown written by the leads, sanitised when rendered; annotators see it above the task.
-    guideline = models.TextField(blank=True)
+    guideline = models.TextField(_("guideline"), blank=True)
     # For CITATION.cff and the datasheet of a release: one author per line ("Family, Given").
-    citation_authors = models.TextField(blank=True)
-    licence = models.CharField(max_length=100, default="CC-BY-4.0")
+    citation_authors = models.TextField(_("citation authors"), blank=True)
+    licence = models.CharField(_("licence"), max_length=100, default="CC-BY-4.0")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
@@ -90,14 +103,16 @@ class Project(models.Model):
         related_name="+",
     )
     # Seed of the pilot sample and of the queue shuffle, so the order can be reproduced.
-    queue_seed = models.PositiveIntegerField(default=0)
-    pilot_size = models.PositiveIntegerField(default=0)
+    queue_seed = models.PositiveIntegerField(_("queue seed"), default=0)
+    pilot_size = models.PositiveIntegerField(_("pilot size"), default=0)
     # The scope last applied by the setup page (repositories, filter states, date window).
-    scope = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    scope = models.JSONField(_("scope"), default=dict, blank=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
         ordering = ["name"]
+        verbose_name = _("project")
+        verbose_name_plural = _("projects")
 
     def __str__(self) -> str:
         return self.name
@@ -114,14 +129,16 @@ class Membership(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
     )
-    role = models.CharField(max_length=20, choices=Role.choices, default=Role.ANNOTATOR)
+    role = models.CharField(_("role"), max_length=20, choices=Role.choices, default=Role.ANNOTATOR)
     # Stable pseudonym used in exports and imported data (e.g. "rater-3"): every member gets
     # the project's next rater-N when added (see `save`); a lead may change it.
-    pseudonym = models.CharField(max_length=50, blank=True)
-    joined_at = models.DateTimeField(auto_now_add=True)
+    pseudonym = models.CharField(_("pseudonym"), max_length=50, blank=True)
+    joined_at = models.DateTimeField(_("joined at"), auto_now_add=True)
 
     class Meta:
         ordering = ["project", "user__username"]
+        verbose_name = _("membership")
+        verbose_name_plural = _("memberships")
         constraints = [
             models.UniqueConstraint(fields=["project", "user"], name="unique_membership"),
             models.UniqueConstraint(
@@ -162,22 +179,24 @@ class Invite(models.Model):
     """A one-time link that lets a volunteer set a password and join a project with a role."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="invites")
-    role = models.CharField(max_length=20, choices=Role.choices, default=Role.ANNOTATOR)
-    email = models.EmailField(blank=True)
+    role = models.CharField(_("role"), max_length=20, choices=Role.choices, default=Role.ANNOTATOR)
+    email = models.EmailField(_("email"), blank=True)
     # Only a hash is stored: the link itself is shown once, to the person who made it.
     token_hash = models.CharField(max_length=64, unique=True, editable=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    expires_at = models.DateTimeField()
-    used_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    expires_at = models.DateTimeField(_("expires at"))
+    used_at = models.DateTimeField(_("used at"), null=True, blank=True)
     used_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
 
     class Meta:
         ordering = ["-created_at"]
+        verbose_name = _("invite")
+        verbose_name_plural = _("invites")
 
     def __str__(self) -> str:
         return f"invite to {self.project} as {self.role}"
