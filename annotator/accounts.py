@@ -32,6 +32,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.db.models.signals import post_save, pre_save
 from django.utils import timezone
+from django.utils.translation import gettext
 from rest_framework.authtoken.models import Token
 
 from annotator.models import Invite, Membership, Project
@@ -105,17 +106,20 @@ def check_new_username(username: str, *, exclude_pk: int | None = None) -> str:
     a character outside ASCII letters, digits and ``@.+-_``, or a length over the field's.
     """
     if not username:
-        raise ValidationError("Choose a username.", code="required")
+        raise ValidationError(gettext("Choose a username."), code="required")
     hidden = next((c for c in username if is_invisible(c)), None)
     if hidden is not None:
         raise ValidationError(
-            "This username contains an invisible character (%(char)s); type it again without it.",
+            gettext(
+                "This username contains an invisible character (%(char)s); type it again "
+                "without it."
+            ),
             code="invisible_character",
             params={"char": _describe(hidden)},
         )
     if len(username) > USERNAME_MAX_LENGTH:
         raise ValidationError(
-            "Usernames have at most %(max)d characters.",
+            gettext("Usernames have at most %(max)d characters."),
             code="max_length",
             params={"max": USERNAME_MAX_LENGTH},
         )
@@ -128,8 +132,10 @@ def check_new_username(username: str, *, exclude_pk: int | None = None) -> str:
     for existing in others.values_list("username", flat=True).iterator():
         if username_key(existing) == key:
             raise ValidationError(
-                "This username is taken, or differs from an existing one only by letter case, "
-                "character width or invisible characters.",
+                gettext(
+                    "This username is taken, or differs from an existing one only by letter "
+                    "case, character width or invisible characters."
+                ),
                 code="look_alike",
             )
     _ascii_username(username)
@@ -145,18 +151,28 @@ def check_pseudonym(membership: Membership, pseudonym: str) -> str:
     name = pseudonym.strip()
     limit = column_limit(Membership, "pseudonym")
     if not name:
-        raise ValidationError("give the member a pseudonym", code="required")
+        raise ValidationError(gettext("give the member a pseudonym"), code="required")
     if len(name) > limit:
-        raise ValidationError(f"at most {limit} characters", code="max_length")
+        raise ValidationError(
+            gettext("at most %(limit)d characters") % {"limit": limit}, code="max_length"
+        )
     if not PSEUDONYM_SHAPE.fullmatch(name):
         raise ValidationError(
-            "letters a-z, digits, spaces and . _ @ + - only, starting with a letter or digit",
+            gettext(
+                "letters a-z, digits, spaces and . _ @ + - only, starting with a letter or digit"
+            ),
             code="invalid",
         )
     others = Membership.objects.filter(project_id=membership.project_id).exclude(pk=membership.pk)
     if others.filter(pseudonym__iexact=name).exists():
-        raise ValidationError(f"{name} is another member's pseudonym in this project", code="taken")
+        raise ValidationError(_taken(name), code="taken")
     return name
+
+
+def _taken(pseudonym: str) -> str:
+    return gettext("%(pseudonym)s is another member's pseudonym in this project") % {
+        "pseudonym": pseudonym
+    }
 
 
 def rename_pseudonym(membership: Membership, pseudonym: str) -> Membership:
@@ -167,9 +183,7 @@ def rename_pseudonym(membership: Membership, pseudonym: str) -> Membership:
         with transaction.atomic():
             membership.save(update_fields=["pseudonym"])
     except IntegrityError:  # taken by another lead's edit since the check
-        raise ValidationError(
-            f"{membership.pseudonym} is another member's pseudonym in this project", code="taken"
-        ) from None
+        raise ValidationError(_taken(membership.pseudonym), code="taken") from None
     return membership
 
 
@@ -195,11 +209,11 @@ def create_volunteer(
 def check_invite(token: str) -> Invite:
     invite = Invite.lookup(token)
     if invite is None:
-        raise InviteUnusable("This invite link is not valid.")
+        raise InviteUnusable(gettext("This invite link is not valid."))
     if invite.used_at is not None:
-        raise InviteUnusable("This invite link has already been used.")
+        raise InviteUnusable(gettext("This invite link has already been used."))
     if invite.expires_at <= timezone.now():
-        raise InviteUnusable("This invite link has expired.")
+        raise InviteUnusable(gettext("This invite link has expired."))
     return invite
 
 
@@ -223,7 +237,7 @@ def _lock_usable_invite(token: str) -> Invite:
     # Lock the row so two simultaneous uses cannot both pass the check above.
     invite = Invite.objects.select_for_update().get(pk=invite.pk)
     if invite.used_at is not None:
-        raise InviteUnusable("This invite link has already been used.")
+        raise InviteUnusable(gettext("This invite link has already been used."))
     return invite
 
 
@@ -247,7 +261,11 @@ def _check_saved_username(user: User, exclude_pk: int | None = None) -> None:
         check_new_username(user.username, exclude_pk=exclude_pk)
     except ValidationError as exc:
         raise ValidationError(
-            [f"Username {user.username!r}: {message}" for message in exc.messages],
+            [
+                gettext("Username %(username)s: %(message)s")
+                % {"username": repr(user.username), "message": message}
+                for message in exc.messages
+            ],
             code="username",
         ) from exc
 

@@ -1,11 +1,13 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class AnnotatorConfig(AppConfig):
     name = "annotator"
-    verbose_name = "Projects and members"
+    verbose_name = _("Projects and members")
 
     def ready(self) -> None:
-        from annotator import accounts
+        from annotator import accounts, language
 
         accounts.connect_signals()  # username rules and API token revocation on every User save
+        language.connect_signals()  # the saved interface language, remembered at login

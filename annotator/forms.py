@@ -6,16 +6,20 @@ from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
 from django.contrib.auth.models import User
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
 from annotator.accounts import USERNAME_MAX_LENGTH, check_new_username, check_pseudonym
 from annotator.models import Membership, Role
 
-USERNAME_HELP = "Letters a-z and A-Z, digits and @ . + - _ only."
+USERNAME_HELP = _("Letters a-z and A-Z, digits and @ . + - _ only.")
 
 
 class _NewAccountForm(forms.Form):
-    username = forms.CharField(max_length=USERNAME_MAX_LENGTH, help_text=USERNAME_HELP)
-    password = forms.CharField(widget=forms.PasswordInput, strip=False)
+    username = forms.CharField(
+        label=_("Username"), max_length=USERNAME_MAX_LENGTH, help_text=USERNAME_HELP
+    )
+    password = forms.CharField(label=_("Password"), widget=forms.PasswordInput, strip=False)
 
     def clean_username(self):
         return check_new_username(self.cleaned_data["username"])
@@ -35,9 +39,10 @@ class _NewAccountForm(forms.Form):
 
 def grantable_roles(granter_role: str, is_superuser: bool = False) -> list[tuple[str, str]]:
     """Roles a member may give others: never more than their own (only admins make admins)."""
+    # The labels in the language of the request (Role's are lazy).
     if is_superuser or granter_role == Role.ADMIN:
-        return list(Role.choices)
-    return [(value, label) for value, label in Role.choices if value != Role.ADMIN]
+        return [(value, str(label)) for value, label in Role.choices]
+    return [(value, str(label)) for value, label in Role.choices if value != Role.ADMIN]
 
 
 class _RoleMixin(forms.BaseForm):
@@ -53,14 +58,14 @@ class AcceptInviteForm(_NewAccountForm):
 
 
 class VolunteerForm(_RoleMixin, _NewAccountForm):
-    role = forms.ChoiceField(choices=Role.choices, initial=Role.ANNOTATOR)
-    email = forms.EmailField(required=False)
+    role = forms.ChoiceField(label=_("Role"), choices=Role.choices, initial=Role.ANNOTATOR)
+    email = forms.EmailField(label=_("Email"), required=False)
 
 
 class InviteForm(_RoleMixin, forms.Form):
-    role = forms.ChoiceField(choices=Role.choices, initial=Role.ANNOTATOR)
-    email = forms.EmailField(required=False)
-    days = forms.IntegerField(min_value=1, max_value=60, initial=7, label="Valid for (days)")
+    role = forms.ChoiceField(label=_("Role"), choices=Role.choices, initial=Role.ANNOTATOR)
+    email = forms.EmailField(label=_("Email"), required=False)
+    days = forms.IntegerField(min_value=1, max_value=60, initial=7, label=_("Valid for (days)"))
 
 
 class AdminAddUserForm(AdminUserCreationForm):
@@ -110,7 +115,14 @@ class MembersField(forms.CharField):
             if line.strip()
         ]
         if len(lines) > MAX_MEMBER_LINES:
-            raise ValidationError(f"at most {MAX_MEMBER_LINES} members at once")
+            raise ValidationError(
+                ngettext(
+                    "at most %(count)d member at once",
+                    "at most %(count)d members at once",
+                    MAX_MEMBER_LINES,
+                )
+                % {"count": MAX_MEMBER_LINES}
+            )
         wanted = {parts[0] for _, parts in lines}
         users = {u.username: u for u in User.objects.filter(username__in=wanted, is_active=True)}
         errors: list[str] = []
@@ -119,20 +131,32 @@ class MembersField(forms.CharField):
         for number, parts in lines:
             username, role = parts[0], (parts[1] if len(parts) > 1 else Role.ANNOTATOR)
             user = users.get(username)
+            names = {"line": number, "username": username, "role": role}
             if len(parts) > 2:
-                errors.append(f'line {number}: write "username role", found {len(parts)} words')
+                errors.append(
+                    gettext('line %(line)d: write "username role", found %(count)d words')
+                    % {"line": number, "count": len(parts)}
+                )
             elif user is None:
-                errors.append(f'line {number}: no user named "{username}"')
+                errors.append(gettext('line %(line)d: no user named "%(username)s"') % names)
             elif role in Role.values and role not in self.roles:
-                errors.append(f'line {number}: the role "{role}" is not yours to give')
+                errors.append(
+                    gettext('line %(line)d: the role "%(role)s" is not yours to give') % names
+                )
             elif role not in self.roles:
                 errors.append(
-                    f'line {number}: unknown role "{role}" (one of {", ".join(self.roles)})'
+                    gettext('line %(line)d: unknown role "%(role)s" (one of %(roles)s)')
+                    % {**names, "roles": ", ".join(self.roles)}
                 )
             elif self.creator is not None and user.pk == self.creator.pk:
-                errors.append(f"line {number}: {username} is you; you join as lead")
+                errors.append(
+                    gettext("line %(line)d: %(username)s is you; you join as lead") % names
+                )
             elif user.pk in first_line:
-                errors.append(f"line {number}: {username} is already on line {first_line[user.pk]}")
+                errors.append(
+                    gettext("line %(line)d: %(username)s is already on line %(first)d")
+                    % {**names, "first": first_line[user.pk]}
+                )
             else:
                 first_line[user.pk] = number
                 members.append((user, role))
@@ -144,7 +168,7 @@ class MembersField(forms.CharField):
 class PseudonymForm(forms.Form):
     """A lead renames a member's pseudonym (`annotator.accounts.check_pseudonym`)."""
 
-    pseudonym = forms.CharField(max_length=50, strip=True)
+    pseudonym = forms.CharField(label=_("Pseudonym"), max_length=50, strip=True)
 
     def __init__(self, *args, membership: Membership, **kwargs):
         super().__init__(*args, **kwargs)
@@ -159,7 +183,10 @@ class ApiTokenForm(forms.Form):
 
     action = forms.ChoiceField(
         choices=[("create", "create"), ("revoke", "revoke")],
-        error_messages={"invalid_choice": "must be create or revoke", "required": "missing"},
+        error_messages={
+            "invalid_choice": _("must be create or revoke"),
+            "required": _("missing"),
+        },
     )
 
 
@@ -167,7 +194,7 @@ class ProviderForm(forms.Form):
     """Which identity provider an invite's "Join with …" button names."""
 
     provider = forms.ChoiceField(
-        error_messages={"invalid_choice": "not a configured identity provider"}
+        error_messages={"invalid_choice": _("not a configured identity provider")}
     )
 
     def __init__(self, *args, providers: Sequence[Any], **kwargs):

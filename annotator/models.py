@@ -14,13 +14,17 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 
 class Role(models.TextChoices):
-    ANNOTATOR = "annotator", "annotator"
-    LEAD = "lead", "lead"
-    RESEARCHER = "researcher", "researcher"
-    ADMIN = "admin", "admin"
+    # The value is stored and exported; the label is what a page shows (templates translate a
+    # stored value with `{% translate role context "role" %}`).
+    ANNOTATOR = "annotator", pgettext_lazy("role", "annotator")
+    LEAD = "lead", pgettext_lazy("role", "lead")
+    RESEARCHER = "researcher", pgettext_lazy("role", "researcher")
+    ADMIN = "admin", pgettext_lazy("role", "admin")
 
 
 # Roles allowed to run a study (set it up, resolve, see who labeled what).
@@ -30,53 +34,67 @@ LEAD_ROLES = (Role.LEAD, Role.ADMIN)
 class Project(models.Model):
     class Policy(models.TextChoices):
         # A false-positive exclusion needs all K votes under either policy (the study's rule).
-        LEAD_DECIDES = "lead_decides", "a lead decides every disagreement"
-        MAJORITY = "majority", "a majority at the threshold share finalizes automatically"
+        LEAD_DECIDES = "lead_decides", _("a lead decides every disagreement")
+        MAJORITY = "majority", _("a majority at the threshold share finalizes automatically")
 
-    name = models.CharField(max_length=200, unique=True)
-    description = models.TextField(blank=True)
+    name = models.CharField(_("name"), max_length=200, unique=True)
+    description = models.TextField(_("description"), blank=True)
     taxonomy_version = models.ForeignKey(
-        "taxonomy.TaxonomyVersion", on_delete=models.PROTECT, related_name="projects"
+        "taxonomy.TaxonomyVersion",
+        on_delete=models.PROTECT,
+        related_name="projects",
+        verbose_name=_("taxonomy version"),
     )
     annotations_per_issue = models.PositiveSmallIntegerField(
+        _("annotations per issue"),
         default=settings.DEFAULT_ANNOTATIONS_PER_ISSUE,
-        help_text="K: independent annotations each issue needs (the study used 7).",
+        help_text=_("K: independent annotations each issue needs (the study used 7)."),
     )
     members = models.ManyToManyField(
-        settings.AUTH_USER_MODEL, through="Membership", related_name="projects"
+        settings.AUTH_USER_MODEL,
+        through="Membership",
+        related_name="projects",
+        verbose_name=_("members"),
     )
     resolution_policy = models.CharField(
-        max_length=20, choices=Policy.choices, default=Policy.LEAD_DECIDES
+        _("resolution policy"), max_length=20, choices=Policy.choices, default=Policy.LEAD_DECIDES
     )
     majority_threshold = models.FloatField(
-        default=0.6, help_text="Share of the K votes a label needs under the majority policy."
+        _("majority threshold"),
+        default=0.6,
+        help_text=_("Share of the K votes a label needs under the majority policy."),
     )
 
     class StoppingRule(models.TextChoices):
-        FIXED = "fixed", "fixed: every issue gets K labels"
-        ADAPTIVE = "adaptive", "adaptive: stop early once the leading choice is far enough ahead"
+        FIXED = "fixed", _("fixed: every issue gets K labels")
+        ADAPTIVE = "adaptive", _("adaptive: stop early once the leading choice is far enough ahead")
 
     # When an issue has enough labels. Under the adaptive rule an issue is decided after at
     # least `min_labels` labels as soon as the leading choice at the deciding level is
     # `lead_margin` votes ahead of the runner-up; at K the usual rules apply.
     stopping_rule = models.CharField(
-        max_length=10, choices=StoppingRule.choices, default=StoppingRule.FIXED
+        _("stopping rule"), max_length=10, choices=StoppingRule.choices, default=StoppingRule.FIXED
     )
     min_labels = models.PositiveSmallIntegerField(
-        default=2, help_text="Adaptive rule: labels every issue gets before it can be decided."
+        _("min labels"),
+        default=2,
+        help_text=_("Adaptive rule: labels every issue gets before it can be decided."),
     )
     lead_margin = models.PositiveSmallIntegerField(
-        default=2, help_text="Adaptive rule: votes the leading choice must be ahead by."
+        _("lead margin"),
+        default=2,
+        help_text=_("Adaptive rule: votes the leading choice must be ahead by."),
     )
     needs_more_first = models.BooleanField(
+        _("needs more first"),
         default=True,
-        help_text="Adaptive rule: serve issues that need one more label before fresh ones.",
+        help_text=_("Adaptive rule: serve issues that need one more label before fresh ones."),
     )
     # Markdown written by the leads, sanitised when rendered; annotators see it above the task.
-    guideline = models.TextField(blank=True)
+    guideline = models.TextField(_("guideline"), blank=True)
     # For CITATION.cff and the datasheet of a release: one author per line ("Family, Given").
-    citation_authors = models.TextField(blank=True)
-    licence = models.CharField(max_length=100, default="CC-BY-4.0")
+    citation_authors = models.TextField(_("citation authors"), blank=True)
+    licence = models.CharField(_("licence"), max_length=100, default="CC-BY-4.0")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
@@ -85,17 +103,19 @@ class Project(models.Model):
         related_name="+",
     )
     # Seed of the pilot sample and of the queue shuffle, so the order can be reproduced.
-    queue_seed = models.PositiveIntegerField(default=0)
-    pilot_size = models.PositiveIntegerField(default=0)
+    queue_seed = models.PositiveIntegerField(_("queue seed"), default=0)
+    pilot_size = models.PositiveIntegerField(_("pilot size"), default=0)
     # The scope last applied by the setup page (repositories, filter states, date window).
-    scope = models.JSONField(default=dict, blank=True)
+    scope = models.JSONField(_("scope"), default=dict, blank=True)
     # Show taxonomy descriptions in the reader's language where the taxonomy has them (the
     # study's has Chinese ones, `taxonomy.texts`); off: as the project wrote them.
-    translated_descriptions = models.BooleanField(default=False)
-    created_at = models.DateTimeField(auto_now_add=True)
+    translated_descriptions = models.BooleanField(_("translated descriptions"), default=False)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
         ordering = ["name"]
+        verbose_name = _("project")
+        verbose_name_plural = _("projects")
 
     def __str__(self) -> str:
         return self.name
@@ -112,14 +132,16 @@ class Membership(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
     )
-    role = models.CharField(max_length=20, choices=Role.choices, default=Role.ANNOTATOR)
+    role = models.CharField(_("role"), max_length=20, choices=Role.choices, default=Role.ANNOTATOR)
     # Stable pseudonym used in exports and imported data (e.g. "rater-3"): every member gets
     # the project's next rater-N when added (see `save`); a lead may change it.
-    pseudonym = models.CharField(max_length=50, blank=True)
-    joined_at = models.DateTimeField(auto_now_add=True)
+    pseudonym = models.CharField(_("pseudonym"), max_length=50, blank=True)
+    joined_at = models.DateTimeField(_("joined at"), auto_now_add=True)
 
     class Meta:
         ordering = ["project", "user__username"]
+        verbose_name = _("membership")
+        verbose_name_plural = _("memberships")
         constraints = [
             models.UniqueConstraint(fields=["project", "user"], name="unique_membership"),
             models.UniqueConstraint(
@@ -160,22 +182,24 @@ class Invite(models.Model):
     """A one-time link that lets a volunteer set a password and join a project with a role."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="invites")
-    role = models.CharField(max_length=20, choices=Role.choices, default=Role.ANNOTATOR)
-    email = models.EmailField(blank=True)
+    role = models.CharField(_("role"), max_length=20, choices=Role.choices, default=Role.ANNOTATOR)
+    email = models.EmailField(_("email"), blank=True)
     # Only a hash is stored: the link itself is shown once, to the person who made it.
     token_hash = models.CharField(max_length=64, unique=True, editable=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    expires_at = models.DateTimeField()
-    used_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    expires_at = models.DateTimeField(_("expires at"))
+    used_at = models.DateTimeField(_("used at"), null=True, blank=True)
     used_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
 
     class Meta:
         ordering = ["-created_at"]
+        verbose_name = _("invite")
+        verbose_name_plural = _("invites")
 
     def __str__(self) -> str:
         return f"invite to {self.project} as {self.role}"
@@ -199,3 +223,24 @@ class Invite(models.Model):
     @classmethod
     def lookup(cls, token: str) -> Invite | None:
         return cls.objects.filter(token_hash=_hash_token(token)).first()
+
+
+class Preference(models.Model):
+    """A person's own settings for the interface: one row per account, made on first save.
+
+    `language` is a code of `settings.LANGUAGES`, or empty for "the browser decides"
+    (`annotator.language`: the saved choice wins over the cookie and Accept-Language).
+    """
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="preference",
+    )
+    language = models.CharField(
+        _("language"), max_length=16, blank=True, choices=settings.LANGUAGES
+    )
+
+    def __str__(self) -> str:
+        return f"preferences of {self.user}"

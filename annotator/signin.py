@@ -45,6 +45,7 @@ from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.translation import gettext
 
 from annotator.accounts import InviteUnusable, check_invite, check_new_username, join_by_invite
 from annotator.models import Membership
@@ -66,7 +67,7 @@ def provider_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespon
         try:
             return view(request, *args, **kwargs)
         except SocialApp.DoesNotExist:
-            raise Http404("This identity provider is not configured.") from None
+            raise Http404(gettext("This identity provider is not configured.")) from None
         except requests.RequestException:
             return _unreachable(request)
 
@@ -131,7 +132,11 @@ def _invite_token(sociallogin: SocialLogin) -> str | None:
 
 
 def _welcome(request: HttpRequest, membership: Membership) -> None:
-    messages.success(request, f"Welcome! You joined {membership.project} as {membership.role}.")
+    messages.success(
+        request,
+        gettext("Welcome! You joined %(project)s as %(role)s.")
+        % {"project": membership.project, "role": membership.get_role_display()},
+    )
 
 
 class AccountAdapter(DefaultAccountAdapter):
@@ -162,8 +167,10 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
             raise ImmediateHttpResponse(
                 _refusal(
                     request,
-                    "No account here is linked to this sign-in. Ask a project lead for an "
-                    "invite link, and sign in from it.",
+                    gettext(
+                        "No account here is linked to this sign-in. Ask a project lead for an "
+                        "invite link, and sign in from it."
+                    ),
                     403,
                 )
             )
@@ -218,5 +225,7 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
     def _bad_username(request: HttpRequest, username: str, exc: ValidationError) -> HttpResponse:
         reason = " ".join(exc.messages)
         if not username:
-            reason = "Your identity provider gave no username (OpenID Connect preferred_username)."
+            reason = gettext(
+                "Your identity provider gave no username (OpenID Connect preferred_username)."
+            )
         return _refusal(request, reason, 400, username)

@@ -1,6 +1,6 @@
 """Accepting an invite (with a password or through an identity provider); the login page, the
 identity providers' routes (django-allauth's, without its own sign-up and password pages); the
-account's API token page."""
+account's API token page; the language switcher."""
 
 from allauth.socialaccount import views as social_views
 from allauth.socialaccount.providers.github import views as github
@@ -41,4 +41,5 @@ urlpatterns = [
     path("invite/<str:token>/", views.invite, name="accept_invite"),
     path("invite/<str:token>/sign-in/", views.invite_sign_in, name="invite_sign_in"),
     path("account/api-token/", views.api_token, name="api_token_page"),
+    path("language/", views.set_language, name="set_language"),
 ]

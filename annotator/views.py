@@ -1,5 +1,6 @@
 """Accepting an invite: a volunteer sets a password, or signs in through an identity provider,
-and joins a project with a role; the login page; and the account's API token page.
+and joins a project with a role; the login page; the account's API token page; the language
+switcher.
 
 The lead's side (creating invites and accounts) lives on the project page, in
 `labeling.project_views`.
@@ -7,13 +8,19 @@ The lead's side (creating invites and accounts) lives on the project page, in
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import HttpResponse
+from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import translation
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
@@ -27,6 +34,7 @@ from annotator.accounts import (
 )
 from annotator.auth import passwords_allowed
 from annotator.forms import AcceptInviteForm, ApiTokenForm, ProviderForm
+from annotator.language import LANGUAGE_CODES, save_language, supported
 from annotator.signin import (
     LOGIN_BACKEND,
     allow_provider_forms,
@@ -34,7 +42,7 @@ from annotator.signin import (
     start_invite_sign_in,
 )
 
-PASSWORDS_OFF = "Passwords are turned off on this site: sign in through your identity provider."
+PASSWORDS_OFF = _("Passwords are turned off on this site: sign in through your identity provider.")
 
 
 class LoginView(auth_views.LoginView):
@@ -92,11 +100,17 @@ def invite(request, token: str):
             form.add_error("username", exc)
         else:
             login(request, membership.user, backend=LOGIN_BACKEND)
-            messages.success(
-                request, f"Welcome! You joined {membership.project} as {membership.role}."
-            )
+            messages.success(request, welcome_message(membership))
             return redirect("project_detail", project_id=membership.project_id)
     return _invite_page(request, context, status=400 if form.errors else 200)
+
+
+def welcome_message(membership) -> str:
+    """The greeting after joining a project (by password or through a provider)."""
+    return gettext("Welcome! You joined %(project)s as %(role)s.") % {
+        "project": membership.project,
+        "role": membership.get_role_display(),
+    }
 
 
 def _invite_page(request, context: dict, status: int) -> HttpResponse:
@@ -113,7 +127,9 @@ def invite_sign_in(request, token: str):
         return _unusable(request, exc)
     form = ProviderForm(request.POST, providers=providers(request))
     if not form.is_valid():
-        return HttpResponse(f"provider: {form.errors['provider'][0]}", status=400)
+        return HttpResponse(
+            gettext("provider: %(error)s") % {"error": form.errors["provider"][0]}, status=400
+        )
     return start_invite_sign_in(request, token, form.cleaned_data["provider"])
 
 
@@ -138,14 +154,14 @@ def api_token(request):
                 "annotator/api_token.html",
                 {
                     "created": api_token_created(request.user),
-                    "error": f"action: {form.errors['action'][0]}",
+                    "error": gettext("action: %(error)s") % {"error": form.errors["action"][0]},
                 },
                 status=400,
             )
         if form.cleaned_data["action"] == "revoke":
             request.session.pop(_NEW_TOKEN, None)
             if revoke_api_token(request.user):
-                messages.success(request, "Token revoked: it no longer opens the API.")
+                messages.success(request, gettext("Token revoked: it no longer opens the API."))
         else:
             request.session[_NEW_TOKEN] = create_api_token(request.user)
         return redirect("api_token_page")
@@ -155,3 +171,39 @@ def api_token(request):
         "annotator/api_token.html",
         {"created": api_token_created(request.user), "key": key},
     )
+
+
+@require_POST
+def set_language(request):
+    """The language switcher (every page's header, the login page's too): keep the choice in
+    Django's language cookie and, for a signed-in person, as their saved preference
+    (`annotator.language`), then go back to `next` if it is a page of this site (else home).
+
+    A code that is not one of `settings.LANGUAGES` is a 400 and changes nothing.
+    """
+    code = supported(request.POST.get("language"))
+    if code is None:
+        message = gettext("language: choose one of %(codes)s") % {
+            "codes": ", ".join(sorted(LANGUAGE_CODES))
+        }
+        return HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
+    next_url = request.POST.get("next") or ""
+    if not url_has_allowed_host_and_scheme(
+        next_url, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        next_url = reverse("home")  # never to another site (an open redirect)
+    if request.user.is_authenticated:
+        save_language(request, code)
+    translation.activate(code)
+    response = HttpResponseRedirect(next_url)
+    response.set_cookie(
+        settings.LANGUAGE_COOKIE_NAME,
+        code,
+        max_age=settings.LANGUAGE_COOKIE_AGE,
+        path=settings.LANGUAGE_COOKIE_PATH,
+        domain=settings.LANGUAGE_COOKIE_DOMAIN,
+        secure=settings.LANGUAGE_COOKIE_SECURE,
+        httponly=settings.LANGUAGE_COOKIE_HTTPONLY,
+        samesite=settings.LANGUAGE_COOKIE_SAMESITE,  # type: ignore[arg-type]  # "Lax"
+    )
+    return response

@@ -7,6 +7,8 @@ from django.conf import settings
 from django.core.exceptions import BadRequest, RequestDataTooBig, SuspiciousOperation
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.http.multipartparser import MultiPartParserError
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from lib import inputlimits
 
@@ -49,7 +51,7 @@ class InputLimitsMiddleware:
         except RequestDataTooBig:
             problem = (413, "body", _too_big_message())
         except (SuspiciousOperation, MultiPartParserError, BadRequest) as exc:
-            problem = (400, "body", str(exc) or "the request body could not be read")
+            problem = (400, "body", str(exc) or gettext("the request body could not be read"))
         if problem is not None:
             return _refusal(request, *problem)
         return self.get_response(request)
@@ -61,16 +63,30 @@ def _shown(name: str) -> str:
     return "'" + (name if len(name) <= 80 else name[:80] + "…") + "'"
 
 
-_NUL_MESSAGE = "contains a NUL character (\\x00), which cannot be stored; remove it"
+# Where a NUL was found, as the message names it (the requests are answered in the reader's
+# language; the field name itself is quoted as it came).
+_KINDS = {
+    "query": _("query parameter"),
+    "cookie": _("cookie"),
+    "form": _("form field"),
+    "file": _("file name of field"),
+}
+
+
+def _nul_message(where: str) -> str:
+    return gettext(
+        "%(where)s contains a NUL character (\\x00), which cannot be stored; remove it"
+    ) % {"where": where}
 
 
 def _first_nul(pairs, kind: str) -> tuple[int, str, str] | None:
     for key, values in pairs:
         if inputlimits.NUL in key:
-            return 400, key, f"{kind} name {_shown(key)} {_NUL_MESSAGE}"
+            where = gettext("%(kind)s name %(name)s") % {"kind": _KINDS[kind], "name": _shown(key)}
+            return 400, key, _nul_message(where)
         for value in values:
             if isinstance(value, str) and inputlimits.NUL in value:
-                return 400, key, f"{kind} {_shown(key)} {_NUL_MESSAGE}"
+                return 400, key, _nul_message(f"{_KINDS[kind]} {_shown(key)}")
     return None
 
 
@@ -78,10 +94,10 @@ def _input_problem(request: HttpRequest) -> tuple[int, str, str] | None:
     length = request.META.get("CONTENT_LENGTH") or "0"
     too_large = inputlimits.upload_too_large(int(length)) if length.isdecimal() else None
     if too_large:
-        return 413, "body", f"the request body is {too_large}"
+        return 413, "body", gettext("the request body is %(size)s") % {"size": too_large}
     if inputlimits.NUL in request.path:
-        return 400, "path", f"the address {_NUL_MESSAGE}"
-    problem = _first_nul(request.GET.lists(), "query parameter") or _first_nul(
+        return 400, "path", _nul_message(gettext("the address"))
+    problem = _first_nul(request.GET.lists(), "query") or _first_nul(
         ((k, [v]) for k, v in request.COOKIES.items()), "cookie"
     )
     if problem or request.method in ("GET", "HEAD", "OPTIONS"):
@@ -89,10 +105,10 @@ def _input_problem(request: HttpRequest) -> tuple[int, str, str] | None:
     content_type = request.content_type or ""
     if content_type in ("multipart/form-data", "application/x-www-form-urlencoded"):
         form = request.POST if request.method == "POST" else QueryDict(request.body)
-        problem = _first_nul(form.lists(), "form field")
+        problem = _first_nul(form.lists(), "form")
         if problem is None and request.method == "POST":
             names = [(key, [f.name for f in files]) for key, files in request.FILES.lists()]
-            problem = _first_nul(names, "file name of field")
+            problem = _first_nul(names, "file")
         return problem
     if content_type == "application/json" or content_type.endswith("+json"):
         return _json_problem(request.body)
@@ -103,18 +119,20 @@ def _json_problem(body: bytes) -> tuple[int, str, str] | None:
     try:
         data = inputlimits.loads(body)
     except inputlimits.JSONTooDeep as exc:
-        return 400, "body", f"JSON body, {exc}"
+        return 400, "body", gettext("JSON body, %(problem)s") % {"problem": exc}
     except ValueError:
         return None  # not JSON (or not UTF-8): the view's parser says so with a 400
     where = inputlimits.find_nul(data)
     if where is not None:
-        return 400, where, f"JSON body at {_shown(where)} {_NUL_MESSAGE}"
+        return 400, where, _nul_message(gettext("JSON body at %(path)s") % {"path": _shown(where)})
     return None
 
 
 def _too_big_message() -> str:
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-    return f"the form or JSON data is larger than {limit:,} bytes (DATA_UPLOAD_MAX_MEMORY_SIZE)"
+    return gettext(
+        "the form or JSON data is larger than %(limit)s bytes (DATA_UPLOAD_MAX_MEMORY_SIZE)"
+    ) % {"limit": f"{limit:,}"}
 
 
 def _refusal(request: HttpRequest, status: int, field: str, message: str) -> HttpResponse:
@@ -122,4 +140,5 @@ def _refusal(request: HttpRequest, status: int, field: str, message: str) -> Htt
     wants_json = request.path.startswith("/api/") or "json" in request.headers.get("Accept", "")
     if wants_json:
         return JsonResponse({"detail": message, "field": field}, status=status)
-    return HttpResponse(f"Bad request: {message}.\n", status=status, content_type="text/plain")
+    text = gettext("Bad request: %(message)s.") % {"message": message}
+    return HttpResponse(text + "\n", status=status, content_type="text/plain; charset=utf-8")

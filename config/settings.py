@@ -92,6 +92,10 @@ MIDDLEWARE = [
     # NUL characters, oversized bodies and deep JSON refused with a 400 naming the field (after
     # the CSP, so that its refusals carry the security headers).
     "config.middleware.InputLimitsMiddleware",
+    # The signed-in person's saved language over LocaleMiddleware's cookie / Accept-Language.
+    # After the input limits: it reads the session, which a NUL in its cookie would break (so
+    # those refusals speak the cookie's or the browser's language).
+    "annotator.language.UserLanguageMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     # Last, as django-axes asks: it inspects the response of a failed login.
     "axes.middleware.AxesMiddleware",
@@ -320,6 +324,9 @@ CONTENT_SECURITY_POLICY = {
 SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the cookie-free meta tag instead
+# The language switcher's cookie (annotator.views.set_language): no script reads it.
+LANGUAGE_COOKIE_HTTPONLY = True
+LANGUAGE_COOKIE_SAMESITE = "Lax"
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
@@ -328,6 +335,7 @@ if not DEBUG:
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
     SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", True)
     CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", True)
+    LANGUAGE_COOKIE_SECURE = SESSION_COOKIE_SECURE
     SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True

@@ -16,6 +16,7 @@ from collections import Counter, defaultdict
 from typing import TYPE_CHECKING, Any, TextIO
 
 from django.db.models import Count, Max, Min
+from django.utils import translation
 
 from annotator.models import Project
 from dataset import metadata
@@ -208,7 +209,9 @@ def annotation_process(facts: ReleaseFacts) -> list[str]:
         if project.pilot_size
         else "- Pilot: none recorded in the tool."
     )
-    policy = project.get_resolution_policy_display()
+    # The release's files are English whatever the language of the request that made them.
+    with translation.override("en"):
+        policy = str(project.get_resolution_policy_display())
     if project.resolution_policy == Project.Policy.MAJORITY:
         policy += f" (threshold {project.majority_threshold:.0%} of the votes)"
     lines.append(f"- Resolution policy: {policy}; a false-positive exclusion needs every vote.")

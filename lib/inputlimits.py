@@ -16,6 +16,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, models
+from django.utils.translation import gettext, gettext_noop
 
 NUL = "\x00"
 
@@ -29,8 +30,13 @@ class JSONTooDeep(ValueError):
 
     def __init__(self, line: int, column: int, limit: int) -> None:
         self.line, self.column, self.limit = line, column, limit
-        self.message = f"nested deeper than {limit} levels (MAX_JSON_DEPTH)"
-        super().__init__(f"line {line}, column {column}: {self.message}")
+        self.message = gettext("nested deeper than %(limit)d levels (MAX_JSON_DEPTH)") % {
+            "limit": limit
+        }
+        super().__init__(
+            gettext("line %(line)d, column %(column)d: %(problem)s")
+            % {"line": line, "column": column, "problem": self.message}
+        )
 
 
 def check_json_depth(text: str, limit: int | None = None) -> None:
@@ -100,7 +106,10 @@ def length_error(model: type[models.Model], field: str, value: str) -> str | Non
     """A message if `value` is longer than the model field's column, else None."""
     limit = max_length(model, field)
     if limit is not None and len(value) > limit:
-        return f"at most {limit} characters (this one has {len(value)})"
+        return gettext("at most %(limit)d characters (this one has %(length)d)") % {
+            "limit": limit,
+            "length": len(value),
+        }
     return None
 
 
@@ -116,23 +125,31 @@ def upload_too_large(size: int) -> str | None:
     """A message if `size` bytes are over MAX_UPLOAD_BYTES, else None."""
     limit = settings.MAX_UPLOAD_BYTES
     if size > limit:
-        return f"{size:,} bytes; at most {limit:,} bytes (MAX_UPLOAD_BYTES)"
+        return gettext("%(size)s bytes; at most %(limit)s bytes (MAX_UPLOAD_BYTES)") % {
+            "size": f"{size:,}",
+            "limit": f"{limit:,}",
+        }
     return None
 
 
 # The longest CSV cell an importer reads: the csv module's default field limit. The check is ours
 # because that limit is process-wide and a library may raise it (frictionless does on import).
 CSV_CELL_LIMIT = 131_072
-CSV_CELL_MESSAGE = f"a cell is over {CSV_CELL_LIMIT:,} characters"
+CSV_CELL_MESSAGE = gettext_noop("a cell is over %(limit)s characters")
+
+
+def csv_cell_message() -> str:
+    """Why a record with an oversized cell is refused, in the reader's language."""
+    return gettext(CSV_CELL_MESSAGE) % {"limit": f"{CSV_CELL_LIMIT:,}"}
 
 
 def csv_cell_problem(error: Exception | None = None, cells: list[str] | None = None) -> str | None:
     """Why a CSV record cannot be imported for its size: the csv module's field-limit error, or
     a cell read under a raised limit that is still over ours; None for any other record."""
     if error is not None:
-        return CSV_CELL_MESSAGE if "field limit" in str(error) else str(error)
+        return csv_cell_message() if "field limit" in str(error) else str(error)
     if cells and any(len(cell) > CSV_CELL_LIMIT for cell in cells):
-        return CSV_CELL_MESSAGE
+        return csv_cell_message()
     return None
 
 

@@ -6,13 +6,13 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotator', '0008_member_pseudonyms'),
+        ('annotator', '0009_preference_and_names'),
     ]
 
     operations = [
         migrations.AddField(
             model_name='project',
             name='translated_descriptions',
-            field=models.BooleanField(default=False),
+            field=models.BooleanField(default=False, verbose_name='translated descriptions'),
         ),
     ]
