@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from xdist.scheduler import LoadScheduling
 
 LONG_MARKERS = ("slow", "browser")
 ENV = "TEST_LONG_FIRST_FILE"
@@ -59,28 +60,27 @@ def pytest_configure(config: pytest.Config) -> None:
         config.add_cleanup(lambda: (Path(path).unlink(missing_ok=True), os.environ.pop(ENV)))
 
 
+class LongFirstScheduling(LoadScheduling):
+    """xdist's `load` scheduling, but one test at a time while the head of the queue is one of
+    the long tests the workers put first."""
+
+    long_count = 0
+
+    def schedule(self) -> None:
+        if self.collection is None:  # the first call: every worker has collected
+            text = Path(os.environ[ENV]).read_text().strip()
+            self.long_count = int(text) if text else 0
+        super().schedule()
+
+    def _send_tests(self, node, num: int) -> None:
+        if self.pending and self.pending[0] < self.long_count:
+            # Enough for the worker to hold two (the one it runs, and its `nextitem`).
+            num = max(1, 2 - len(self.node2pending[node]))
+        super()._send_tests(node, num)
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own LoadScheduling
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     if config.getoption("dist") != "load" or ENV not in os.environ:
         return None
-    from xdist.scheduler import LoadScheduling
-
-    class LongFirstScheduling(LoadScheduling):
-        """xdist's `load` scheduling, but one test at a time while the head of the queue is
-        one of the long tests the workers put first."""
-
-        long_count = 0
-
-        def schedule(self) -> None:
-            if self.collection is None:  # the first call: every worker has collected
-                text = Path(os.environ[ENV]).read_text().strip()
-                self.long_count = int(text) if text else 0
-            super().schedule()
-
-        def _send_tests(self, node, num: int) -> None:
-            if self.pending and self.pending[0] < self.long_count:
-                # Enough for the worker to hold two (the one it runs, and its `nextitem`).
-                num = max(1, 2 - len(self.node2pending[node]))
-            super()._send_tests(node, num)
-
     return LongFirstScheduling(config, log)
