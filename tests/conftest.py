@@ -29,6 +29,9 @@ from taxonomy.models import Taxonomy, TaxonomyVersion
 
 from . import harness
 
+# Long tests first under pytest-xdist (issue 22: the whole suite within 5 minutes).
+pytest_plugins = ["tests.plugins.long_first"]
+
 # Playwright's sync API runs an event loop in the test thread; the ORM calls in the same test
 # are still synchronous, so Django's async-safety guard must be told.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")

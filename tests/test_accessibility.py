@@ -33,13 +33,22 @@ from tests.builders import final_issue, label_item
 from tests.conftest import log_in, make_user
 from tests.security import fuzz
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-
 # Not pages: files, JSON, the API (DRF's own templates), the health check, and routes that only
 # act (log out, skip an issue) or need a one-time token from an e-mail.
 NOT_A_PAGE = re.compile(
     r"^(api/|healthz|favicon|accounts/logout|accounts/reset/<)|\.csv$|\.json$|download/$|skip/$"
 )
+
+
+# The audit runs as one chunk per role (the lead's pages in two), so that pytest-xdist spreads
+# it over its workers: in one test it held a worker for 1.5 min. A chunk's routes are every
+# `PARTS[role]`-th page route; `test_the_chunks_cover_every_page_route_for_every_role` checks
+# that no route is left out.
+ROLES = ("visitor", "lead", "annotator", "researcher", "admin")
+PARTS = {"lead": 2}
+CHUNKS = [(role, part) for role in ROLES for part in range(PARTS.get(role, 1))]
+# Each role reaches its pages: the lead sees the most, the visitor only the public ones.
+AT_LEAST = {"lead": 20, "annotator": 5, "researcher": 5}
 
 
 @pytest.fixture
@@ -83,14 +92,21 @@ def study(project, issues_in_project, lead, annotator, other_annotator, research
     return values, personas
 
 
-def page_urls(values: dict) -> list[str]:
-    """Every route of the URL conf that serves a page, filled with the scenario's ids."""
-    # Django's admin (its routes are left out of fuzz.routes): its index and one change list.
-    urls: list[str] = ["/admin/", "/admin/annotator/project/"]
-    for route in dict.fromkeys(fuzz.routes()):
-        if not NOT_A_PAGE.search(route):
-            urls.extend(fuzz.expand(route, values))
-    return urls
+def page_routes() -> list[str]:
+    """Every route of the URL conf that serves a page, and Django's admin (its routes are left
+    out of fuzz.routes): its index and one change list."""
+    routes = ["admin/", "admin/annotator/project/"]
+    routes += [r for r in dict.fromkeys(fuzz.routes()) if not NOT_A_PAGE.search(r)]
+    return routes
+
+
+def chunk_routes(role: str, part: int) -> list[str]:
+    return page_routes()[part :: PARTS.get(role, 1)]
+
+
+def page_urls(values: dict, routes: list[str]) -> list[str]:
+    """The routes filled with the scenario's ids."""
+    return [url for route in routes for url in fuzz.expand(route, values)]
 
 
 def audit(browser, live_server, username: str | None, urls: list[str]) -> tuple[list[str], int]:
@@ -129,6 +145,35 @@ def audit(browser, live_server, username: str | None, urls: list[str]) -> tuple[
     return found, audited
 
 
+@pytest.mark.parametrize("persona,part", CHUNKS, ids=[f"{r}-{p}" for r, p in CHUNKS])
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_every_page_as_every_role_has_no_serious_accessibility_violation(
+    browser, live_server, study, persona, part
+):
+    values, personas = study
+    urls = page_urls(values, chunk_routes(persona, part))
+    username = personas[persona].username if persona != "visitor" else None
+    found, audited = audit(browser, live_server, username, urls)
+    print(f"pages audited as {persona} (part {part}): {audited}")  # shown with -rP
+    # Each role reached its pages (a role in parts: each part its share).
+    assert audited > AT_LEAST.get(persona, 0) // PARTS.get(persona, 1), audited
+    assert not found, f"{len(found)} serious/critical axe-core violations:\n" + "\n".join(found)
+
+
+def test_the_chunks_cover_every_page_route_for_every_role():
+    routes = page_routes()
+    assert len(page_urls({}, routes)) > 30  # the URL conf was read
+    assert {role for role, _ in CHUNKS} == set(ROLES)
+    for role in ROLES:
+        covered = [r for role_, part in CHUNKS if role_ == role for r in chunk_routes(role, part)]
+        assert sorted(covered) == sorted(routes), role  # each route once, none left out
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
 def test_the_audit_reports_a_page_with_a_serious_violation(browser, live_server, db):
     # The probe can fire: an image without alt text and a control without a name are found.
     context = browser.new_context()
@@ -143,22 +188,3 @@ def test_the_audit_reports_a_page_with_a_serious_violation(browser, live_server,
         context.close()
     rules = {line.split(" ", 1)[0] for line in found}
     assert {"image-alt", "button-name"} <= rules
-
-
-def test_every_page_as_every_role_has_no_serious_accessibility_violation(
-    browser, live_server, study
-):
-    values, personas = study
-    urls = page_urls(values)
-    assert len(urls) > 30  # the URL conf was read
-    found: list[str] = []
-    audited: dict[str, int] = {}
-    for persona in (None, *personas):
-        username = personas[persona].username if persona else None
-        violations, count = audit(browser, live_server, username, urls)
-        found.extend(violations)
-        audited[persona or "visitor"] = count
-    print(f"pages audited per role: {audited}")  # shown with -rP
-    # Each role reached its pages: the lead sees the most, the visitor only the public ones.
-    assert audited["lead"] > 20 and audited["annotator"] > 5 and audited["researcher"] > 5
-    assert not found, f"{len(found)} serious/critical axe-core violations:\n" + "\n".join(found)

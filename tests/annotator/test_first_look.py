@@ -7,11 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from tests import embedded
+
 SCRIPT = Path(__file__).with_name("first_look.py")
 
 
 @pytest.mark.slow
-def test_a_volunteer_labels_on_the_embedded_database(tmp_path):
+def test_a_volunteer_labels_on_the_embedded_database(tmp_path, tmp_path_factory):
+    # Migrated from nothing and with the demo once per run (tests.embedded.prepared).
+    embedded.prepared(tmp_path, embedded.shared_tmp(tmp_path_factory))
     done = subprocess.run(
         [sys.executable, str(SCRIPT), str(tmp_path)],
         capture_output=True,

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from tests import embedded
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -46,7 +48,10 @@ def _processes_of(data_dir: Path) -> list[int]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("with_workers", [False, True], ids=["embedded", "with-workers"])
-def test_sigterm_stops_the_server_and_its_workers(tmp_path, with_workers):
+def test_sigterm_stops_the_server_and_its_workers(tmp_path, tmp_path_factory, with_workers):
+    # bin/serve's own migrate and demo find the run's shared copy (tests.embedded.prepared):
+    # what is tested is the stop, not the first set-up (tests/annotator/test_first_look.py).
+    embedded.prepared(tmp_path, embedded.shared_tmp(tmp_path_factory))
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
     env.update(DATA_DIR=str(tmp_path), PORT=str(port), DEBUG="1")

@@ -27,6 +27,7 @@ from annotator.models import Membership
 from ingest.models import Issue, Repository
 from labeling import issue_list, resolution, submission
 from labeling.models import Annotation, ProjectIssue
+from tests import embedded
 from tests.conftest import make_issue
 from tests.labeling.conftest import label_data, label_item
 
@@ -664,9 +665,11 @@ def test_the_issue_page_of_an_issue_nobody_labeled(client, project, study, lead)
 
 
 @pytest.mark.slow
-def test_the_list_and_its_search_work_on_the_embedded_sqlite_database(tmp_path):
-    """The first look's database: migrations 0006 and 0007 pass over it, the search reads
-    phrases, -not and or as substrings."""
+def test_the_list_and_its_search_work_on_the_embedded_sqlite_database(tmp_path, tmp_path_factory):
+    """The first look's database: migrations 0006 and 0007 pass over it (when the run's shared
+    copy is made, `tests.embedded.prepared`), the search reads phrases, -not and or as
+    substrings."""
+    embedded.prepared(tmp_path, embedded.shared_tmp(tmp_path_factory))
     script = Path(__file__).with_name("issue_list_sqlite.py")
     done = subprocess.run(
         [sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=300

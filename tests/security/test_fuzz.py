@@ -212,38 +212,106 @@ def _fuzz_api(prober: fuzz.Prober, route_list: list[str], values: dict) -> None:
                         prober.send("lead", method, url, name, probe, data={name: value})
 
 
+# The test runs as independent chunks, so that pytest-xdist spreads it over its workers (as one
+# test it was 1-2 min): the pages chunks each sweep every route (~590 requests, about half of a
+# chunk's: so two, not more) and fuzz their share of the forms found; the addresses chunk
+# probes every route's path parameters and every API operation, which needs no sweep. Each
+# pages chunk checks that the shares cover every form once.
+PAGE_CHUNKS = 2
+CHUNKS = [f"pages-{i}" for i in range(PAGE_CHUNKS)] + ["addresses-api"]
+
+
+def form_cost(form: fuzz.Form, file_probes: list) -> int:
+    """The requests `fuzz.fuzz_form` sends for the form (a GET form: no defaults, no NUL key)."""
+    names = [n for n in form.fields if n != "csrfmiddlewaretoken"]
+    if form.method != "post":
+        return len(names) * len(fuzz.VALUE_PROBES)
+    cost = 2  # the defaults, and a NUL in a field name
+    for name in names:
+        if form.fields[name].kind == "file":
+            cost += sum(form.fields[name].accepts(filename) for _, _, filename in file_probes)
+        else:
+            cost += len(fuzz.VALUE_PROBES)
+    return cost
+
+
+def shares(costs: dict[str, int], n: int) -> list[list[str]]:
+    """The keys split into `n` shares of about equal cost (the costliest first, each to the
+    share with least so far; ties by key, so every chunk computes the same split)."""
+    parts: list[list[str]] = [[] for _ in range(n)]
+    loads = [0] * n
+    for key in sorted(costs, key=lambda k: (-costs[k], k)):
+        i = loads.index(min(loads))
+        parts[i].append(key)
+        loads[i] += costs[key]
+    return parts
+
+
 @pytest.mark.slow  # every form and endpoint, with every hostile value
-@pytest.mark.timeout(900)  # 91 s on a quiet host; the suite's 300 s is too tight under load
-def test_no_input_makes_a_500_and_a_refusal_writes_nothing(study, settings):
+@pytest.mark.timeout(
+    900
+)  # a chunk is 10-30 s on a quiet host; the suite's 300 s is tight under load
+@pytest.mark.parametrize("chunk", CHUNKS)
+def test_no_input_makes_a_500_and_a_refusal_writes_nothing(study, settings, chunk):
     values, users = study
     stats = fuzz.Stats()
     prober = fuzz.Prober(_clients(users), stats)
 
-    route_list, forms, seeds, pages = _sweep(prober, values)
-    # Guards against an empty sweep: the labeling, taxonomy, interview pages and their files.
-    actions = {form.action for _, form in forms.values()}
-    assert any("/label/" in a for a in actions), actions
-    assert any("/interviews/" in a for a in actions), actions
-    assert any("/taxonomy/import/" in a for a in actions), actions
-    assert any(name.endswith(".csv") for name in seeds) and any(
-        name.endswith(".json") for name in seeds
-    ), list(seeds)
+    if chunk == "addresses-api":
+        route_list = list(fuzz.routes())
+        stats.routes = len(route_list)
+        _fuzz_paths(prober, route_list, values)
+        _fuzz_api(prober, route_list, values)
+        print(f"\nfuzz {chunk}: {stats.summary()}")
+        assert stats.routes > 30 and stats.api_operations >= 5, stats.summary()
+    else:
+        route_list, forms, seeds, pages = _sweep(prober, values)
+        # Guards against an empty sweep: the labeling, taxonomy, interview pages and their files.
+        actions = {form.action for _, form in forms.values()}
+        assert any("/label/" in a for a in actions), actions
+        assert any("/interviews/" in a for a in actions), actions
+        assert any("/taxonomy/import/" in a for a in actions), actions
+        assert any(name.endswith(".csv") for name in seeds) and any(
+            name.endswith(".json") for name in seeds
+        ), list(seeds)
 
-    file_probes = fuzz.file_probes(seeds, settings.MAX_UPLOAD_BYTES)
-    stats.forms = len(forms)
-    for persona, form in forms.values():
-        if persona in users:  # a form may have logged the persona out (or changed its session)
-            prober.clients[persona].force_login(users[persona])
-        fuzz.fuzz_form(prober, persona, form, file_probes)
-    _fuzz_links(prober, pages)
-    _fuzz_paths(prober, route_list, values)
-    _fuzz_api(prober, route_list, values)
+        file_probes = fuzz.file_probes(seeds, settings.MAX_UPLOAD_BYTES)
+        by_name = {repr(key): key for key in forms}
+        split = shares(
+            {k: form_cost(forms[key][1], file_probes) for k, key in by_name.items()}, PAGE_CHUNKS
+        )
+        # Every form is fuzzed by exactly one chunk.
+        assert sorted(k for share in split for k in share) == sorted(by_name)
+        mine = set(split[int(chunk.rsplit("-", 1)[1])])
+        all_fields = sum(
+            len([n for n in form.fields if n != "csrfmiddlewaretoken"])
+            for _, form in forms.values()
+        )
+        assert len(forms) >= 15 and all_fields >= 40, (len(forms), all_fields)
+        for key, (persona, form) in forms.items():
+            if repr(key) not in mine:
+                continue
+            stats.forms += 1
+            if persona in users:  # a form may have logged the persona out (or changed its session)
+                prober.clients[persona].force_login(users[persona])
+            fuzz.fuzz_form(prober, persona, form, file_probes)
+        if chunk == "pages-0":
+            _fuzz_links(prober, pages)
+        print(f"\nfuzz {chunk}: {stats.summary()}")
+        assert stats.forms >= 1, stats.summary()
 
-    print(f"\nfuzz: {stats.summary()}")
-    assert stats.forms >= 15 and stats.fields >= 40 and stats.api_operations >= 5, stats.summary()
     assert not prober.findings, "\n".join(map(str, prober.findings[:25])) + (
         f"\n… {len(prober.findings)} findings; {stats.summary()}"
     )
+
+
+def test_the_shares_hold_every_key_once_and_balance_the_cost():
+    costs = {"a": 40, "b": 30, "c": 20, "d": 10, "e": 10, "f": 5}
+    split = shares(costs, 3)
+    assert sorted(k for share in split for k in share) == sorted(costs)
+    loads = [sum(costs[k] for k in share) for share in split]
+    assert max(loads) - min(loads) <= 10, split
+    assert shares(costs, 3) == split  # the same split in every chunk
 
 
 # --- the probes can fire -----------------------------------------------------------------------
