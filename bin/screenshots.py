@@ -20,7 +20,7 @@ def log_in(page: Page, base: str, username: str, password: str) -> str:
     page.goto(f"{base}/accounts/login/")
     page.fill("#id_username", username)
     page.fill("#id_password", password)
-    page.click("button[type=submit], input[type=submit]")
+    page.click("form:has(#id_password) [type=submit]")  # not the language switcher
     page.goto(f"{base}/")
     link = page.locator("a[href^='/projects/']").first
     href = link.get_attribute("href") or ""
