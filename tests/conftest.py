@@ -48,10 +48,17 @@ STUDY_TAXONOMY_ID = pytest.StashKey[int]()
 
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker, request) -> Iterator[None]:
-    """The test database (one per xdist worker), with the study taxonomy loaded once."""
+    """The test database (one per xdist worker), with the study taxonomy loaded once, and
+    emptied after a transactional test by DELETEs of the tables it wrote, not a TRUNCATE of
+    every table (`harness.flush_sql`)."""
+    from django.core.management.commands import flush
+
     with django_db_blocker.unblock():
         request.config.stash[STUDY_TAXONOMY_ID] = harness.install()
-    yield
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(flush, "sql_flush", harness.flush_sql)
+        patch.setattr(flush, "emit_post_migrate_signal", harness.after_flush)
+        yield
 
 
 @pytest.hookimpl(wrapper=True)

@@ -19,7 +19,11 @@ from pathlib import Path
 import pytest
 from django.conf import global_settings, settings
 from django.contrib.auth.hashers import get_hasher
+from django.core.management import call_command
+from django.core.management.color import no_style
+from django.db import connection
 
+from annotator.models import Project
 from taxonomy.models import TaxonomyVersion
 from tests import conftest, harness
 
@@ -106,6 +110,24 @@ def test_a_transactional_test_sees_it_too(taxonomy_version):
 def test_and_it_is_back_after_a_transactional_test_emptied_the_tables(taxonomy_version):
     # The test above ran first (pytest keeps a module's order) and its flush emptied them.
     assert taxonomy_version.nodes.count() == 3 + 18 + 70
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_flush_deletes_every_row_a_test_wrote_and_keeps_the_content_types(issues_in_project):
+    statements = harness.flush_sql(no_style(), connection, reset_sequences=False)
+    assert f"DELETE FROM {connection.ops.quote_name(Project._meta.db_table)}" in statements
+    assert not any("TRUNCATE" in statement for statement in statements)
+
+    call_command("flush", verbosity=0, interactive=False, reset_sequences=False)  # the teardown's
+    left = {}
+    with connection.cursor() as cursor:
+        for table in connection.introspection.django_table_names(only_existing=True):
+            cursor.execute(f"SELECT count(*) FROM {connection.ops.quote_name(table)}")
+            (rows,) = cursor.fetchone()
+            if rows:
+                left[table] = rows
+    assert set(left) == set(harness.KEPT_BY_FLUSH), left
+    # The harness puts the taxonomy back after the test, as after Django's flush.
 
 
 @pytest.mark.django_db
