@@ -15,10 +15,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection, transaction
 
 from annotator.models import Membership, Project, Role
 from ingest.models import Issue, Repository
@@ -73,6 +75,70 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
         with item.config.stash[blocking_manager_key].unblock():
             harness.restore(version_id)
     return result
+
+
+T = TypeVar("T")
+
+
+def transactional(item: pytest.Item) -> bool:
+    """Whether the test commits (pytest-django's TransactionTestCase) instead of rolling back."""
+    marker = item.get_closest_marker("django_db")
+    fixtures = getattr(item, "fixturenames", ())
+    return bool(
+        (marker and (marker.kwargs.get("transaction") or (marker.args and marker.args[0])))
+        or "transactional_db" in fixtures
+        or "live_server" in fixtures
+    )
+
+
+@pytest.fixture(scope="module")
+def module_db(
+    request, django_db_setup, django_db_blocker
+) -> Iterator[Callable[[Callable[[], T]], T]]:
+    """Rows built once for a module's tests: `module_db(build)` runs `build` in a transaction
+    that stays open until the module's last test, each test in a savepoint of it (pytest-django
+    rolls the savepoint back after the test, so a test may write). Foreign keys are checked
+    once, after the build, not again after each test. Module fixtures return ids; a test
+    reads its own objects.
+
+    A transactional test commits and flushes, so none may run while the transaction is open:
+    such a test comes before the first test of its module that asks for shared rows."""
+    with django_db_blocker.unblock():
+        block = transaction.atomic()
+        block.__enter__()
+    request.config.stash[SHARED_ROWS_OF] = request.node.nodeid
+
+    def build(make: Callable[[], T]) -> T:
+        with django_db_blocker.unblock():
+            result = make()
+            connection.check_constraints()
+        return result
+
+    try:
+        yield build
+    finally:
+        del request.config.stash[SHARED_ROWS_OF]
+        with django_db_blocker.unblock():
+            transaction.set_rollback(True)
+            block.__exit__(None, None, None)
+
+
+SHARED_ROWS_OF = pytest.StashKey[str]()
+
+
+class SharedRowsOpen(RuntimeError):
+    """A transactional test came while a module's shared rows were in an open transaction."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    module = item.config.stash.get(SHARED_ROWS_OF, None)
+    if module is not None and transactional(item):
+        raise SharedRowsOpen(
+            f"{item.nodeid} commits, but {module} holds shared rows (module_db) in an open "
+            "transaction: put the transactional test before the module's first test that asks "
+            "for them"
+        )
 
 
 @pytest.fixture

@@ -5,6 +5,9 @@
 - The study taxonomy is loaded once per session (`tests/harness.py`), and is still there
   after a transactional test emptied the tables; no test module loads it again (~2 s each)
   unless it needs a second version, and then it is listed here with its reason.
+- A transactional test's flush empties only the tables it wrote (`harness.flush_sql`) and
+  misses none; rows a module shares (`module_db`) sit in a transaction no committing test may
+  interrupt.
 - A test that starts a process is in the slow tier (`tests/conftest.py` refuses a subprocess
   to a test not marked `slow` or `browser`), so `bin/test --fast` never waits on one.
 """
@@ -137,6 +140,31 @@ def test_restore_puts_back_an_emptied_taxonomy_with_the_same_ids(taxonomy_versio
     TaxonomyVersion.objects.all().delete()
     assert harness.restore(taxonomy_version.pk) is True
     assert set(taxonomy_version.nodes.values_list("pk", "code")) == nodes
+
+
+def test_a_transactional_test_may_not_run_inside_a_modules_shared_rows(request):
+    # module_db keeps a transaction open: a test that commits and flushes would end it.
+    request.config.stash[conftest.SHARED_ROWS_OF] = "tests/test_x.py"
+    try:
+        with pytest.raises(conftest.SharedRowsOpen, match="before the module's first test"):
+            conftest.pytest_runtest_setup(_Probe(request.config, transaction=True))
+        conftest.pytest_runtest_setup(_Probe(request.config, transaction=False))  # may run
+    finally:
+        del request.config.stash[conftest.SHARED_ROWS_OF]
+
+
+class _Probe:
+    """A stand-in test item with a `django_db` marker."""
+
+    nodeid = "tests/test_x.py::test_commits"
+    fixturenames = ("db",)
+
+    def __init__(self, config, transaction: bool) -> None:
+        self.config = config
+        self.marker = pytest.mark.django_db(transaction=transaction).mark
+
+    def get_closest_marker(self, name: str):
+        return self.marker if name == "django_db" else None
 
 
 def test_no_test_module_loads_the_study_taxonomy_again():
