@@ -99,7 +99,8 @@ def module_db(
     that stays open until the module's last test, each test in a savepoint of it (pytest-django
     rolls the savepoint back after the test, so a test may write). Foreign keys are checked
     once, after the build, not again after each test. Module fixtures return ids; a test
-    reads its own objects.
+    reads its own objects. The rows are there for every later test of the module, even one
+    that does not ask for them: a test that needs a database without them comes first.
 
     A transactional test commits and flushes, so none may run while the transaction is open:
     such a test comes before the first test of its module that asks for shared rows."""
