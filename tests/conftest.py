@@ -49,6 +49,17 @@ STUDY_TAXONOMY_ID = pytest.StashKey[int]()
 
 
 @pytest.fixture(scope="session")
+def django_db_modify_db_settings(
+    django_db_modify_db_settings, django_db_keepdb, django_db_createdb, django_db_blocker
+) -> None:
+    """A new xdist worker's database is a copy of one migrated template, not migrated again
+    (`harness.clone_for_worker`); `--create-db` still migrates each."""
+    if django_db_keepdb and not django_db_createdb:
+        with django_db_blocker.unblock():
+            harness.clone_for_worker(connection)
+
+
+@pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker, request) -> Iterator[None]:
     """The test database (one per xdist worker), with the study taxonomy loaded once, and
     emptied after a transactional test by DELETEs of the tables it wrote, not a TRUNCATE of

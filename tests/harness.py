@@ -17,9 +17,17 @@ swaps every table's and index's files, 2-3 s per transactional test on this mach
 deleting a few rows takes milliseconds. Content types and permissions (the migrations' rows,
 which post_migrate would make again with new ids) are kept, so the post_migrate signal after
 the flush has nothing to make and is sent only when they are gone (`after_flush`).
+
+Under pytest-xdist a fresh checkout would run every migration once per worker: instead the
+first worker migrates one template database (`test_<name>`, the one a single-process run
+uses) with the taxonomy in it, and each worker copies it (`CREATE DATABASE … TEMPLATE`, as
+Django's own parallel runner clones), in a second or two (`clone_for_worker`).
 """
 
 from __future__ import annotations
+
+import re
+import zlib
 
 from django.contrib.contenttypes.models import ContentType
 from django.core.management.color import Style
@@ -112,3 +120,51 @@ def after_flush(verbosity: int, interactive: bool, db: str, **kwargs) -> None:
     TRUNCATE); after `flush_sql` its receivers would find every row they make already there."""
     if not ContentType.objects.using(db).exists():
         emit_post_migrate_signal(verbosity, interactive, db, **kwargs)
+
+
+def clone_for_worker(db: BaseDatabaseWrapper) -> bool:
+    """Make this xdist worker's test database (`test_<name>_gw<n>`, not there yet) a copy of
+    `test_<name>`, migrating that one first if it is missing; False (pytest-django then
+    migrates as usual) when the template cannot be copied, say while another run is on it."""
+    worker = db.creation._get_test_db_name()
+    match = re.fullmatch(r"(.+)_(gw\d+)", worker)
+    if db.vendor != "postgresql" or match is None:
+        return False
+    template = match.group(1)
+    quote = db.ops.quote_name
+    exists = "SELECT 1 FROM pg_database WHERE datname = %s"
+    with db.creation._nodb_cursor() as cursor:
+        cursor.execute(exists, [worker])
+        if cursor.fetchone():
+            return False
+        # One worker builds the template while the others wait (a lock of this server session).
+        lock = zlib.crc32(template.encode())
+        cursor.execute("SELECT pg_advisory_lock(%s)", [lock])
+        try:
+            cursor.execute(exists, [template])
+            if cursor.fetchone() is None:
+                _build_template(db, template)
+            db.close()
+            try:
+                cursor.execute(f"CREATE DATABASE {quote(worker)} TEMPLATE {quote(template)}")
+            except Exception:
+                return False
+        finally:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [lock])
+    return True
+
+
+def _build_template(db: BaseDatabaseWrapper, template: str) -> None:
+    """Migrate `template` and load the study taxonomy into it, then point the connection back
+    at the worker's database settings."""
+    from django.conf import settings
+
+    name, test = db.settings_dict["NAME"], dict(db.settings_dict["TEST"])
+    db.settings_dict["TEST"]["NAME"] = template
+    try:
+        db.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False, keepdb=True)
+        install()
+    finally:
+        db.close()
+        db.settings_dict["NAME"] = settings.DATABASES[db.alias]["NAME"] = name
+        db.settings_dict["TEST"] = test

@@ -65,6 +65,17 @@ WRITES_FINALS_BY_HAND = {
     "tests/raters/test_classifier.py": "a unique-token final the in-sample model memorizes",
     "tests/raters/test_retrain.py": "finals without a code, which no submission makes",
 }
+# Fast-tier tests that commit (django_db(transaction=True)): each file says why. Anything else
+# rolls back (a flush after a committing test costs a tenth of a second or more, the commits
+# themselves more): no new file may.
+COMMITS_IN_THE_FAST_TIER = {
+    "tests/test_harness.py": "the harness's own flush and restore",
+    "tests/labeling/test_queue_wait.py": "row locks held by another connection's transaction",
+    "tests/labeling/test_pg_functions.py": "a function dropped under running code",
+    "tests/labeling/test_adaptive.py": "annotators at once over HTTP, in threads",
+    "tests/ingest/test_pages.py": "a sync run in a thread of the web process",
+    "tests/ingest/test_parts.py": "two tasks of one part, in threads",
+}
 LOAD = re.compile(r"\bload_study_taxonomy\(")
 FINAL_BY_HAND = re.compile(r"\bResolution(\.objects\.create)?\(")
 HASHERS = re.compile(r"\bPASSWORD_HASHERS\b")
@@ -140,6 +151,24 @@ def test_restore_puts_back_an_emptied_taxonomy_with_the_same_ids(taxonomy_versio
     TaxonomyVersion.objects.all().delete()
     assert harness.restore(taxonomy_version.pk) is True
     assert set(taxonomy_version.nodes.values_list("pk", "code")) == nodes
+
+
+def test_no_new_fast_test_commits(request):
+    committing = {
+        item.path.relative_to(TESTS.parent).as_posix()
+        for item in request.session.items
+        if conftest.transactional(item)
+        and not item.get_closest_marker("slow")
+        and not item.get_closest_marker("browser")
+    }
+    assert committing <= set(COMMITS_IN_THE_FAST_TIER), (
+        "a test that needs no other process or thread rolls back: @pytest.mark.django_db"
+    )
+
+
+def test_the_commit_probe_knows_a_committing_test(request):
+    assert conftest.transactional(_Probe(request.config, transaction=True))
+    assert not conftest.transactional(_Probe(request.config, transaction=False))
 
 
 def test_a_transactional_test_may_not_run_inside_a_modules_shared_rows(request):
