@@ -15,11 +15,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.db import connection, transaction
 from django.utils import translation
 
 from annotator.models import Membership, Project, Role
@@ -52,11 +54,29 @@ STUDY_TAXONOMY_ID = pytest.StashKey[int]()
 
 
 @pytest.fixture(scope="session")
+def django_db_modify_db_settings(
+    django_db_modify_db_settings, django_db_keepdb, django_db_createdb, django_db_blocker
+) -> None:
+    """A new xdist worker's database is a copy of one migrated template, not migrated again
+    (`harness.clone_for_worker`); `--create-db` still migrates each."""
+    if django_db_keepdb and not django_db_createdb:
+        with django_db_blocker.unblock():
+            harness.clone_for_worker(connection)
+
+
+@pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker, request) -> Iterator[None]:
-    """The test database (one per xdist worker), with the study taxonomy loaded once."""
+    """The test database (one per xdist worker), with the study taxonomy loaded once, and
+    emptied after a transactional test by DELETEs of the tables it wrote, not a TRUNCATE of
+    every table (`harness.flush_sql`)."""
+    from django.core.management.commands import flush
+
     with django_db_blocker.unblock():
         request.config.stash[STUDY_TAXONOMY_ID] = harness.install()
-    yield
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(flush, "sql_flush", harness.flush_sql)
+        patch.setattr(flush, "emit_post_migrate_signal", harness.after_flush)
+        yield
 
 
 @pytest.hookimpl(wrapper=True)
@@ -71,6 +91,71 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
         with item.config.stash[blocking_manager_key].unblock():
             harness.restore(version_id)
     return result
+
+
+T = TypeVar("T")
+
+
+def transactional(item: pytest.Item) -> bool:
+    """Whether the test commits (pytest-django's TransactionTestCase) instead of rolling back."""
+    marker = item.get_closest_marker("django_db")
+    fixtures = getattr(item, "fixturenames", ())
+    return bool(
+        (marker and (marker.kwargs.get("transaction") or (marker.args and marker.args[0])))
+        or "transactional_db" in fixtures
+        or "live_server" in fixtures
+    )
+
+
+@pytest.fixture(scope="module")
+def module_db(
+    request, django_db_setup, django_db_blocker
+) -> Iterator[Callable[[Callable[[], T]], T]]:
+    """Rows built once for a module's tests: `module_db(build)` runs `build` in a transaction
+    that stays open until the module's last test, each test in a savepoint of it (pytest-django
+    rolls the savepoint back after the test, so a test may write). Foreign keys are checked
+    once, after the build, not again after each test. Module fixtures return ids; a test
+    reads its own objects. The rows are there for every later test of the module, even one
+    that does not ask for them: a test that needs a database without them comes first.
+
+    A transactional test commits and flushes, so none may run while the transaction is open:
+    such a test comes before the first test of its module that asks for shared rows."""
+    with django_db_blocker.unblock():
+        block = transaction.atomic()
+        block.__enter__()
+    request.config.stash[SHARED_ROWS_OF] = request.node.nodeid
+
+    def build(make: Callable[[], T]) -> T:
+        with django_db_blocker.unblock():
+            result = make()
+            connection.check_constraints()
+        return result
+
+    try:
+        yield build
+    finally:
+        del request.config.stash[SHARED_ROWS_OF]
+        with django_db_blocker.unblock():
+            transaction.set_rollback(True)
+            block.__exit__(None, None, None)
+
+
+SHARED_ROWS_OF = pytest.StashKey[str]()
+
+
+class SharedRowsOpen(RuntimeError):
+    """A transactional test came while a module's shared rows were in an open transaction."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    module = item.config.stash.get(SHARED_ROWS_OF, None)
+    if module is not None and transactional(item):
+        raise SharedRowsOpen(
+            f"{item.nodeid} commits, but {module} holds shared rows (module_db) in an open "
+            "transaction: put the transactional test before the module's first test that asks "
+            "for them"
+        )
 
 
 @pytest.fixture

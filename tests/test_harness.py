@@ -5,6 +5,9 @@
 - The study taxonomy is loaded once per session (`tests/harness.py`), and is still there
   after a transactional test emptied the tables; no test module loads it again (~2 s each)
   unless it needs a second version, and then it is listed here with its reason.
+- A transactional test's flush empties only the tables it wrote (`harness.flush_sql`) and
+  misses none; rows a module shares (`module_db`) sit in a transaction no committing test may
+  interrupt.
 - A test that starts a process is in the slow tier (`tests/conftest.py` refuses a subprocess
   to a test not marked `slow` or `browser`), so `bin/test --fast` never waits on one.
 """
@@ -19,7 +22,11 @@ from pathlib import Path
 import pytest
 from django.conf import global_settings, settings
 from django.contrib.auth.hashers import get_hasher
+from django.core.management import call_command
+from django.core.management.color import no_style
+from django.db import connection
 
+from annotator.models import Project
 from taxonomy.models import TaxonomyVersion
 from tests import conftest, harness
 
@@ -57,6 +64,17 @@ WRITES_FINALS_BY_HAND = {
     "tests/raters/conftest.py": "synthetic corpora of hundreds of finals for the classifier",
     "tests/raters/test_classifier.py": "a unique-token final the in-sample model memorizes",
     "tests/raters/test_retrain.py": "finals without a code, which no submission makes",
+}
+# Fast-tier tests that commit (django_db(transaction=True)): each file says why. Anything else
+# rolls back (a flush after a committing test costs a tenth of a second or more, the commits
+# themselves more): no new file may.
+COMMITS_IN_THE_FAST_TIER = {
+    "tests/test_harness.py": "the harness's own flush and restore",
+    "tests/labeling/test_queue_wait.py": "row locks held by another connection's transaction",
+    "tests/labeling/test_pg_functions.py": "a function dropped under running code",
+    "tests/labeling/test_adaptive.py": "annotators at once over HTTP, in threads",
+    "tests/ingest/test_pages.py": "a sync run in a thread of the web process",
+    "tests/ingest/test_parts.py": "two tasks of one part, in threads",
 }
 LOAD = re.compile(r"\bload_study_taxonomy\(")
 FINAL_BY_HAND = re.compile(r"\bResolution(\.objects\.create)?\(")
@@ -108,6 +126,24 @@ def test_and_it_is_back_after_a_transactional_test_emptied_the_tables(taxonomy_v
     assert taxonomy_version.nodes.count() == 3 + 18 + 70
 
 
+@pytest.mark.django_db(transaction=True)
+def test_the_flush_deletes_every_row_a_test_wrote_and_keeps_the_content_types(issues_in_project):
+    statements = harness.flush_sql(no_style(), connection, reset_sequences=False)
+    assert f"DELETE FROM {connection.ops.quote_name(Project._meta.db_table)}" in statements
+    assert not any("TRUNCATE" in statement for statement in statements)
+
+    call_command("flush", verbosity=0, interactive=False, reset_sequences=False)  # the teardown's
+    left = {}
+    with connection.cursor() as cursor:
+        for table in connection.introspection.django_table_names(only_existing=True):
+            cursor.execute(f"SELECT count(*) FROM {connection.ops.quote_name(table)}")
+            (rows,) = cursor.fetchone()
+            if rows:
+                left[table] = rows
+    assert set(left) == set(harness.KEPT_BY_FLUSH), left
+    # The harness puts the taxonomy back after the test, as after Django's flush.
+
+
 @pytest.mark.django_db
 def test_restore_puts_back_an_emptied_taxonomy_with_the_same_ids(taxonomy_version):
     nodes = set(taxonomy_version.nodes.values_list("pk", "code"))
@@ -115,6 +151,49 @@ def test_restore_puts_back_an_emptied_taxonomy_with_the_same_ids(taxonomy_versio
     TaxonomyVersion.objects.all().delete()
     assert harness.restore(taxonomy_version.pk) is True
     assert set(taxonomy_version.nodes.values_list("pk", "code")) == nodes
+
+
+def test_no_new_fast_test_commits(request):
+    committing = {
+        item.path.relative_to(TESTS.parent).as_posix()
+        for item in request.session.items
+        if conftest.transactional(item)
+        and not item.get_closest_marker("slow")
+        and not item.get_closest_marker("browser")
+    }
+    assert committing <= set(COMMITS_IN_THE_FAST_TIER), (
+        "a test that needs no other process or thread rolls back: @pytest.mark.django_db"
+    )
+
+
+def test_the_commit_probe_knows_a_committing_test(request):
+    assert conftest.transactional(_Probe(request.config, transaction=True))
+    assert not conftest.transactional(_Probe(request.config, transaction=False))
+
+
+def test_a_transactional_test_may_not_run_inside_a_modules_shared_rows(request):
+    # module_db keeps a transaction open: a test that commits and flushes would end it.
+    request.config.stash[conftest.SHARED_ROWS_OF] = "tests/test_x.py"
+    try:
+        with pytest.raises(conftest.SharedRowsOpen, match="before the module's first test"):
+            conftest.pytest_runtest_setup(_Probe(request.config, transaction=True))
+        conftest.pytest_runtest_setup(_Probe(request.config, transaction=False))  # may run
+    finally:
+        del request.config.stash[conftest.SHARED_ROWS_OF]
+
+
+class _Probe:
+    """A stand-in test item with a `django_db` marker."""
+
+    nodeid = "tests/test_x.py::test_commits"
+    fixturenames = ("db",)
+
+    def __init__(self, config, transaction: bool) -> None:
+        self.config = config
+        self.marker = pytest.mark.django_db(transaction=transaction).mark
+
+    def get_closest_marker(self, name: str):
+        return self.marker if name == "django_db" else None
 
 
 def test_no_test_module_loads_the_study_taxonomy_again():

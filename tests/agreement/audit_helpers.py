@@ -31,12 +31,17 @@ LABELS = {
 PILOT = {111}
 
 
-def label_fields(project: Project, code: str) -> dict:
+def label_fields(project: Project, code: str, nodes: dict[str, TaxonomyNode] | None = None) -> dict:
     if code == "FP":
         return {"is_false_positive": True, "false_positive_reason": "keyword_in_names"}
-    nodes = TaxonomyNode.objects.filter(version_id=project.taxonomy_version_id)
-    theme = nodes.get(code=code)
+    theme = (nodes or version_nodes(project))[code]
     return {"issue_type": theme.parent, "theme": theme}
+
+
+def version_nodes(project: Project) -> dict[str, TaxonomyNode]:
+    """The project's taxonomy by code, with each node's parent: one query for every label."""
+    nodes = TaxonomyNode.objects.filter(version_id=project.taxonomy_version_id)
+    return {node.code: node for node in nodes.select_related("parent")}
 
 
 def careless_annotator(project: Project):
@@ -52,6 +57,7 @@ def build_audited_project(
 ) -> dict[int, ProjectIssue]:
     """The LABELS as current annotations and final labels; the queue items by issue number."""
     items = {}
+    nodes = version_nodes(project)
     for number, (*labels, final) in LABELS.items():
         issue = make_issue(repository, number)
         pilot = number in PILOT
@@ -68,13 +74,13 @@ def build_audited_project(
                 issue=issue,
                 annotator=user,
                 is_pilot=pilot,
-                **label_fields(project, code),
+                **label_fields(project, code, nodes),
             )
         Resolution.objects.create(
             project=project,
             issue=issue,
             method=Resolution.Method.LEAD_DECISION,
             decided_by=lead,
-            **label_fields(project, final),
+            **label_fields(project, final, nodes),
         )
     return items

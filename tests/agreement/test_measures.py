@@ -129,10 +129,55 @@ def independent_tables() -> dict[str, np.ndarray]:
     return tables
 
 
+# Before the shared study (module_db): its own project and repository, no imported rows.
+def test_unequal_rating_counts_are_left_out_of_fleiss_and_kept_in_alpha(
+    project, issues_in_project, annotator, other_annotator, lead
+):
+    version = project.taxonomy_version
+    node = {n.code: n for n in TaxonomyNode.objects.filter(version=version)}
+
+    def label(issue, user, code):
+        theme = node[code]
+        Annotation.objects.create(
+            project=project, issue=issue, annotator=user, theme=theme, issue_type=theme.parent
+        )
+
+    for issue in issues_in_project[:4]:
+        label(issue, annotator, "C.1")
+        label(issue, other_annotator, "C.1" if issue != issues_in_project[1] else "C.2")
+        label(issue, lead, "C.1")
+    label(issues_in_project[4], annotator, "C.1")
+    label(issues_in_project[4], other_annotator, "C.3")
+    report = agreement_report(project, use_cache=False)
+    theme = next(g for g in report["groups"] if g["code"] == "all")["levels"]["theme"]
+    # The sixth issue has no label at all: it is not part of the agreement.
+    assert theme["raters"] == 3 and theme["issues"] == 4 and theme["excluded"] == 1
+    assert theme["excluded_reason"] == (
+        "1 with a number of ratings other than 3 (Fleiss needs the same number on every issue)"
+    )
+    table = np.array([[3, 0, 0], [2, 1, 0], [3, 0, 0], [3, 0, 0]])
+    assert theme["kappa"] == pytest.approx(fleiss_kappa(table))
+    data = np.array(
+        [[1, 1, 1, 1, 1], [1, 2, 1, 1, 3], [1, 1, 1, 1, NAN]]
+    )  # raters x issues, 5th issue rated twice
+    assert theme["alpha"] == pytest.approx(kripp_alpha(data))
+
+
+@pytest.fixture(scope="module")
+def study_id(module_db) -> int:
+    """The two published samples, imported once for the module (tests/conftest.py, module_db)."""
+
+    def build() -> int:
+        import_labels("Study", SAMPLES)
+        return Project.objects.get(name="Study").pk
+
+    return module_db(build)
+
+
 @pytest.fixture
-def study(taxonomy_version):
-    import_labels("Study", SAMPLES)
-    return Project.objects.get(name="Study")
+def study(study_id, db):
+    cache.clear()  # the same project id in every test: no test reads another's cached report
+    return Project.objects.get(pk=study_id)
 
 
 def test_samples_equal_statsmodels_and_the_reference_values(study):
@@ -182,39 +227,6 @@ def test_per_annotator_figures_on_the_samples(study):
     (x, y), n = pairs.most_common(1)[0]
     top = report["confusions"]["top"][0]
     assert (top["a"], top["b"], top["count"]) == (x, y, n)
-
-
-def test_unequal_rating_counts_are_left_out_of_fleiss_and_kept_in_alpha(
-    project, issues_in_project, annotator, other_annotator, lead
-):
-    version = project.taxonomy_version
-    node = {n.code: n for n in TaxonomyNode.objects.filter(version=version)}
-
-    def label(issue, user, code):
-        theme = node[code]
-        Annotation.objects.create(
-            project=project, issue=issue, annotator=user, theme=theme, issue_type=theme.parent
-        )
-
-    for issue in issues_in_project[:4]:
-        label(issue, annotator, "C.1")
-        label(issue, other_annotator, "C.1" if issue != issues_in_project[1] else "C.2")
-        label(issue, lead, "C.1")
-    label(issues_in_project[4], annotator, "C.1")
-    label(issues_in_project[4], other_annotator, "C.3")
-    report = agreement_report(project, use_cache=False)
-    theme = next(g for g in report["groups"] if g["code"] == "all")["levels"]["theme"]
-    # The sixth issue has no label at all: it is not part of the agreement.
-    assert theme["raters"] == 3 and theme["issues"] == 4 and theme["excluded"] == 1
-    assert theme["excluded_reason"] == (
-        "1 with a number of ratings other than 3 (Fleiss needs the same number on every issue)"
-    )
-    table = np.array([[3, 0, 0], [2, 1, 0], [3, 0, 0], [3, 0, 0]])
-    assert theme["kappa"] == pytest.approx(fleiss_kappa(table))
-    data = np.array(
-        [[1, 1, 1, 1, 1], [1, 2, 1, 1, 3], [1, 1, 1, 1, NAN]]
-    )  # raters x issues, 5th issue rated twice
-    assert theme["alpha"] == pytest.approx(kripp_alpha(data))
 
 
 def test_report_is_cached_and_recomputed_when_labels_change(study):

@@ -7,6 +7,7 @@ import json
 import re
 
 import pytest
+from django.core.cache import cache
 from django.urls import reverse
 
 from annotator.models import Membership, Project, Role
@@ -17,14 +18,43 @@ from tests.dataset.helpers import SAMPLES
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(scope="module")
+def study_id(module_db) -> int:
+    """The two published samples, imported once for the module (tests/conftest.py, module_db)."""
+
+    def build() -> int:
+        import_labels("Study", SAMPLES)
+        return Project.objects.get(name="Study").pk
+
+    return module_db(build)
+
+
 @pytest.fixture
-def study(taxonomy_version, lead, annotator, researcher):
-    import_labels("Study", SAMPLES)
-    project = Project.objects.get(name="Study")
+def study(study_id, db, lead, annotator, researcher):
+    cache.clear()  # the same project id in every test: no test reads another's cached report
+    project = Project.objects.get(pk=study_id)
     Membership.objects.create(project=project, user=lead, role=Role.LEAD)
     Membership.objects.create(project=project, user=annotator, role=Role.ANNOTATOR)
     Membership.objects.create(project=project, user=researcher, role=Role.RESEARCHER)
     return project
+
+
+# Transactional: before the tests that share the imported study (module_db).
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_chart_draws_in_chromium(live_server, page, taxonomy_version, lead):
+    import_labels("Study", SAMPLES)
+    project = Project.objects.get(name="Study")
+    Membership.objects.create(project=project, user=lead, role=Role.LEAD)
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    log_in(page, live_server, lead.username)
+    page.goto(f"{live_server.url}{reverse('agreement_report', args=[project.pk])}")
+    page.wait_for_selector("#kappa-chart[data-rendered=true]")
+    box = page.locator("#kappa-chart").bounding_box()
+    assert box and box["height"] > 100
+    assert page.locator("#agreement-table tbody tr").count() == 12
+    assert not errors, errors
 
 
 def test_lead_sees_table_chart_data_heat_map_and_table_one(client, study, lead):
@@ -67,23 +97,6 @@ def test_anonymous_is_sent_to_login(client, study):
     assert response.status_code == 302 and "/accounts/login/" in response["Location"]
 
 
-@pytest.mark.browser
-@pytest.mark.django_db(transaction=True)
-def test_chart_draws_in_chromium(live_server, page, taxonomy_version, lead):
-    import_labels("Study", SAMPLES)
-    project = Project.objects.get(name="Study")
-    Membership.objects.create(project=project, user=lead, role=Role.LEAD)
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    log_in(page, live_server, lead.username)
-    page.goto(f"{live_server.url}{reverse('agreement_report', args=[project.pk])}")
-    page.wait_for_selector("#kappa-chart[data-rendered=true]")
-    box = page.locator("#kappa-chart").bounding_box()
-    assert box and box["height"] > 100
-    assert page.locator("#agreement-table tbody tr").count() == 12
-    assert not errors, errors
-
-
 def test_issues_with_fewer_labels_than_k_are_measured(client, study, lead, researcher):
     """Under the adaptive rule issues stop at 2..K labels: the report, its API and Table I still
     answer, with Fleiss' kappa over the issues that have a full panel or over what there is."""
@@ -91,13 +104,14 @@ def test_issues_with_fewer_labels_than_k_are_measured(client, study, lead, resea
 
     study.stopping_rule = Project.StoppingRule.ADAPTIVE
     study.save()
-    issue_ids = sorted(
-        set(Annotation.objects.filter(project=study).values_list("issue", flat=True))
-    )
-    # Every other issue keeps only its first two labels, as if decided early.
-    for issue_id in issue_ids[::2]:
-        extra = Annotation.objects.filter(project=study, issue_id=issue_id).order_by("id")[2:]
-        Annotation.objects.filter(pk__in=[a.pk for a in extra]).delete()
+    labels: dict[int, list[int]] = {}
+    for issue_id, pk in (
+        Annotation.objects.filter(project=study).order_by("id").values_list("issue", "id")
+    ):
+        labels.setdefault(issue_id, []).append(pk)
+    # Every other issue keeps only its first two labels, as if decided early (one DELETE).
+    extra = [pk for issue_id in sorted(labels)[::2] for pk in labels[issue_id][2:]]
+    Annotation.objects.filter(pk__in=extra).delete()
     client.force_login(lead)
     page = client.get(reverse("agreement_report", args=[study.pk]))
     assert page.status_code == 200

@@ -12,6 +12,7 @@ from collections import Counter, defaultdict
 
 import numpy as np
 import pytest
+from django.core.cache import cache
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
@@ -36,10 +37,21 @@ from tests.dataset.helpers import MINDSPEED, SAMPLES
 pytestmark = pytest.mark.django_db
 
 
+def imported(name: str, paths) -> int:
+    import_labels(name, paths)
+    return Project.objects.get(name=name).pk
+
+
+@pytest.fixture(scope="module")
+def study_id(module_db) -> int:
+    """The two published samples, imported once for the module (tests/conftest.py, module_db)."""
+    return module_db(lambda: imported("Study", SAMPLES))
+
+
 @pytest.fixture
-def study(taxonomy_version):
-    import_labels("Study", SAMPLES)
-    return Project.objects.get(name="Study")
+def study(study_id, db):
+    cache.clear()  # the same project id in every test: no test reads another's cached figures
+    return Project.objects.get(pk=study_id)
 
 
 def plurality(labels: list, exclusion=None):
@@ -262,10 +274,15 @@ def test_kappa_from_pairs_is_fleiss_with_uneven_counts():
 # --- The page: leads only. ---
 
 
+@pytest.fixture(scope="module")
+def mindspeed_id(module_db) -> int:
+    return module_db(lambda: imported("MindSpeed", [MINDSPEED]))
+
+
 @pytest.fixture
-def mindspeed(taxonomy_version, lead, annotator, researcher):
-    import_labels("MindSpeed", [MINDSPEED])
-    project = Project.objects.get(name="MindSpeed")
+def mindspeed(mindspeed_id, db, lead, annotator, researcher):
+    cache.clear()
+    project = Project.objects.get(pk=mindspeed_id)
     Membership.objects.create(project=project, user=lead, role=Role.LEAD)
     Membership.objects.create(project=project, user=annotator, role=Role.ANNOTATOR)
     Membership.objects.create(project=project, user=researcher, role=Role.RESEARCHER)

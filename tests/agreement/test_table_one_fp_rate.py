@@ -19,44 +19,76 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from agreement.table_one import table_one
+from annotator.models import Membership, Project, Role
 from dataset.exports import write_table_one
 from ingest.models import Issue, Repository
 from labeling.models import ProjectIssue, Resolution
+from taxonomy.models import TaxonomyVersion
 
 pytestmark = pytest.mark.django_db
 
 IMPORTED = 10_000
 
 
-@pytest.fixture
-def study(project, repository, taxonomy_version):
-    mindspeed = Repository.objects.create(
-        forge="gitee",
-        api_url="https://gitee.com/api/v5",
-        owner="ascend",
-        name="MindSpeed",
-        group="MindSpeed",
-    )
-    bug = taxonomy_version.nodes.get(code="C.5")
-    plan = [(repository, n) for n in range(IMPORTED)] + [(mindspeed, n) for n in range(3)]
-    issues = Issue.objects.bulk_create(
-        Issue(repository=repo, number=str(n), url=f"{repo.web_url}/issues/{n}") for repo, n in plan
-    )
-    ProjectIssue.objects.bulk_create(
-        ProjectIssue(project=project, issue=issue, position=i) for i, issue in enumerate(issues)
-    )
-    Resolution.objects.bulk_create(
-        Resolution(
-            project=project,
-            issue=issue,
-            method=Resolution.Method.IMPORTED,
-            issue_type=bug.issue_type,
-            theme=bug,
+@pytest.fixture(scope="module")
+def imported_id(module_db) -> int:
+    """The 10,003 imported finals, built once for the module (tests/conftest.py, module_db):
+    a project of the study's taxonomy without members yet."""
+
+    def build() -> int:
+        project = Project.objects.create(
+            name="LLM issues pilot", taxonomy_version=TaxonomyVersion.objects.get()
         )
-        for issue in issues
+        megatron = Repository.objects.create(
+            forge=Repository.Forge.GITHUB,
+            api_url="https://api.github.com",
+            owner="NVIDIA",
+            name="Megatron-LM",
+            group="Megatron",
+            is_framework=False,
+        )
+        mindspeed = Repository.objects.create(
+            forge="gitee",
+            api_url="https://gitee.com/api/v5",
+            owner="ascend",
+            name="MindSpeed",
+            group="MindSpeed",
+        )
+        bug = project.taxonomy_version.nodes.get(code="C.5")
+        plan = [(megatron, n) for n in range(IMPORTED)] + [(mindspeed, n) for n in range(3)]
+        issues = Issue.objects.bulk_create(
+            Issue(repository=repo, number=str(n), url=f"{repo.web_url}/issues/{n}")
+            for repo, n in plan
+        )
+        ProjectIssue.objects.bulk_create(
+            ProjectIssue(project=project, issue=issue, position=i) for i, issue in enumerate(issues)
+        )
+        Resolution.objects.bulk_create(
+            Resolution(
+                project=project,
+                issue=issue,
+                method=Resolution.Method.IMPORTED,
+                issue_type=bug.issue_type,
+                theme=bug,
+            )
+            for issue in issues
+        )
+        return project.pk
+
+    return module_db(build)
+
+
+@pytest.fixture
+def study(imported_id, db, lead, researcher):
+    """Lena's decision, a false positive, beside the imported finals; Rita a researcher."""
+    project = Project.objects.get(pk=imported_id)
+    Membership.objects.create(project=project, user=lead, role=Role.LEAD, pseudonym="rater-lena")
+    Membership.objects.create(
+        project=project, user=researcher, role=Role.RESEARCHER, pseudonym="rater-rita"
     )
-    reviewed = Issue.objects.create(repository=repository, number="X1", url="x1")
-    ProjectIssue.objects.create(project=project, issue=reviewed, position=len(issues))
+    megatron = Repository.objects.get(name="Megatron-LM")
+    reviewed = Issue.objects.create(repository=megatron, number="X1", url="x1")
+    ProjectIssue.objects.create(project=project, issue=reviewed, position=IMPORTED + 3)
     Resolution.objects.create(
         project=project,
         issue=reviewed,

@@ -41,7 +41,7 @@ def test_demo_password_is_not_in_the_output(settings, tmp_path, capsys):
     assert password not in capsys.readouterr().out
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db
 def test_the_demo_comes_with_some_labeling_history(settings, tmp_path):
     """Two volunteers have labeled the first twelve issues of the queue, demo-annotator-1 the
     first eight of them: finals and disagreements for the lead, issues that demo-annotator-1's
