@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
+from django.contrib.auth.models import User
+from django.core.cache import cache
+from django.test import override_settings
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from annotator.models import Membership, Project, Role
 from dataset.exports import run_export_job
 from dataset.models import ExportJob
+from ingest.models import Issue, Repository
 from labeling.models import Annotation, ProjectIssue, Resolution
-from taxonomy.models import TaxonomyNode
-from tests.conftest import PASSWORD
+from taxonomy.models import TaxonomyNode, TaxonomyVersion
+from tests.conftest import PASSWORD, STUDY_TAXONOMY_ID, make_issue, make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -27,37 +33,112 @@ def api(user) -> APIClient:
     return client
 
 
-@pytest.fixture
-def world(project, issues_in_project, lead, annotator, other_annotator, settings, tmp_path):
+# The labeled issues and the ready export every test reads are built once for the module
+# (module_db, tests/conftest.py): with the four members they name, whom the persona fixtures
+# below read instead of making. The outsider stays per test.
+MEMBERS = {
+    "lead": ("lena-lead", Role.LEAD),
+    "annotator": ("ada-annotator", Role.ANNOTATOR),
+    "other_annotator": ("otto-annotator", Role.ANNOTATOR),
+    "researcher": ("rita-researcher", Role.RESEARCHER),
+}
+
+
+@pytest.fixture(scope="module")
+def export_root(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("exports")
+
+
+@pytest.fixture(scope="module")
+def world_ids(module_db, request, export_root) -> dict[str, int]:
     """Two labeled issues: #100 final (C.5), #101 in disagreement; an export that is ready."""
-    settings.EXPORT_ROOT = tmp_path / "exports"
-    node = {n.code: n for n in TaxonomyNode.objects.filter(version=project.taxonomy_version)}
-    first, second = issues_in_project[:2]
-    first.created_at = datetime(2024, 3, 1, tzinfo=UTC)
-    first.state = "closed"
-    first.save()
-    for issue, labels in [(first, ("C.5", "C.5")), (second, ("B.2", "C.1"))]:
-        for user, code in zip((annotator, other_annotator), labels, strict=True):
-            Annotation.objects.create(
+
+    def build() -> dict[str, int]:
+        version = TaxonomyVersion.objects.get(pk=request.config.stash[STUDY_TAXONOMY_ID])
+        project = Project.objects.create(name="LLM issues pilot", taxonomy_version=version)
+        users = {}
+        for persona, (username, role) in MEMBERS.items():
+            users[persona] = make_user(username)
+            Membership.objects.create(
                 project=project,
-                issue=issue,
-                annotator=user,
-                theme=node[code],
-                issue_type=node[code].parent,
+                user=users[persona],
+                role=role,
+                pseudonym=f"rater-{users[persona].pk}",
             )
-    Resolution.objects.create(
-        project=project,
-        issue=first,
-        method="unanimous",
-        theme=node["C.5"],
-        issue_type=node["C"],
-        decided_by=lead,
-    )
-    ProjectIssue.objects.filter(project=project, issue=first).update(status="final")
-    ProjectIssue.objects.filter(project=project, issue=second).update(status="disagreement")
-    job = ExportJob.objects.create(project=project, requested_by=lead)
-    run_export_job(job.pk)
-    return {"project": project, "job": job, "first": first, "second": second}
+        repository = Repository.objects.create(
+            forge=Repository.Forge.GITHUB, api_url="https://api.github.com", owner="NVIDIA",
+            name="Megatron-LM", group="Megatron", is_framework=False,
+        )  # fmt: skip
+        issues = [make_issue(repository, 100 + i) for i in range(6)]
+        for i, issue in enumerate(issues):
+            ProjectIssue.objects.create(project=project, issue=issue, position=i)
+        node = {n.code: n for n in TaxonomyNode.objects.filter(version=version)}
+        first, second = issues[:2]
+        first.created_at = datetime(2024, 3, 1, tzinfo=UTC)
+        first.state = "closed"
+        first.save()
+        raters = (users["annotator"], users["other_annotator"])
+        for issue, labels in [(first, ("C.5", "C.5")), (second, ("B.2", "C.1"))]:
+            for user, code in zip(raters, labels, strict=True):
+                Annotation.objects.create(
+                    project=project,
+                    issue=issue,
+                    annotator=user,
+                    theme=node[code],
+                    issue_type=node[code].parent,
+                )
+        Resolution.objects.create(
+            project=project,
+            issue=first,
+            method="unanimous",
+            theme=node["C.5"],
+            issue_type=node["C"],
+            decided_by=users["lead"],
+        )
+        ProjectIssue.objects.filter(project=project, issue=first).update(status="final")
+        ProjectIssue.objects.filter(project=project, issue=second).update(status="disagreement")
+        job = ExportJob.objects.create(project=project, requested_by=users["lead"])
+        with override_settings(EXPORT_ROOT=export_root):
+            run_export_job(job.pk)
+        return {"project": project.pk, "job": job.pk, "first": first.pk, "second": second.pk}
+
+    return module_db(build)
+
+
+@pytest.fixture
+def world(world_ids, db, settings, export_root):
+    cache.clear()  # the same project id in every test: no test reads another's cached report
+    settings.EXPORT_ROOT = export_root
+    return {
+        "project": Project.objects.get(pk=world_ids["project"]),
+        "job": ExportJob.objects.get(pk=world_ids["job"]),
+        "first": Issue.objects.get(pk=world_ids["first"]),
+        "second": Issue.objects.get(pk=world_ids["second"]),
+    }
+
+
+def _member(persona: str) -> User:
+    return User.objects.get(username=MEMBERS[persona][0])
+
+
+@pytest.fixture
+def lead(world):
+    return _member("lead")
+
+
+@pytest.fixture
+def annotator(world):
+    return _member("annotator")
+
+
+@pytest.fixture
+def other_annotator(world):
+    return _member("other_annotator")
+
+
+@pytest.fixture
+def researcher(world):
+    return _member("researcher")
 
 
 # endpoint -> the personas that may use it (everyone else: 404).
@@ -198,8 +279,6 @@ def test_export_detail_and_download(world, researcher):
 
 
 def test_other_projects_jobs_are_404(world, researcher, taxonomy_version):
-    from annotator.models import Project
-
     other = Project.objects.create(name="Other", taxonomy_version=taxonomy_version)
     job = ExportJob.objects.create(project=other)
     url = reverse("api_export", args=[world["project"].pk, job.pk])
@@ -244,8 +323,6 @@ def test_docs_render_enum_help_as_a_list(client, world, lead):
 
 
 def test_an_export_with_real_names_is_for_admins_only(world, lead, researcher, client):
-    from annotator.models import Membership, Role
-
     project = world["project"]
     real = ExportJob.objects.create(project=project, requested_by=lead, real_names=True)
     run_export_job(real.pk)

@@ -8,29 +8,75 @@ import random
 
 import pytest
 
+from annotator.models import Membership, Project, Role
 from dataset.beyond_keywords import add_dropped_issue, rank_dropped
 from dataset.models import RecallProbe
 from dataset.recall import RecallError
+from ingest.models import Repository
 from labeling.models import ProjectIssue
-from tests.conftest import make_issue
+from taxonomy.models import TaxonomyVersion
+from tests.conftest import STUDY_TAXONOMY_ID, make_issue, make_user
 from tests.raters.conftest import add_finals, text_of
 
 
-@pytest.fixture
-def dropped(project, repository, annotator, other_annotator):
+def test_too_few_final_issues_is_a_message_not_a_ranking(taxonomy_version, repository):
+    # First, with a project of its own: before the module's shared rows (below).
+    project = Project.objects.create(name="LLM issues pilot", taxonomy_version=taxonomy_version)
+    with pytest.raises(RecallError, match="at least 20 final issues"):
+        rank_dropped(project)
+
+
+@pytest.fixture(scope="module")
+def dropped_ids(module_db, request) -> tuple[int, list[int], list[int]]:
     """60 final issues to learn from, and 8 dropped issues: 4 written like the relevant labels
-    (out-of-memory and NCCL hangs), 4 like the false positives (small image models)."""
-    add_finals(project, repository, 60, annotators=(annotator, other_annotator), noise=0.0)
-    rng = random.Random(5)
-    relevant, irrelevant = [], []
-    for n in range(8):
-        code = ("C.1", "C.2", "FP", "FP")[n % 4]
-        issue = make_issue(
-            repository, 5000 + n, title=f"Dropped {n}", body=text_of(code, rng),
-            filter_status="filtered_out",
+    (out-of-memory and NCCL hangs), 4 like the false positives (small image models). Built once
+    for the module (module_db, tests/conftest.py) by two annotators of its own; the project id
+    and the dropped issues' ids, relevant and not."""
+
+    def build() -> tuple[int, list[int], list[int]]:
+        version = TaxonomyVersion.objects.get(pk=request.config.stash[STUDY_TAXONOMY_ID])
+        project = Project.objects.create(name="LLM issues pilot", taxonomy_version=version)
+        repository = Repository.objects.create(
+            forge=Repository.Forge.GITHUB, api_url="https://api.github.com", owner="NVIDIA",
+            name="Megatron-LM-shared",
         )  # fmt: skip
-        (irrelevant if code == "FP" else relevant).append(issue.pk)
-    return relevant, irrelevant
+        labelers = (make_user("amy-labeler"), make_user("abe-labeler"))
+        for user in labelers:
+            Membership.objects.create(project=project, user=user, role=Role.ANNOTATOR)
+        add_finals(project, repository, 60, annotators=labelers, noise=0.0)
+        rng = random.Random(5)
+        relevant, irrelevant = [], []
+        for n in range(8):
+            code = ("C.1", "C.2", "FP", "FP")[n % 4]
+            issue = make_issue(
+                repository, 5000 + n, title=f"Dropped {n}", body=text_of(code, rng),
+                filter_status="filtered_out",
+            )  # fmt: skip
+            (irrelevant if code == "FP" else relevant).append(issue.pk)
+        return project.pk, relevant, irrelevant
+
+    return module_db(build)
+
+
+@pytest.fixture
+def project(dropped_ids, db, lead, annotator, other_annotator, researcher) -> Project:
+    """The shared project, with this test's personas as its members (as tests/conftest.py's)."""
+    project = Project.objects.get(pk=dropped_ids[0])
+    for user, role in [
+        (lead, Role.LEAD),
+        (annotator, Role.ANNOTATOR),
+        (other_annotator, Role.ANNOTATOR),
+        (researcher, Role.RESEARCHER),
+    ]:
+        Membership.objects.create(
+            project=project, user=user, role=role, pseudonym=f"rater-{user.pk}"
+        )
+    return project
+
+
+@pytest.fixture
+def dropped(dropped_ids) -> tuple[list[int], list[int]]:
+    return dropped_ids[1], dropped_ids[2]
 
 
 def test_the_relevant_dropped_issues_rank_above_the_false_positives(project, dropped):
@@ -52,11 +98,6 @@ def test_an_added_issue_joins_the_queue_as_an_ordinary_issue_and_leaves_the_rank
     assert relevant[0] not in {c.issue_id for c in rank_dropped(project)}
     with pytest.raises(RecallError, match="issue"):
         add_dropped_issue(project, relevant[0])  # already in the queue
-
-
-def test_too_few_final_issues_is_a_message_not_a_ranking(project, repository):
-    with pytest.raises(RecallError, match="at least 20 final issues"):
-        rank_dropped(project)
 
 
 def test_lena_ranks_and_adds_from_the_recall_page(client, project, lead, dropped):

@@ -17,11 +17,14 @@ import random
 import pytest
 from django.urls import reverse
 
+from annotator.models import Membership, Project, Role
 from dataset.models import RecallProbe
 from dataset.recall import Stratum, draw_probes, recall_report, stratified_share
 from ingest.models import Issue, KeywordSet, Repository
 from labeling.models import ProjectIssue
 from labeling.setup import Scope, apply_scope
+from taxonomy.models import TaxonomyVersion
+from tests.conftest import STUDY_TAXONOMY_ID
 from tests.dataset.test_recall import finalize, hand_wilson
 
 pytestmark = pytest.mark.django_db
@@ -59,86 +62,6 @@ def _issues(repo: Repository, numbers: range, status: str) -> None:
         )
         for n in numbers
     )
-
-
-@pytest.fixture
-def two_repositories(project):
-    """Lena's project over a big and a small repository, 400 relevant kept issues, final."""
-    big, small = _repository("big"), _repository("small")
-    _issues(big, range(1, 201), "kept")
-    _issues(small, range(1, 201), "kept")
-    _issues(big, range(1001, 11_001), "filtered_out")
-    _issues(small, range(1001, 2001), "filtered_out")
-    apply_scope(
-        project, Scope(repository_ids=[big.pk, small.pk], filter_statuses=["kept"]), 0, seed=3
-    )
-    finalize(project, ProjectIssue.objects.filter(project=project), relevant=range(1, 201))
-    return project, big, small
-
-
-def _label_probes(project, repo, labeled: int, relevant: int) -> None:
-    """The first `labeled` probes of a repository (by id) final, `relevant` of them relevant."""
-    items = ProjectIssue.objects.filter(
-        project=project, recall_probe__isnull=False, issue__repository=repo
-    ).order_by("pk")
-    chosen = list(items.values_list("pk", flat=True)[:labeled])
-    numbers = list(items.filter(pk__in=chosen).values_list("issue__number", flat=True))
-    finalize(project, items.filter(pk__in=chosen), relevant=numbers[:relevant])
-
-
-def test_the_example_of_21_the_stratified_interval_covers_the_true_recall(two_repositories):
-    project, big, small = two_repositories
-    draw = draw_probes(project, sample_size=385, seed=21)
-    # Proportional allocation: 385 * 10,000 / 11,000 = 350 and 35.
-    assert draw.by_repository == {"org/big": 350, "org/small": 35}
-    _label_probes(project, small, 35, 17)
-    _label_probes(project, big, 50, 2)
-
-    report = recall_report(project)
-    assert report["labeled"] == 85 and report["llm_related"] == 19
-    assert report["kept_relevant"] == 400
-    # What the pooled x/n said: 19/85 over all 11,000 dropped, recall 0.140 [0.101, 0.197],
-    # an interval that misses the truth (the bug).
-    pooled_low, pooled_high = hand_wilson(19, 85)
-    pooled = (400 / (400 + 11_000 * pooled_high), 400 / (400 + 11_000 * pooled_low))
-    assert round(400 / (400 + 11_000 * 19 / 85), 3) == 0.140
-    assert (round(pooled[0], 3), round(pooled[1], 3)) == (0.101, 0.197)
-    assert not pooled[0] <= TRUE_RECALL <= pooled[1]
-
-    lost, lost_low, lost_high = hand_stratified([(10_000, 2, 50), (1_000, 17, 35)])
-    assert lost == pytest.approx(10_000 * 2 / 50 + 1_000 * 17 / 35)  # 885.7
-    estimate, low, high = report["recall"]
-    assert estimate == pytest.approx(400 / (400 + lost))
-    assert round(estimate, 3) == 0.311
-    assert (low, high) == pytest.approx((400 / (400 + lost_high), 400 / (400 + lost_low)))
-    assert low <= TRUE_RECALL <= high
-    assert report["share"] == pytest.approx((lost / 11_000, lost_low / 11_000, lost_high / 11_000))
-    # Each stratum is shown beside the overall figure with its own Wilson interval.
-    rows = {r["repository"]: r for r in report["by_repository"]}
-    assert rows["org/small"]["share"] == pytest.approx((17 / 35, *hand_wilson(17, 35)))
-    assert rows["org/big"]["share"] == pytest.approx((2 / 50, *hand_wilson(2, 50)))
-    assert rows["org/big"]["dropped"] == 10_000 and rows["org/small"]["dropped"] == 1_000
-
-
-def test_a_repository_without_a_final_probe_widens_the_interval(two_repositories, client, lead):
-    project, _big, small = two_repositories
-    draw_probes(project, sample_size=385, seed=21)
-    _label_probes(project, small, 35, 17)  # the big repository: nothing final yet
-
-    report = recall_report(project)
-    assert report["unknown_strata"] == ["org/big"]
-    # The small repository alone: D in [1,000·l, 1,000·u], and the big one anywhere in
-    # [0, 10,000]: no point estimate, the bounds still there.
-    low, high = hand_wilson(17, 35)
-    assert report["dropped_relevant"] == pytest.approx((None, 1_000 * low, 1_000 * high + 10_000))
-    assert report["recall"][0] is None
-    assert report["recall"][1:] == pytest.approx(
-        (400 / (400 + 1_000 * high + 10_000), 400 / (400 + 1_000 * low))
-    )
-    client.force_login(lead)
-    page = client.get(reverse("filter_recall", args=[project.pk])).content.decode()
-    assert 'id="recall-unknown"' in page and "org/big" in page
-    assert "<strong>?</strong>" in page
 
 
 def test_dropped_issues_labeled_as_ordinary_issues_count_as_known_losses(project):
@@ -303,3 +226,111 @@ def test_a_repository_with_no_final_kept_issue_widens_k_as_an_unlabeled_stratum(
     assert report["recall"][1:] == pytest.approx(
         (50 / (50 + lost_high), 1_050 / (1_050 + lost_low))
     )
+
+
+def _label_probes(project, repo, labeled: int, relevant: int) -> None:
+    """The first `labeled` probes of a repository (by id) final, `relevant` of them relevant."""
+    items = ProjectIssue.objects.filter(
+        project=project, recall_probe__isnull=False, issue__repository=repo
+    ).order_by("pk")
+    chosen = list(items.values_list("pk", flat=True)[:labeled])
+    numbers = list(items.filter(pk__in=chosen).values_list("issue__number", flat=True))
+    finalize(project, items.filter(pk__in=chosen), relevant=numbers[:relevant])
+
+
+# --- the example of #21, built once for the module --------------------------------------------
+# Its 11,400 issues, their scope and final labels, the draw and the small repository's labels
+# are the same for both tests that read them (module_db, tests/conftest.py): after every other
+# test of the module, which builds repositories of the same names in an empty database.
+
+
+@pytest.fixture(scope="module")
+def drawn_example_id(module_db, request) -> tuple[int, int, int, dict]:
+    """Lena's project over a big and a small repository, 400 relevant kept issues, final; the
+    example's 385 probes drawn (seed 21) and the small repository's 35 labeled (17 relevant).
+    The project id, the two repositories' ids and the draw's allocation."""
+
+    def build() -> tuple[int, int, int, dict]:
+        version = TaxonomyVersion.objects.get(pk=request.config.stash[STUDY_TAXONOMY_ID])
+        project = Project.objects.create(name="LLM issues pilot", taxonomy_version=version)
+        big, small = _repository("big"), _repository("small")
+        _issues(big, range(1, 201), "kept")
+        _issues(small, range(1, 201), "kept")
+        _issues(big, range(1001, 11_001), "filtered_out")
+        _issues(small, range(1001, 2001), "filtered_out")
+        apply_scope(
+            project, Scope(repository_ids=[big.pk, small.pk], filter_statuses=["kept"]), 0, seed=3
+        )
+        finalize(project, ProjectIssue.objects.filter(project=project), relevant=range(1, 201))
+        draw = draw_probes(project, sample_size=385, seed=21)
+        _label_probes(project, small, 35, 17)
+        return project.pk, big.pk, small.pk, dict(draw.by_repository)
+
+    return module_db(build)
+
+
+@pytest.fixture
+def drawn_example(drawn_example_id, db, lead, researcher):
+    project_id, big_id, small_id, by_repository = drawn_example_id
+    project = Project.objects.get(pk=project_id)
+    for user, role in [(lead, Role.LEAD), (researcher, Role.RESEARCHER)]:
+        Membership.objects.create(
+            project=project, user=user, role=role, pseudonym=f"rater-{user.pk}"
+        )
+    return (
+        project,
+        Repository.objects.get(pk=big_id),
+        Repository.objects.get(pk=small_id),
+        by_repository,
+    )
+
+
+def test_the_example_of_21_the_stratified_interval_covers_the_true_recall(drawn_example):
+    project, big, _small, by_repository = drawn_example  # the small repository's 35 labeled
+    # Proportional allocation: 385 * 10,000 / 11,000 = 350 and 35.
+    assert by_repository == {"org/big": 350, "org/small": 35}
+    _label_probes(project, big, 50, 2)
+
+    report = recall_report(project)
+    assert report["labeled"] == 85 and report["llm_related"] == 19
+    assert report["kept_relevant"] == 400
+    # What the pooled x/n said: 19/85 over all 11,000 dropped, recall 0.140 [0.101, 0.197],
+    # an interval that misses the truth (the bug).
+    pooled_low, pooled_high = hand_wilson(19, 85)
+    pooled = (400 / (400 + 11_000 * pooled_high), 400 / (400 + 11_000 * pooled_low))
+    assert round(400 / (400 + 11_000 * 19 / 85), 3) == 0.140
+    assert (round(pooled[0], 3), round(pooled[1], 3)) == (0.101, 0.197)
+    assert not pooled[0] <= TRUE_RECALL <= pooled[1]
+
+    lost, lost_low, lost_high = hand_stratified([(10_000, 2, 50), (1_000, 17, 35)])
+    assert lost == pytest.approx(10_000 * 2 / 50 + 1_000 * 17 / 35)  # 885.7
+    estimate, low, high = report["recall"]
+    assert estimate == pytest.approx(400 / (400 + lost))
+    assert round(estimate, 3) == 0.311
+    assert (low, high) == pytest.approx((400 / (400 + lost_high), 400 / (400 + lost_low)))
+    assert low <= TRUE_RECALL <= high
+    assert report["share"] == pytest.approx((lost / 11_000, lost_low / 11_000, lost_high / 11_000))
+    # Each stratum is shown beside the overall figure with its own Wilson interval.
+    rows = {r["repository"]: r for r in report["by_repository"]}
+    assert rows["org/small"]["share"] == pytest.approx((17 / 35, *hand_wilson(17, 35)))
+    assert rows["org/big"]["share"] == pytest.approx((2 / 50, *hand_wilson(2, 50)))
+    assert rows["org/big"]["dropped"] == 10_000 and rows["org/small"]["dropped"] == 1_000
+
+
+def test_a_repository_without_a_final_probe_widens_the_interval(drawn_example, client, lead):
+    project, _big, _small, _ = drawn_example  # the big repository: nothing final yet
+
+    report = recall_report(project)
+    assert report["unknown_strata"] == ["org/big"]
+    # The small repository alone: D in [1,000·l, 1,000·u], and the big one anywhere in
+    # [0, 10,000]: no point estimate, the bounds still there.
+    low, high = hand_wilson(17, 35)
+    assert report["dropped_relevant"] == pytest.approx((None, 1_000 * low, 1_000 * high + 10_000))
+    assert report["recall"][0] is None
+    assert report["recall"][1:] == pytest.approx(
+        (400 / (400 + 1_000 * high + 10_000), 400 / (400 + 1_000 * low))
+    )
+    client.force_login(lead)
+    page = client.get(reverse("filter_recall", args=[project.pk])).content.decode()
+    assert 'id="recall-unknown"' in page and "org/big" in page
+    assert "<strong>?</strong>" in page
