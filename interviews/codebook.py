@@ -63,6 +63,15 @@ def kind_problem(text: str) -> str:
     return gettext("%(type)s is neither User nor Developer") % {"type": repr(text)}
 
 
+# The Type column as the study's files write it, whatever the reader's language (parse_kind
+# reads it back; the display labels are translated).
+KIND_CELLS = {Participant.Kind.USER: "User", Participant.Kind.DEVELOPER: "Developer"}
+
+
+def kind_cell(kind: str) -> str:
+    return KIND_CELLS[Participant.Kind(kind)]
+
+
 def parse_kind(text: str) -> str | None:
     lowered = text.strip().lower()
     if "dev" in lowered:
@@ -293,7 +302,7 @@ def export_csv(project: Project) -> str:
         writer.writerow(
             [
                 e.participant.code,
-                e.participant.get_kind_display().capitalize(),
+                kind_cell(e.participant.kind),
                 e.participant.experience_text,
                 e.framework_context,
                 e.prompt_category,

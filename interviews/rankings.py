@@ -29,6 +29,7 @@ from interviews.codebook import (
     cells_problem,
     check_lengths,
     experience_group,
+    kind_cell,
     kind_problem,
     parse_kind,
     read_records,
@@ -295,7 +296,7 @@ def export_rankings_csv(project: Project) -> str:
         writer.writerow(
             [
                 p.code,
-                p.get_kind_display().capitalize(),
+                kind_cell(p.kind),
                 p.experience_text,
                 r.issue_type.code,
                 " > ".join(item.theme.code for item in r.items.all()),

@@ -1,6 +1,7 @@
 """The interview codebook: CSV in, CSV out, unchanged; bad rows named by line and column."""
 
 import pytest
+from django.utils import translation
 
 from interviews.codebook import COLUMNS, CodebookError, export_csv, import_csv
 from interviews.models import CodebookEntry, Participant
@@ -70,3 +71,12 @@ def test_a_participant_described_two_ways_is_an_error(project):
 def test_missing_column_is_named(project):
     with pytest.raises(CodebookError, match="line 1, 'Research Insight': missing column"):
         import_csv(project, HEADER.rsplit(",", 1)[0] + "\n")
+
+
+def test_a_chinese_readers_export_is_the_studys_file_and_imports_again(project):
+    assert import_csv(project, CODEBOOK) == 4
+    with translation.override("zh-hans"):
+        exported = export_csv(project)
+    assert exported == CODEBOOK  # User / Developer, not the translated labels
+    import_csv(project, exported, replace=True)
+    assert CodebookEntry.objects.count() == 4

@@ -1,6 +1,7 @@
 """Theme rankings aggregated per group, checked against a case computed by hand."""
 
 import pytest
+from django.utils import translation
 
 from interviews.models import Participant
 from interviews.rankings import (
@@ -153,3 +154,9 @@ def test_a_bad_ranking_row_is_named_and_nothing_is_stored(project):
     with pytest.raises(RankingError, match=r"line 5, 'Ranked Themes': 'C\.1' is not a theme"):
         import_rankings_csv(project, bad)
     assert not Participant.objects.exists()
+
+
+def test_a_chinese_readers_rankings_export_is_the_studys_file(project):
+    import_rankings_csv(project, RANKINGS_CSV)
+    with translation.override("zh-hans"):
+        assert export_rankings_csv(project) == RANKINGS_CSV
