@@ -333,3 +333,11 @@ def revoke_api_token(user: User) -> bool:
 def api_token_created(user: User) -> datetime | None:
     """When the user's current API token was made (None without one); never the key."""
     return Token.objects.filter(user=user).values_list("created", flat=True).first()
+
+
+def welcome_message(membership: Membership) -> str:
+    """The greeting after joining a project (by password or through a provider)."""
+    return gettext("Welcome! You joined %(project)s as %(role)s.") % {
+        "project": membership.project,
+        "role": membership.get_role_display(),
+    }

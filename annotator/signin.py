@@ -47,7 +47,13 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils.translation import gettext
 
-from annotator.accounts import InviteUnusable, check_invite, check_new_username, join_by_invite
+from annotator.accounts import (
+    InviteUnusable,
+    check_invite,
+    check_new_username,
+    join_by_invite,
+    welcome_message,
+)
 from annotator.models import Membership
 
 logger = logging.getLogger(__name__)
@@ -132,11 +138,7 @@ def _invite_token(sociallogin: SocialLogin) -> str | None:
 
 
 def _welcome(request: HttpRequest, membership: Membership) -> None:
-    messages.success(
-        request,
-        gettext("Welcome! You joined %(project)s as %(role)s.")
-        % {"project": membership.project, "role": membership.get_role_display()},
-    )
+    messages.success(request, welcome_message(membership))
 
 
 class AccountAdapter(DefaultAccountAdapter):

@@ -31,6 +31,7 @@ from annotator.accounts import (
     check_invite,
     create_api_token,
     revoke_api_token,
+    welcome_message,
 )
 from annotator.auth import passwords_allowed
 from annotator.forms import AcceptInviteForm, ApiTokenForm, ProviderForm
@@ -103,14 +104,6 @@ def invite(request, token: str):
             messages.success(request, welcome_message(membership))
             return redirect("project_detail", project_id=membership.project_id)
     return _invite_page(request, context, status=400 if form.errors else 200)
-
-
-def welcome_message(membership) -> str:
-    """The greeting after joining a project (by password or through a provider)."""
-    return gettext("Welcome! You joined %(project)s as %(role)s.") % {
-        "project": membership.project,
-        "role": membership.get_role_display(),
-    }
 
 
 def _invite_page(request, context: dict, status: int) -> HttpResponse:

@@ -16,7 +16,6 @@ from collections import Counter, defaultdict
 from typing import TYPE_CHECKING, Any, TextIO
 
 from django.db.models import Count, Max, Min
-from django.utils import translation
 
 from annotator.models import Project
 from dataset import metadata
@@ -209,9 +208,7 @@ def annotation_process(facts: ReleaseFacts) -> list[str]:
         if project.pilot_size
         else "- Pilot: none recorded in the tool."
     )
-    # The release's files are English whatever the language of the request that made them.
-    with translation.override("en"):
-        policy = str(project.get_resolution_policy_display())
+    policy = str(project.get_resolution_policy_display())  # English: build_release overrides
     if project.resolution_policy == Project.Policy.MAJORITY:
         policy += f" (threshold {project.majority_threshold:.0%} of the votes)"
     lines.append(f"- Resolution policy: {policy}; a false-positive exclusion needs every vote.")

@@ -45,7 +45,7 @@ from typing import IO, TextIO
 from django.conf import settings
 from django.db import connection
 from django.db.models import CharField, F, Func, Q, QuerySet, Value
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from agreement.measures import agreement_report, report_rows
 from agreement.table_one import COUNT_ISSUES, TYPE_COLUMNS, YEARS, table_one
@@ -693,7 +693,13 @@ def export_path(job: ExportJob) -> Path:
 
 
 def run_export_job(job_id: int) -> ExportJob:
-    """Build the job's ZIP; safe to run twice (a finished job is left as it is)."""
+    """Build the job's ZIP; safe to run twice (a finished job is left as it is). In English
+    whatever the language of the request that queued it (see `build_release`)."""
+    with translation.override("en"):
+        return _run_export_job(job_id)
+
+
+def _run_export_job(job_id: int) -> ExportJob:
     now = timezone.now()
     # Claim the job, so a redelivered task never builds it twice at once; a run that has been
     # "running" for long is taken to have died with its worker and may be claimed again.

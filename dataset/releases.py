@@ -44,7 +44,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, transaction
 from django.db.models import Q
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext
 
 from agreement.measures import agreement_report, report_rows
@@ -529,7 +529,16 @@ def _zip_directory(directory: Path, target: Path) -> None:
 
 
 def build_release(release_id: int, progress: Progress | None = None) -> Release:
-    """Build a release's ZIP once; safe to run twice (a done release is left as it is)."""
+    """Build a release's ZIP once; safe to run twice (a done release is left as it is).
+
+    Its files are English whatever the language of the request that asked for it (without a
+    broker the task runs inside that request): a frozen, checksummed file must not depend on
+    who clicked."""
+    with translation.override("en"):
+        return _build_release(release_id, progress)
+
+
+def _build_release(release_id: int, progress: Progress | None) -> Release:
     now = timezone.now()
     claimed = (
         Release.objects.filter(pk=release_id)

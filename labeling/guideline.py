@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import get_language
 
 from annotator.models import Project
 from labeling.permissions import LABELER_ROLES
@@ -42,7 +43,8 @@ def normalise(text: str) -> str:
 
 
 @lru_cache(maxsize=32)
-def _rendered(text: str) -> Guideline:
+def _rendered(text: str, language: str | None) -> Guideline:
+    # Keyed by language too: the rendering words its image buttons in the reader's language.
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     # Safe: the HTML came out of the sanitiser.
     return Guideline(mark_safe(render_markdown(text)), digest)  # noqa: S308
@@ -51,7 +53,7 @@ def _rendered(text: str) -> Guideline:
 def render(text: str) -> Guideline | None:
     """The guideline rendered, or None when there is none (only blank space)."""
     text = normalise(text or "")
-    return _rendered(text) if text else None
+    return _rendered(text, get_language()) if text else None
 
 
 def save(project: Project, text: str) -> None:

@@ -219,7 +219,9 @@ def label_taxonomy(request, project_id: int, version_id: int):
     taxonomy panel (fetched once, cached).
 
     Kept out of the labeling page: the details are most of its weight, and they never change
-    within a taxonomy version, whose id is in the URL.
+    within a taxonomy version, whose id is in the URL. The page adds the reader's language and
+    the project's description setting as a query (ignored here: the request decides), so that
+    switching either one is a new URL, not an hour of the browser's cached answer.
     """
     membership = membership_or_404(request.user, project_id)
     if membership.project.taxonomy_version_id != version_id:

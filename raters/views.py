@@ -76,12 +76,12 @@ def rater_run(request, project_id: int, rater_id: int):
         return HttpResponse(
             f"only: {'; '.join(str(e) for e in form.errors['only'])}",
             status=400,
-            content_type="text/plain",
+            content_type="text/plain; charset=utf-8",
         )
     try:
         run = start_run(rater, form.cleaned_data["only"], request.user)
     except RaterError as exc:  # it names the rater: plain text, never markup
-        return HttpResponse(str(exc), status=400, content_type="text/plain")
+        return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
     if request.htmx:
         return render(request, "raters/_run.html", {"project": membership.project, "run": run})
     messages.success(request, gettext("Run of %(name)s queued.") % {"name": rater.name})
@@ -118,4 +118,4 @@ def rater_enlist(request, project_id: int, rater_id: int):
             messages.success(request, done % {"name": rater.name})
             return redirect("raters_page", project_id=project_id)
     errors = "; ".join(f"{field}: {' '.join(map(str, e))}" for field, e in form.errors.items())
-    return HttpResponse(errors, status=400, content_type="text/plain")
+    return HttpResponse(errors, status=400, content_type="text/plain; charset=utf-8")

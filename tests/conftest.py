@@ -30,6 +30,7 @@ from labeling.models import ProjectIssue
 from taxonomy.models import Taxonomy, TaxonomyVersion
 
 from . import harness
+from .harness import transactional
 
 # Long tests first under pytest-xdist (issue 22: the whole suite within 5 minutes).
 pytest_plugins = ["tests.plugins.long_first"]
@@ -94,17 +95,6 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
 
 
 T = TypeVar("T")
-
-
-def transactional(item: pytest.Item) -> bool:
-    """Whether the test commits (pytest-django's TransactionTestCase) instead of rolling back."""
-    marker = item.get_closest_marker("django_db")
-    fixtures = getattr(item, "fixturenames", ())
-    return bool(
-        (marker and (marker.kwargs.get("transaction") or (marker.args and marker.args[0])))
-        or "transactional_db" in fixtures
-        or "live_server" in fixtures
-    )
 
 
 @pytest.fixture(scope="module")

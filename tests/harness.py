@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 import zlib
 
+import pytest
 from django.contrib.contenttypes.models import ContentType
 from django.core.management.color import Style
 from django.core.management.sql import emit_post_migrate_signal
@@ -124,13 +125,14 @@ def after_flush(verbosity: int, interactive: bool, db: str, **kwargs) -> None:
 
 def clone_for_worker(db: BaseDatabaseWrapper) -> bool:
     """Make this xdist worker's test database (`test_<name>_gw<n>`, not there yet) a copy of
-    `test_<name>`, migrating that one first if it is missing; False (pytest-django then
+    `test_<name>_template`, migrating that one first if it is missing (a database no run uses
+    as its own, so nothing a test left behind is copied); False (pytest-django then
     migrates as usual) when the template cannot be copied, say while another run is on it."""
     worker = db.creation._get_test_db_name()
     match = re.fullmatch(r"(.+)_(gw\d+)", worker)
     if db.vendor != "postgresql" or match is None:
         return False
-    template = match.group(1)
+    template = f"{match.group(1)}_template"
     quote = db.ops.quote_name
     exists = "SELECT 1 FROM pg_database WHERE datname = %s"
     with db.creation._nodb_cursor() as cursor:
@@ -168,3 +170,14 @@ def _build_template(db: BaseDatabaseWrapper, template: str) -> None:
         db.close()
         db.settings_dict["NAME"] = settings.DATABASES[db.alias]["NAME"] = name
         db.settings_dict["TEST"] = test
+
+
+def transactional(item: pytest.Item) -> bool:
+    """Whether the test commits (pytest-django's TransactionTestCase) instead of rolling back."""
+    marker = item.get_closest_marker("django_db")
+    fixtures = getattr(item, "fixturenames", ())
+    return bool(
+        (marker and (marker.kwargs.get("transaction") or (marker.args and marker.args[0])))
+        or "transactional_db" in fixtures
+        or "live_server" in fixtures
+    )

@@ -46,6 +46,40 @@ def test_the_slow_and_browser_tiers_come_first_in_their_own_order():
     assert [i.name for i in items] == ["serve", "audit", "click", "a", "b", "c"]
 
 
+class FakeDbItem(FakeItem):
+    """A test of module `module`; `commits`: django_db(transaction=True)."""
+
+    def __init__(self, module: str, name: str, commits: bool = False) -> None:
+        super().__init__(name)
+        self.nodeid = f"tests/{module}.py::{name}"
+        self.fixturenames: list[str] = []
+        self.commits = commits
+
+    def get_closest_marker(self, name: str):
+        if name == "django_db":
+            return SimpleNamespace(args=(), kwargs={"transaction": self.commits})
+        return None
+
+
+def test_a_modules_committing_tests_come_before_its_shared_rows_are_opened():
+    # pytest-django's order: every committing test after all the others.
+    items = [
+        FakeDbItem("m1", "reads_shared_a"),
+        FakeDbItem("m1", "reads_shared_b"),
+        FakeDbItem("m2", "plain"),
+        FakeDbItem("m1", "browser", commits=True),
+        FakeDbItem("m3", "live", commits=True),
+    ]
+    long_first.commits_first_in_each_module(items)  # type: ignore[arg-type]
+    assert [i.name for i in items] == [
+        "browser",
+        "reads_shared_a",
+        "reads_shared_b",
+        "plain",
+        "live",
+    ]
+
+
 def _scheduler(tmp_path, monkeypatch, long_count: int, collection: list[str]):
     count = tmp_path / "count"
     count.write_text(str(long_count))

@@ -107,3 +107,23 @@ def test_the_setting_reads_in_chinese(client, project, lead):
     ).content.decode()
     assert "分类体系说明" in page
     assert "在有译文时以读者的语言显示" in page
+
+
+def test_switching_the_language_or_the_setting_gives_the_panel_a_new_url(
+    client, project, annotator, issues_in_project
+):
+    # The browser keeps the panel's data for an hour by URL: either change must reach it at once.
+    client.force_login(annotator)
+    page = reverse("label_next", args=[project.pk])
+
+    def data_url(**headers) -> str:
+        html = client.get(page, follow=True, **headers).content.decode()
+        (url,) = re.findall(r'id="taxonomy-details" data-url="([^"]+)"', html)
+        return url
+
+    english = data_url()
+    chinese = data_url(HTTP_ACCEPT_LANGUAGE="zh-hans")
+    choose(project, True)
+    described = data_url(HTTP_ACCEPT_LANGUAGE="zh-hans")
+    assert len({english, chinese, described}) == 3
+    assert client.get(described.replace("&amp;", "&")).status_code == 200

@@ -12,7 +12,11 @@ while the last long tests finish: longest-first scheduling.
 The controller never collects, so the first worker writes how many long tests lead the order
 to a file the controller named in the environment its workers inherit.
 
-A run in one process keeps the files' own order (tests of a module may rely on it).
+Before that, in every run: a module's committing tests come before its other tests. pytest-django
+puts every transactional test after all the others, so in a run of one file its browser test
+would come while the rows the module shares (`module_db`, an open transaction) are still open;
+the harness empties what a committing test wrote, so running them first is safe. Otherwise a
+run in one process keeps the files' own order (tests of a module may rely on it).
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from pathlib import Path
 
 import pytest
 from xdist.scheduler import LoadScheduling
+
+from tests.harness import transactional
 
 LONG_MARKERS = ("slow", "browser")
 ENV = "TEST_LONG_FIRST_FILE"
@@ -38,8 +44,17 @@ def long_first(items: list[pytest.Item]) -> int:
     return sum(map(is_long, items))
 
 
-@pytest.hookimpl(trylast=True)  # after pytest-django's own ordering, which the sort keeps
+def commits_first_in_each_module(items: list[pytest.Item]) -> None:
+    """Reorder `items` in place: modules in their order, each one's committing tests first."""
+    first_seen: dict[str, int] = {}
+    for index, item in enumerate(items):
+        first_seen.setdefault(item.nodeid.split("::")[0], index)
+    items.sort(key=lambda item: (first_seen[item.nodeid.split("::")[0]], not transactional(item)))
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-django's own ordering, which the sorts keep
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    commits_first_in_each_module(items)
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if not worker:
         return
