@@ -25,7 +25,7 @@ from raters.runs import (
 from raters.validation import validation_report
 from tests.raters.conftest import add_finals, label_fields
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fit_once")]
 
 
 def _classifier(project, lead, name="tfidf") -> MachineRater:

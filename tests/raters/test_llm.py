@@ -48,6 +48,13 @@ def fake(settings):
 
 
 @pytest.fixture
+def short_backoff(monkeypatch) -> None:
+    """The openai client's back-off between retries starts at 0.5 s (doubling): 50 ms here.
+    The retries are what the tests check, not how long the client waits between them."""
+    monkeypatch.setattr("openai._base_client.INITIAL_RETRY_DELAY", 0.05)
+
+
+@pytest.fixture
 def issues(project, repository):
     """15 final issues (3 of each label) and 5 open ones in the lead's project."""
     return add_finals(project, repository, 15, noise=0.0, open_issues=5)
@@ -189,22 +196,23 @@ def test_invalid_outputs_are_stored_with_their_raw_text_and_counted(
 
 
 def test_a_429_is_retried_after_retry_after(
-    project, lead, issues, answers, fake, monkeypatch, settings
+    project, lead, issues, answers, fake, monkeypatch, settings, short_backoff
 ):
     settings.MODEL_API_CONCURRENCY = 1
-    fake.rate_limited, fake.retry_after = 1, "1"
+    # The client's own back-off is 50 ms here (short_backoff): waiting 0.3 s is the server's.
+    fake.rate_limited, fake.retry_after = 1, "0.3"
     rater = _rater(project, lead, fake, monkeypatch)
     run = _run(rater, "open")
 
     assert (run.status, run.done) == ("done", 5)
     first, second = fake.requests[0], fake.requests[1]
     assert first.title == second.title
-    assert second.at - first.at >= 0.95  # waited the second the server asked for
+    assert second.at - first.at >= 0.28  # waited the time the server asked for
     assert len(fake.requests) == 6
 
 
 def test_a_500_and_a_dropped_connection_are_retried(
-    project, lead, issues, answers, fake, monkeypatch, settings
+    project, lead, issues, answers, fake, monkeypatch, settings, short_backoff
 ):
     settings.MODEL_API_CONCURRENCY = 1
     fake.server_errors, fake.dropped = 1, 1
@@ -408,7 +416,7 @@ def test_a_run_killed_halfway_resumes_without_duplicates(
 
 
 def test_an_issue_slower_than_the_timeout_fails_the_run_which_resumes_by_command(
-    project, lead, issues, answers, fake, monkeypatch, settings
+    project, lead, issues, answers, fake, monkeypatch, settings, short_backoff
 ):
     settings.MODEL_API_TIMEOUT = 0.5
     settings.MODEL_API_MAX_RETRIES = 1

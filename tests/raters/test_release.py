@@ -24,7 +24,7 @@ from raters import prompt
 from raters.models import MachineLabel, MachineRater
 from raters.runs import create_run, run_rater
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fit_once")]
 
 KEY_VARIABLE = "RATERS_RELEASE_TEST_KEY"
 KEY_VALUE = "sk-test-7f3c9a0e51d24b8c"

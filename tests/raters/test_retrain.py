@@ -13,6 +13,8 @@ from raters.runs import RaterBusy, begin_run, create_run, run_rater
 from raters.tasks import retrain_due
 from tests.raters.conftest import add_finals
 
+pytestmark = pytest.mark.usefixtures("fit_once")
+
 
 def _trained(project, retrain_after: int = 10) -> MachineRater:
     rater = MachineRater.objects.create(

@@ -9,7 +9,7 @@ from django.urls import reverse
 from raters.models import MachineRater, RaterRun
 from raters.runs import create_run, run_rater
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fit_once")]
 
 
 @pytest.fixture
