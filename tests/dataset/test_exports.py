@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from django.core.cache import cache
 from django.urls import reverse
 from django.utils import timezone
 
@@ -39,11 +40,23 @@ def study(taxonomy_version, lead, annotator, researcher, outsider):
     return project
 
 
+@pytest.fixture(scope="module")
+def small_study_id(module_db) -> int:
+    """MindSpeed only (80 rows), imported once for the module (module_db), after the test of
+    `study`, which imports the samples into a project of the same name."""
+
+    def build() -> int:
+        import_labels("Study", [MINDSPEED])
+        return Project.objects.get(name="Study").pk
+
+    return module_db(build)
+
+
 @pytest.fixture
-def small_study(taxonomy_version, lead, annotator, researcher, outsider):
-    """MindSpeed only (80 rows): enough for permissions and jobs, and quick."""
-    import_labels("Study", [MINDSPEED])
-    project = Project.objects.get(name="Study")
+def small_study(small_study_id, db, lead, annotator, researcher, outsider):
+    """Enough for permissions and jobs, and quick; this test's personas are its members."""
+    cache.clear()  # the same project id in every test
+    project = Project.objects.get(pk=small_study_id)
     for user, role in [
         (lead, Role.LEAD),
         (annotator, Role.ANNOTATOR),

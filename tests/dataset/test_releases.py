@@ -17,6 +17,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+from django.core.cache import cache
 from django.core.management import CommandError, call_command
 
 from annotator.models import Membership, Project, Role
@@ -59,10 +60,23 @@ def study(taxonomy_version, lead, annotator, researcher, outsider):
     return _members(Project.objects.get(name="Study"), lead, annotator, researcher)
 
 
+@pytest.fixture(scope="module")
+def small_study_id(module_db) -> int:
+    """MindSpeed's sample imported once for the module (module_db): each test runs in a
+    savepoint, so its releases and edits go with it. Comes after the test of `study`, which
+    imports the samples into a project of the same name."""
+
+    def build() -> int:
+        import_labels("Study", [MINDSPEED])
+        return Project.objects.get(name="Study").pk
+
+    return module_db(build)
+
+
 @pytest.fixture
-def small_study(taxonomy_version, lead, annotator, researcher, outsider):
-    import_labels("Study", [MINDSPEED])
-    return _members(Project.objects.get(name="Study"), lead, annotator, researcher)
+def small_study(small_study_id, db, lead, annotator, researcher, outsider):
+    cache.clear()  # the same project id in every test
+    return _members(Project.objects.get(pk=small_study_id), lead, annotator, researcher)
 
 
 def release(project: Project, user, version: str, note: str = "") -> Release:

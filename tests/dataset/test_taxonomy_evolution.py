@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from django.core.cache import cache
 from statsmodels.stats.inter_rater import fleiss_kappa
 
 from agreement.measures import agreement_report
@@ -29,8 +30,8 @@ from dataset.models import ExportJob
 from dataset.tasks import start_export
 from taxonomy import edits
 from taxonomy.loader import parse_type_file
-from taxonomy.models import TaxonomyNode
-from tests.conftest import log_in
+from taxonomy.models import TaxonomyNode, TaxonomyVersion
+from tests.conftest import log_in, make_user
 from tests.dataset.helpers import SAMPLES, read_rows
 
 pytestmark = pytest.mark.django_db
@@ -51,13 +52,11 @@ def node(project: Project, code: str) -> TaxonomyNode:
     return project.taxonomy_version.nodes.get(code=code)
 
 
-@pytest.fixture
-def evolved(taxonomy_version, lead, researcher):
+def evolve(lead) -> tuple[Project, TaxonomyVersion, dict[str, str]]:
     """The samples imported, then the taxonomy edited four times by the lead."""
     import_labels("Study", FILES)
     project = Project.objects.get(name="Study")
     Membership.objects.create(project=project, user=lead, role=Role.LEAD)
-    Membership.objects.create(project=project, user=researcher, role=Role.RESEARCHER)
     first = project.taxonomy_version
 
     edits.rename(project, lead, node(project, "C.2"), "Renamed while labeling")
@@ -71,6 +70,35 @@ def evolved(taxonomy_version, lead, researcher):
     mapping = {"B.3": moved.code, "C.1": "C.9"}
     assert moved.code.startswith("C.") and moved.code not in {"C.1", "C.9"}
     return project, first, mapping
+
+
+@pytest.fixture
+def evolved(taxonomy_version, lead, researcher):
+    """The evolved study of this test alone (for the transactional test)."""
+    project, first, mapping = evolve(lead)
+    Membership.objects.create(project=project, user=researcher, role=Role.RESEARCHER)
+    return project, first, mapping
+
+
+@pytest.fixture(scope="module")
+def evolved_ids(module_db) -> tuple[int, int, dict[str, str]]:
+    """The import and the four edits, once for the module's tests that only read them."""
+
+    def build() -> tuple[int, int, dict[str, str]]:
+        project, first, mapping = evolve(make_user("lena-lead-shared"))
+        return project.pk, first.pk, mapping
+
+    return module_db(build)
+
+
+@pytest.fixture
+def shared_evolved(evolved_ids, db, researcher):
+    """The module's evolved study, with this test's Rita as a researcher in it."""
+    project_id, first_id, mapping = evolved_ids
+    project = Project.objects.get(pk=project_id)
+    Membership.objects.create(project=project, user=researcher, role=Role.RESEARCHER)
+    cache.clear()  # (the agreement report caches by project id)
+    return project, TaxonomyVersion.objects.get(pk=first_id), dict(mapping)
 
 
 def mapped_rows(mapping: dict[str, str]) -> dict[str, list[list[str]]]:
@@ -88,8 +116,98 @@ def theme_kappa(rows: list[list[str]]) -> float:
     return float(fleiss_kappa(np.array([[Counter(r[1:-1])[t] for t in themes] for r in rows])))
 
 
-def test_every_export_works_after_rename_move_merge_and_split(evolved, tmp_path):
-    project, first, mapping = evolved
+def test_a_label_with_no_counterpart_keeps_its_code_and_is_listed(
+    project, issues_in_project, lead, annotator, other_annotator, tmp_path
+):
+    """Lena added a theme and Ada used it; then an admin put the project back on the study's
+    version, where that theme does not exist: the label is exported with its own code."""
+    from labeling.models import ProjectIssue
+    from tests.builders import final_issue
+
+    study = project.taxonomy_version
+    newer, added = edits.add(project, lead, node(project, "C"), "Checkpoint format drift")
+    project.refresh_from_db()
+    issue = issues_in_project[0]
+    item = ProjectIssue.objects.get(project=project, issue=issue)
+    final_issue(project, item, added.code, added.code)
+    Project.objects.filter(pk=project.pk).update(taxonomy_version=study)
+    project.refresh_from_db()
+    assert not study.nodes.filter(code=added.code).exists()
+
+    path = tmp_path / "back.zip"
+    manifest = build_zip(project, path)  # never a KeyError
+    with zipfile.ZipFile(path) as zf:
+        text = zf.read(f"labels/{issue.repository.name}.csv").decode().lstrip("\ufeff")
+        rows = list(csv.reader(io.StringIO(text)))
+        assert rows[1] == [issue.url, added.code, added.code, added.code]
+        [record] = [json.loads(line) for line in zf.read("issues.jsonl").decode().splitlines()]
+        assert record["resolution"]["code"] == added.code
+        assert record["resolution"]["in_current_version"] is False
+        assert record["resolution"]["original_version"] == str(newer)
+        assert zf.read("agreement.csv") and zf.read("table_one.csv")
+    listed = manifest["labels_without_counterpart"]
+    assert sorted(entry["label"] for entry in listed) == sorted(
+        ["final", *(f"rater-{u.pk}" for u in (annotator, other_annotator))]
+    )
+    assert {(e["issue"], e["original_code"], e["original_version"]) for e in listed} == {
+        (issue.url, added.code, str(newer))
+    }
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_report_table_one_and_exports_after_taxonomy_edits(
+    browser,
+    live_server,
+    evolved,
+    lead,
+    researcher,
+):
+    project, _first, mapping = evolved
+    errors: list[str] = []
+
+    lead_page = browser.new_page()
+    lead_page.on("pageerror", lambda exc: errors.append(str(exc)))
+    log_in(lead_page, live_server, lead.username)
+    report = lead_page.goto(f"{live_server.url}/projects/{project.pk}/agreement/")
+    assert report.status == 200
+    # The merged theme is reported under its target only.
+    headers = lead_page.locator("th[title]").all_inner_texts()
+    assert "C.9" in headers and "C.1" not in headers, headers
+    table_one = lead_page.goto(f"{live_server.url}/projects/{project.pk}/table-one/")
+    assert table_one.status == 200
+    assert lead_page.locator("table").count() >= 1
+    exports = lead_page.goto(f"{live_server.url}/projects/{project.pk}/exports/")
+    assert exports.status == 200
+
+    # The researcher's export, built by the job the worker would run.
+    job = start_export(project, researcher)
+    run_export_job(job.pk)
+    job.refresh_from_db()
+    assert job.status == ExportJob.Status.DONE, job.error
+
+    rita = browser.new_page()
+    rita.on("pageerror", lambda exc: errors.append(str(exc)))
+    log_in(rita, live_server, researcher.username)
+    rita.goto(f"{live_server.url}/projects/{project.pk}/exports/")
+    with rita.expect_download() as download_info:
+        rita.locator(f"a[href$='/exports/{job.pk}/download/']").first.click()
+    path = download_info.value.path()
+    expected = mapped_rows(mapping)
+    with zipfile.ZipFile(path) as zf:
+        for name, rows in expected.items():
+            text = zf.read(f"labels/{name}").decode("utf-8").lstrip("\ufeff")
+            assert list(csv.reader(io.StringIO(text))) == rows
+    assert not errors
+    lead_page.close()
+    rita.close()
+
+
+# --- after the transactional test: the study shared by the module (module_db) ------------
+
+
+def test_every_export_works_after_rename_move_merge_and_split(shared_evolved, tmp_path):
+    project, first, mapping = shared_evolved
     expected = mapped_rows(mapping)
     imported = sum(len(rows) - 1 for rows in expected.values())
     assert imported == 1194
@@ -157,8 +275,8 @@ def test_every_export_works_after_rename_move_merge_and_split(evolved, tmp_path)
         assert int(bug_row["issues_used"]) == finals["C"]
 
 
-def test_agreement_under_the_new_version_equals_statsmodels_on_mapped_labels(evolved):
-    project, first, mapping = evolved
+def test_agreement_under_the_new_version_equals_statsmodels_on_mapped_labels(shared_evolved):
+    project, first, mapping = shared_evolved
     rows = [r for rows in mapped_rows(mapping).values() for r in rows[1:]]
     report = agreement_report(project, use_cache=False)
     groups = {g["code"]: g for g in report["groups"]}
@@ -179,49 +297,11 @@ def test_agreement_under_the_new_version_equals_statsmodels_on_mapped_labels(evo
     assert round(old_bug["levels"]["theme"]["kappa"], 6) == 0.753476
 
 
-def test_a_label_with_no_counterpart_keeps_its_code_and_is_listed(
-    project, issues_in_project, lead, annotator, other_annotator, tmp_path
-):
-    """Lena added a theme and Ada used it; then an admin put the project back on the study's
-    version, where that theme does not exist: the label is exported with its own code."""
-    from labeling.models import ProjectIssue
-    from tests.builders import final_issue
-
-    study = project.taxonomy_version
-    newer, added = edits.add(project, lead, node(project, "C"), "Checkpoint format drift")
-    project.refresh_from_db()
-    issue = issues_in_project[0]
-    item = ProjectIssue.objects.get(project=project, issue=issue)
-    final_issue(project, item, added.code, added.code)
-    Project.objects.filter(pk=project.pk).update(taxonomy_version=study)
-    project.refresh_from_db()
-    assert not study.nodes.filter(code=added.code).exists()
-
-    path = tmp_path / "back.zip"
-    manifest = build_zip(project, path)  # never a KeyError
-    with zipfile.ZipFile(path) as zf:
-        text = zf.read(f"labels/{issue.repository.name}.csv").decode().lstrip("\ufeff")
-        rows = list(csv.reader(io.StringIO(text)))
-        assert rows[1] == [issue.url, added.code, added.code, added.code]
-        [record] = [json.loads(line) for line in zf.read("issues.jsonl").decode().splitlines()]
-        assert record["resolution"]["code"] == added.code
-        assert record["resolution"]["in_current_version"] is False
-        assert record["resolution"]["original_version"] == str(newer)
-        assert zf.read("agreement.csv") and zf.read("table_one.csv")
-    listed = manifest["labels_without_counterpart"]
-    assert sorted(entry["label"] for entry in listed) == sorted(
-        ["final", *(f"rater-{u.pk}" for u in (annotator, other_annotator))]
-    )
-    assert {(e["issue"], e["original_code"], e["original_version"]) for e in listed} == {
-        (issue.url, added.code, str(newer))
-    }
-
-
-def test_the_api_shows_rita_the_labels_as_the_export_does(evolved, researcher):
+def test_the_api_shows_rita_the_labels_as_the_export_does(shared_evolved, researcher):
     from django.urls import reverse
     from rest_framework.test import APIClient
 
-    project, _, mapping = evolved
+    project, _, mapping = shared_evolved
     published = {r[0]: r for rows in map(read_rows, FILES) for r in rows[1:]}
     finals = Counter(mapping.get(r[-1], r[-1]) for r in published.values())
     api = APIClient()
@@ -250,52 +330,3 @@ def test_the_api_shows_rita_the_labels_as_the_export_does(evolved, researcher):
     final = next(r for r in rows if r["issue_url"] == merged)
     assert (final["code"], final["theme"], final["original_code"]) == ("C.9", "C.9", "C.1")
     assert final["in_current_version"] is True
-
-
-@pytest.mark.browser
-@pytest.mark.django_db(transaction=True)
-def test_report_table_one_and_exports_after_taxonomy_edits(
-    browser,
-    live_server,
-    evolved,
-    lead,
-    researcher,
-):
-    project, _first, mapping = evolved
-    errors: list[str] = []
-
-    lead_page = browser.new_page()
-    lead_page.on("pageerror", lambda exc: errors.append(str(exc)))
-    log_in(lead_page, live_server, lead.username)
-    report = lead_page.goto(f"{live_server.url}/projects/{project.pk}/agreement/")
-    assert report.status == 200
-    # The merged theme is reported under its target only.
-    headers = lead_page.locator("th[title]").all_inner_texts()
-    assert "C.9" in headers and "C.1" not in headers, headers
-    table_one = lead_page.goto(f"{live_server.url}/projects/{project.pk}/table-one/")
-    assert table_one.status == 200
-    assert lead_page.locator("table").count() >= 1
-    exports = lead_page.goto(f"{live_server.url}/projects/{project.pk}/exports/")
-    assert exports.status == 200
-
-    # The researcher's export, built by the job the worker would run.
-    job = start_export(project, researcher)
-    run_export_job(job.pk)
-    job.refresh_from_db()
-    assert job.status == ExportJob.Status.DONE, job.error
-
-    rita = browser.new_page()
-    rita.on("pageerror", lambda exc: errors.append(str(exc)))
-    log_in(rita, live_server, researcher.username)
-    rita.goto(f"{live_server.url}/projects/{project.pk}/exports/")
-    with rita.expect_download() as download_info:
-        rita.locator(f"a[href$='/exports/{job.pk}/download/']").first.click()
-    path = download_info.value.path()
-    expected = mapped_rows(mapping)
-    with zipfile.ZipFile(path) as zf:
-        for name, rows in expected.items():
-            text = zf.read(f"labels/{name}").decode("utf-8").lstrip("\ufeff")
-            assert list(csv.reader(io.StringIO(text))) == rows
-    assert not errors
-    lead_page.close()
-    rita.close()

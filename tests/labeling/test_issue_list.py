@@ -23,12 +23,12 @@ import pytest
 from django.db import connection
 from django.urls import reverse
 
-from annotator.models import Membership
+from annotator.models import Membership, Project, Role
 from ingest.models import Issue, Repository
 from labeling import issue_list, resolution, submission
 from labeling.models import Annotation, ProjectIssue
 from tests import embedded
-from tests.conftest import make_issue
+from tests.conftest import STUDY_TAXONOMY_ID, make_issue
 from tests.labeling.conftest import label_data, label_item
 
 pytestmark = [pytest.mark.django_db, pytest.mark.one_path]
@@ -438,9 +438,11 @@ def test_a_search_of_more_than_twelve_words_is_refused(client, project, study, r
         assert ROW.findall(response.content.decode()) == []
 
 
-@pytest.fixture
-def many_issues(project, vllm):
-    """3,000 issues of long text: a search of them takes more than a millisecond."""
+@pytest.fixture(scope="module")
+def many_issues_id(request, module_db) -> int:
+    """A project of 3,000 issues of long text: a search of them takes more than a millisecond.
+    Built once for the module's two timeout tests, which only read it (in a repository and a
+    project of their own, so the other tests' lists never show them)."""
     words = [
         "kernel",
         "launch",
@@ -454,27 +456,52 @@ def many_issues(project, vllm):
         "memory",
         "access",
     ]
-    issues = Issue.objects.bulk_create(
-        Issue(
-            repository=vllm,
-            number=str(20_000 + n),
-            url=f"{vllm.web_url}/issues/{20_000 + n}",
-            title=f"Kernel report {n}",
-            body=" ".join(words[(n + i) % len(words)] for i in range(400)),
+
+    def build() -> int:
+        kernels = Repository.objects.create(
+            forge=Repository.Forge.GITHUB,
+            api_url="https://api.github.com",
+            owner="vllm-kernels",
+            name="kernel-reports",
+            group="vLLM",
         )
-        for n in range(3000)
-    )
-    ProjectIssue.objects.bulk_create(
-        ProjectIssue(project=project, issue=issue, position=100 + n)
-        for n, issue in enumerate(issues)
-    )
+        project = Project.objects.create(
+            name="Kernel reports",
+            taxonomy_version_id=request.config.stash[STUDY_TAXONOMY_ID],
+        )
+        issues = Issue.objects.bulk_create(
+            Issue(
+                repository=kernels,
+                number=str(20_000 + n),
+                url=f"{kernels.web_url}/issues/{20_000 + n}",
+                title=f"Kernel report {n}",
+                body=" ".join(words[(n + i) % len(words)] for i in range(400)),
+            )
+            for n in range(3000)
+        )
+        ProjectIssue.objects.bulk_create(
+            ProjectIssue(project=project, issue=issue, position=100 + n)
+            for n, issue in enumerate(issues)
+        )
+        return project.pk
+
+    return module_db(build)
+
+
+@pytest.fixture
+def many_issues(many_issues_id, db, researcher) -> Project:
+    """The module's project of 3,000 issues, with this test's Rita as a researcher in it."""
+    project = Project.objects.get(pk=many_issues_id)
+    Membership.objects.create(project=project, user=researcher, role=Role.RESEARCHER)
+    return project
 
 
 def test_a_search_out_of_time_says_so_and_holds_no_worker(
-    client, project, study, researcher, many_issues, settings
+    client, researcher, many_issues, settings
 ):
     """The database cancels a search at SEARCH_TIMEOUT_MS: the page says so beside the search
     (a 400 naming q, no rows), not a 500, and the connection goes on as before."""
+    project = many_issues
     client.force_login(researcher)
     url = reverse("issue_list", args=[project.pk])
     query = {"q": '"illegal memory" kernel or device'}
@@ -499,9 +526,8 @@ def test_a_search_out_of_time_says_so_and_holds_no_worker(
         assert cursor.fetchone() == ("0",)
 
 
-def test_the_search_function_raises_its_timeout_for_every_caller(
-    project, study, many_issues, settings
-):
+def test_the_search_function_raises_its_timeout_for_every_caller(many_issues, settings):
+    project = many_issues
     settings.SEARCH_TIMEOUT_MS = 1
     filters = issue_list.IssueFilters(q="kernel or device")
     with pytest.raises(issue_list.SearchTimedOut, match="took too long"):
