@@ -8,6 +8,7 @@ import csv
 import io
 
 import pytest
+from django.core.cache import cache
 from django.core.management import call_command
 from django.urls import reverse
 
@@ -22,10 +23,22 @@ from tests.dataset.helpers import SAMPLES
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(scope="module")
+def study_id(module_db) -> int:
+    """The two published samples, imported once for the module (tests/conftest.py, module_db).
+    Their repositories are the ones `issues_in_project` makes, so the pilot's tests come first."""
+
+    def build() -> int:
+        import_labels("Study", SAMPLES)
+        return Project.objects.get(name="Study").pk
+
+    return module_db(build)
+
+
 @pytest.fixture
-def study(taxonomy_version, lead):
-    import_labels("Study", SAMPLES)
-    project = Project.objects.get(name="Study")
+def study(study_id, db, lead):
+    cache.clear()  # the same project id in every test: no test reads another's cached figures
+    project = Project.objects.get(pk=study_id)
     Membership.objects.create(project=project, user=lead, role=Role.LEAD)
     return project
 
@@ -49,26 +62,6 @@ def pilot(project, issues_in_project, annotator, other_annotator):
 
 def group(report: dict, code: str) -> dict:
     return next(g for g in report["groups"] if g["code"] == code)
-
-
-def test_type_level_within_a_type_group_is_left_out_with_its_reason(study):
-    report = agreement_report(study, use_cache=False)
-    for code, name in (("A", "Question"), ("B", "Requirement"), ("C", "Bug")):
-        stats = group(report, code)["levels"]["type"]
-        assert stats["kappa"] is None and stats["alpha"] is None
-        assert stats["degenerate"] is True
-        assert stats["reading"] == "not meaningful"
-        assert f"final type {name}" in stats["note"]
-        assert stats["observed"] is not None  # the plain share of agreeing pairs stays
-        # The theme level of the same group is an ordinary figure.
-        assert group(report, code)["levels"]["theme"]["kappa"] is not None
-    overall = group(report, "all")["levels"]["type"]
-    assert overall["kappa"] is not None and overall["note"] == ""
-    assert overall["reading"] in {"slight", "fair", "moderate", "substantial", "almost perfect"}
-    for row in report_rows(report):
-        if row["fleiss_kappa"] is None:
-            # Either left out as not meaningful, or with nothing to compute (no sub-themes).
-            assert row["reading"] != "poor" and (row["note"] or row["excluded_reason"])
 
 
 def test_figures_on_fewer_than_30_issues_are_flagged_too_few_to_read(pilot):
@@ -100,6 +93,33 @@ def test_thirty_issues_are_enough_to_read(project, annotator, other_annotator):
     bug = group(agreement_report(project, use_cache=False), "C")["levels"]["theme"]
     assert bug["issues"] == MIN_ISSUES and bug["too_few"] is False
     assert bug["reading"] in {"moderate", "substantial", "almost perfect"}
+
+
+def test_the_pilot_page_marks_figures_too_few_to_read(client, pilot, lead):
+    client.force_login(lead)
+    html = client.get(reverse("agreement_report", args=[pilot.pk])).content.decode()
+    assert "too few issues to read (4 &lt; 30)" in html
+    assert 'class="hint too-few"' in html
+
+
+def test_type_level_within_a_type_group_is_left_out_with_its_reason(study):
+    report = agreement_report(study, use_cache=False)
+    for code, name in (("A", "Question"), ("B", "Requirement"), ("C", "Bug")):
+        stats = group(report, code)["levels"]["type"]
+        assert stats["kappa"] is None and stats["alpha"] is None
+        assert stats["degenerate"] is True
+        assert stats["reading"] == "not meaningful"
+        assert f"final type {name}" in stats["note"]
+        assert stats["observed"] is not None  # the plain share of agreeing pairs stays
+        # The theme level of the same group is an ordinary figure.
+        assert group(report, code)["levels"]["theme"]["kappa"] is not None
+    overall = group(report, "all")["levels"]["type"]
+    assert overall["kappa"] is not None and overall["note"] == ""
+    assert overall["reading"] in {"slight", "fair", "moderate", "substantial", "almost perfect"}
+    for row in report_rows(report):
+        if row["fleiss_kappa"] is None:
+            # Either left out as not meaningful, or with nothing to compute (no sub-themes).
+            assert row["reading"] != "poor" and (row["note"] or row["excluded_reason"])
 
 
 def test_agreement_csv_rounds_to_six_decimals_and_explains(study):
@@ -135,10 +155,3 @@ def test_the_page_and_the_command_say_why(client, study, lead):
         if line.startswith("Question") and " type " in line
     )
     assert "n/a" in question and "not meaningful" in question and "note:" in question
-
-
-def test_the_pilot_page_marks_figures_too_few_to_read(client, pilot, lead):
-    client.force_login(lead)
-    html = client.get(reverse("agreement_report", args=[pilot.pk])).content.decode()
-    assert "too few issues to read (4 &lt; 30)" in html
-    assert 'class="hint too-few"' in html

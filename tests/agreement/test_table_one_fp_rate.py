@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import csv
 import io
+from typing import Any
 
 import pytest
+from django.db import connection
+from django.db.models import Model
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -22,12 +25,41 @@ from agreement.table_one import table_one
 from annotator.models import Membership, Project, Role
 from dataset.exports import write_table_one
 from ingest.models import Issue, Repository
-from labeling.models import ProjectIssue, Resolution
+from labeling.models import PUBLIC_ID_LOW, ProjectIssue, Resolution
 from taxonomy.models import TaxonomyVersion
 
 pytestmark = pytest.mark.django_db
 
 IMPORTED = 10_000
+
+
+def _insert_rows(
+    model: type[Model], source: str, varying: dict[str, tuple[str, list]], **fields: Any
+) -> None:
+    """One INSERT … SELECT … FROM `source` of `model`'s rows: each field as an unsaved
+    `model(**fields)` holds it (defaults included), except the `varying` fields, each an SQL
+    expression and its parameters. Ten thousand rows in a fraction of a second, where
+    bulk_create spends over a second of Python on each model."""
+    row = model(**fields)
+    columns, values, params = [], [], []
+    for field in model._meta.concrete_fields:
+        if field.primary_key:
+            continue
+        columns.append(connection.ops.quote_name(field.column))
+        if field.name in varying:
+            expression, expression_params = varying[field.name]
+            values.append(expression)
+            params.extend(expression_params)
+        else:
+            values.append(f"%s::{field.cast_db_type(connection)}")
+            params.append(field.get_db_prep_save(field.pre_save(row, add=True), connection))
+    assert set(varying) <= {f.name for f in model._meta.concrete_fields}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {model._meta.db_table} ({', '.join(columns)}) "
+            f"SELECT {', '.join(values)} FROM {source}",
+            params,
+        )
 
 
 @pytest.fixture(scope="module")
@@ -55,23 +87,38 @@ def imported_id(module_db) -> int:
             group="MindSpeed",
         )
         bug = project.taxonomy_version.nodes.get(code="C.5")
-        plan = [(megatron, n) for n in range(IMPORTED)] + [(mindspeed, n) for n in range(3)]
-        issues = Issue.objects.bulk_create(
-            Issue(repository=repo, number=str(n), url=f"{repo.web_url}/issues/{n}")
-            for repo, n in plan
-        )
-        ProjectIssue.objects.bulk_create(
-            ProjectIssue(project=project, issue=issue, position=i) for i, issue in enumerate(issues)
-        )
-        Resolution.objects.bulk_create(
-            Resolution(
-                project=project,
-                issue=issue,
-                method=Resolution.Method.IMPORTED,
-                issue_type=bug.issue_type,
-                theme=bug,
+        for repo, count in ((megatron, IMPORTED), (mindspeed, 3)):
+            _insert_rows(
+                Issue,
+                f"generate_series(0, {count - 1}) AS n",
+                {"number": ("n::text", []), "url": ("%s || '/issues/' || n", [repo.web_url])},
+                repository=repo,
             )
-            for issue in issues
+        # Ordered by id: Megatron's issues, then MindSpeed's, as they were inserted.
+        issues = (
+            "(SELECT id, row_number() OVER (ORDER BY id) - 1 AS n"
+            f" FROM {Issue._meta.db_table} WHERE repository_id IN ({megatron.pk}, {mindspeed.pk}))"
+            " AS i"
+        )
+        _insert_rows(
+            ProjectIssue,
+            issues,
+            # Distinct public ids (the default draws each at random).
+            {
+                "issue": ("i.id", []),
+                "position": ("i.n", []),
+                "public_id": ("%s + i.n", [PUBLIC_ID_LOW]),
+            },
+            project=project,
+        )
+        _insert_rows(
+            Resolution,
+            issues,
+            {"issue": ("i.id", [])},
+            project=project,
+            method=Resolution.Method.IMPORTED,
+            issue_type=bug.issue_type,
+            theme=bug,
         )
         return project.pk
 
