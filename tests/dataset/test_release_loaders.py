@@ -15,7 +15,11 @@ import pytest
 
 from dataset.releases import release_path
 from tests.dataset.helpers import MINDSPEED, read_rows
-from tests.dataset.test_releases import release, small_study  # noqa: F401 (a fixture)
+from tests.dataset.test_releases import (  # noqa: F401 (fixtures)
+    release,
+    small_study,
+    small_study_id,
+)
 
 pytestmark = pytest.mark.django_db
 
