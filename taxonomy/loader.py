@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -146,18 +147,25 @@ def _paper_rank(theme_code: str, sub_name: str) -> int | None:
     return None
 
 
-def parse_type_file(text: str, path: str, type_code: str, type_name: str) -> NodeSpec:
-    """Parse one CSV's text into a type node with its themes and sub-themes."""
-    text = text.lstrip("\ufeff")
-    reader = csv.reader(io.StringIO(text))
+def _header(
+    reader: Iterator[list[str]], path: str, columns: tuple[str, ...]
+) -> tuple[list[str], dict[str, int]]:
+    """The file's header (read from `reader`) and each required column's index; an empty file
+    or a missing column is an error on line 1."""
     try:
         header = [h.strip().lower() for h in next(reader)]
     except StopIteration:
         raise TaxonomyFileError(path, 1, "the file is empty") from None
-    missing = [c for c in REQUIRED_COLUMNS if c not in header]
+    missing = [c for c in columns if c not in header]
     if missing:
         raise TaxonomyFileError(path, 1, f"missing column(s): {', '.join(missing)}")
-    col = {name: header.index(name) for name in REQUIRED_COLUMNS}
+    return header, {name: header.index(name) for name in columns}
+
+
+def parse_type_file(text: str, path: str, type_code: str, type_name: str) -> NodeSpec:
+    """Parse one CSV's text into a type node with its themes and sub-themes."""
+    reader = csv.reader(io.StringIO(text.lstrip("\ufeff")))
+    header, col = _header(reader, path, REQUIRED_COLUMNS)
 
     type_node = NodeSpec(type_code, type_name, TaxonomyNode.Level.TYPE)
     themes: dict[str, NodeSpec] = {}
@@ -250,14 +258,7 @@ def parse_description_file(text: str, path: str, language: str, types: list[Node
     """
     nodes = {node.code: node for t in types for node in t.walk()}
     reader = csv.reader(io.StringIO(text.lstrip("\ufeff")))
-    try:
-        header = [h.strip().lower() for h in next(reader)]
-    except StopIteration:
-        raise TaxonomyFileError(path, 1, "the file is empty") from None
-    missing = [c for c in DESCRIPTION_COLUMNS if c not in header]
-    if missing:
-        raise TaxonomyFileError(path, 1, f"missing column(s): {', '.join(missing)}")
-    col = {name: header.index(name) for name in DESCRIPTION_COLUMNS}
+    header, col = _header(reader, path, DESCRIPTION_COLUMNS)
     found: dict[str, int] = {}
     line_no = reader.line_num + 1  # the line the next record starts on
     for row in reader:
