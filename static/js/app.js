@@ -10,3 +10,11 @@ document.addEventListener("change", (event) => {
 document.addEventListener("change", (event) => {
   if (event.target.matches("select.autosubmit")) event.target.form.requestSubmit();
 });
+
+// htmx starts listening only at DOMContentLoaded, after every deferred script (the translation
+// catalogue among them) has arrived: a search typed before then would be lost. Send it now.
+document.addEventListener("DOMContentLoaded", () => {
+  for (const box of document.querySelectorAll("input[type=search][hx-get]")) {
+    if (box.value !== box.defaultValue) htmx.trigger(box, "search");
+  }
+});

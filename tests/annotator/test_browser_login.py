@@ -21,3 +21,23 @@ def test_volunteer_logs_in_and_finds_a_sub_theme(page, live_server, annotator, t
     # The search is in the address bar, so the result can be shared.
     assert "q=NCCL" in page.url
     assert errors == []
+
+
+def test_a_search_typed_before_the_scripts_arrive_is_not_lost(
+    page, live_server, annotator, taxonomy_version
+):
+    # htmx listens from DOMContentLoaded, which waits for every deferred script: holding the
+    # translation catalogue back lets the volunteer type while nothing listens yet.
+    log_in(page, live_server, annotator.username)
+    held = []
+    page.route("**/jsi18n/**", lambda route: held.append(route))
+    page.click("text=Taxonomy")
+    page.fill("#taxonomy-search", "NCCL timeout")
+    while not held:
+        page.wait_for_timeout(20)
+    assert page.evaluate("document.readyState") != "complete"  # the catalogue is still held
+    held[0].continue_()
+    hit = page.locator(".search-results .hit").first
+    hit.wait_for()
+    assert hit.get_attribute("data-code") == "C.3.i"
+    assert "q=NCCL" in page.url
