@@ -35,6 +35,11 @@ from tests.security import fuzz
 
 # Not pages: files, JSON, the API (DRF's own templates), the health check, and routes that only
 # act (log out, skip an issue) or need a one-time token from an e-mail.
+# Chromium's words for an answer with nothing to show; any other navigation error fails the test.
+EMPTY_ANSWER = re.compile(
+    r"net::ERR_HTTP_RESPONSE_CODE_FAILURE|net::ERR_ABORTED|Download is starting"
+)
+
 NOT_A_PAGE = re.compile(
     r"^(api/|healthz|favicon|accounts/logout|accounts/reset/<)|\.csv$|\.json$|download/$|skip/$"
 )
@@ -47,8 +52,9 @@ NOT_A_PAGE = re.compile(
 ROLES = ("visitor", "lead", "annotator", "researcher", "admin")
 PARTS = {"lead": 2}
 CHUNKS = [(role, part) for role in ROLES for part in range(PARTS.get(role, 1))]
-# Each role reaches its pages: the lead sees the most, the visitor only the public ones.
-AT_LEAST = {"lead": 20, "annotator": 5, "researcher": 5}
+# Each role reaches its pages: the lead sees the most, the visitor only the public ones. (Floors
+# below today's counts: 48, 25, 27, 45, 9; an audit that skipped pages had reached 10 of 25.)
+AT_LEAST = {"lead": 40, "annotator": 20, "researcher": 20, "admin": 35, "visitor": 5}
 
 
 @pytest.fixture
@@ -109,14 +115,17 @@ def page_urls(values: dict, routes: list[str]) -> list[str]:
     return [url for route in routes for url in fuzz.expand(route, values)]
 
 
-def audit(browser, live_server, username: str | None, urls: list[str]) -> tuple[list[str], int]:
-    """Open each URL once in one context as this user; the violations and the pages audited."""
+def audit(
+    browser, live_server, username: str | None, urls: list[str]
+) -> tuple[list[str], int, int]:
+    """Open each URL once in one context as this user; the violations, the pages audited, and
+    the URLs skipped for an empty answer."""
     context = browser.new_context()
+    context.set_default_timeout(15_000)
     page = context.new_page()
-    page.set_default_timeout(15_000)
     axe = Axe()
     found: list[str] = []
-    audited = 0
+    audited = skipped = 0
     error_pages: set[int] = set()
     opened: set[str] = set()
     try:
@@ -125,8 +134,16 @@ def audit(browser, live_server, username: str | None, urls: list[str]) -> tuple[
         for url in urls:
             try:
                 response = page.goto(live_server.url + url)
-            except PlaywrightError:
-                continue  # an empty answer (405 to a GET): nothing to see
+            except PlaywrightError as error:
+                if not EMPTY_ANSWER.search(str(error)):
+                    raise
+                # An empty answer (a 405 to a GET, a download): nothing to see. Chromium's own
+                # error page lands after goto has returned and would interrupt the next page's
+                # navigation (and that one the next): the next page opens in a fresh tab.
+                skipped += 1
+                page.close()
+                page = context.new_page()
+                continue
             if response is None or "text/html" not in response.headers.get("content-type", ""):
                 continue
             landed = urlsplit(page.url).path  # the login page once, whatever its ?next=
@@ -142,7 +159,7 @@ def audit(browser, live_server, username: str | None, urls: list[str]) -> tuple[
             found.extend(blocking_violations(page, axe, f"{username or 'visitor'} {url}"))
     finally:
         context.close()
-    return found, audited
+    return found, audited, skipped
 
 
 @pytest.mark.parametrize("persona,part", CHUNKS, ids=[f"{r}-{p}" for r, p in CHUNKS])
@@ -155,8 +172,9 @@ def test_every_page_as_every_role_has_no_serious_accessibility_violation(
     values, personas = study
     urls = page_urls(values, chunk_routes(persona, part))
     username = personas[persona].username if persona != "visitor" else None
-    found, audited = audit(browser, live_server, username, urls)
-    print(f"pages audited as {persona} (part {part}): {audited}")  # shown with -rP
+    found, audited, skipped = audit(browser, live_server, username, urls)
+    # shown with -rP
+    print(f"pages audited as {persona} (part {part}): {audited}; empty answers: {skipped}")
     # Each role reached its pages (a role in parts: each part its share).
     assert audited > AT_LEAST.get(persona, 0) // PARTS.get(persona, 1), audited
     assert not found, f"{len(found)} serious/critical axe-core violations:\n" + "\n".join(found)
@@ -188,3 +206,14 @@ def test_the_audit_reports_a_page_with_a_serious_violation(browser, live_server,
         context.close()
     rules = {line.split(" ", 1)[0] for line in found}
     assert {"image-alt", "button-name"} <= rules
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_page_after_an_empty_answer_is_still_audited(browser, live_server, db):
+    # A GET of a POST-only route is an empty 405; Chromium's error page for it once interrupted
+    # the next navigation, and that page went unaudited without a word.
+    found, audited, skipped = audit(browser, live_server, None, ["/language/", "/accounts/login/"])
+    assert (audited, skipped) == (1, 1)
+    assert found == []
