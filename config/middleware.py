@@ -1,4 +1,5 @@
-"""Middleware of our own: django-csp's, skipping responses no browser renders; input limits."""
+"""Middleware of our own: django-csp's, skipping responses no browser renders; input limits; a
+page for a 405."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from django.conf import settings
 from django.core.exceptions import BadRequest, RequestDataTooBig, SuspiciousOperation
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.http.multipartparser import MultiPartParserError
+from django.template.loader import render_to_string
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
@@ -142,3 +144,28 @@ def _refusal(request: HttpRequest, status: int, field: str, message: str) -> Htt
         return JsonResponse({"detail": message, "field": field}, status=status)
     text = gettext("Bad request: %(message)s.") % {"message": message}
     return HttpResponse(text + "\n", status=status, content_type="text/plain; charset=utf-8")
+
+
+class MethodNotAllowedPage:
+    """Gives a page to the empty 405 that Django answers when an address that only takes a form
+    (switching language, saving a pseudonym, starting a sync) is opened directly: a bookmark,
+    a reload, a link pasted from the address bar. Without it the browser shows its own error
+    page; with it the person reads what happened and finds the way back. The `Allow` header is
+    kept. Answers with a body of their own (the API's JSON) are left as they are.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (
+            response.status_code != 405
+            or getattr(response, "streaming", False)
+            or response.content
+            or not request.accepts("text/html")
+        ):
+            return response
+        response.content = render_to_string("405.html", request=request)
+        response["Content-Type"] = "text/html; charset=utf-8"
+        return response

@@ -96,6 +96,8 @@ MIDDLEWARE = [
     # After the input limits: it reads the session, which a NUL in its cookie would break (so
     # those refusals speak the cookie's or the browser's language).
     "annotator.language.UserLanguageMiddleware",
+    # Inside the language: the page for an empty 405 speaks the person's language.
+    "config.middleware.MethodNotAllowedPage",
     "django_htmx.middleware.HtmxMiddleware",
     # Last, as django-axes asks: it inspects the response of a failed login.
     "axes.middleware.AxesMiddleware",

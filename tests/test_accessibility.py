@@ -5,8 +5,8 @@ proposal, detail summaries, an export, a sync run, an invite). Lena the lead, Ad
 Rita the researcher, Adam the admin (a superuser, so Django's admin too) and a visitor who is
 not signed in each get one Chromium context and open every route of the URL conf once (the
 routes come from the URL conf, as the fuzz test reads them, so a new page is audited without
-editing this test). Every HTML page they may open (200), and each error page (403, 404, 410)
-once, is checked by axe-core (the engine bundled by `axe-playwright-python`, no network) with
+editing this test). Every HTML page they may open (200), and each error page (403, 404, 405,
+410) once, is checked by axe-core (the engine bundled by `axe-playwright-python`, no network) with
 its default rules (WCAG 2.0-2.2 A/AA and best practices); no violation of impact serious or
 critical may remain. A failure lists rule, page and node. htmx fragments are audited inside
 their pages, not alone.
@@ -20,6 +20,8 @@ from urllib.parse import urlsplit
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
+from django.http import HttpResponse
+from django.urls import path
 from django.utils import timezone
 from playwright.sync_api import Error as PlaywrightError
 
@@ -137,9 +139,9 @@ def audit(
             except PlaywrightError as error:
                 if not EMPTY_ANSWER.search(str(error)):
                     raise
-                # An empty answer (a 405 to a GET, a download): nothing to see. Chromium's own
-                # error page lands after goto has returned and would interrupt the next page's
-                # navigation (and that one the next): the next page opens in a fresh tab.
+                # An empty answer (a download, an error without a body): nothing to see.
+                # Chromium's error page for it lands after goto has returned and would interrupt
+                # the next page's navigation (and that one the next): so a fresh tab.
                 skipped += 1
                 page.close()
                 page = context.new_page()
@@ -150,7 +152,7 @@ def audit(
             if landed in opened or "<html" not in response.text()[:300].lower():
                 continue  # a redirect to a page audited already, or an htmx fragment
             opened.add(landed)
-            # An error page (403, 404, 410) is a page too, audited once per role.
+            # An error page (403, 404, 405, 410) is a page too, audited once per role.
             if response.status != 200:
                 if response.status in error_pages:
                     continue
@@ -208,12 +210,34 @@ def test_the_audit_reports_a_page_with_a_serious_violation(browser, live_server,
     assert {"image-alt", "button-name"} <= rules
 
 
+def _empty_answer(request):
+    return HttpResponse(status=400)  # no body: Chromium shows its own error page
+
+
+def _small_page(request):
+    return HttpResponse(
+        '<!doctype html><html lang="en"><head><title>t</title></head>'
+        "<body><main><h1>A page</h1></main></body></html>"
+    )
+
+
+urlpatterns = [path("empty/", _empty_answer), path("page/", _small_page)]
+
+
 @pytest.mark.browser
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_a_page_after_an_empty_answer_is_still_audited(browser, live_server, db):
-    # A GET of a POST-only route is an empty 405; Chromium's error page for it once interrupted
-    # the next navigation, and that page went unaudited without a word.
-    found, audited, skipped = audit(browser, live_server, None, ["/language/", "/accounts/login/"])
+def test_a_page_after_an_empty_answer_is_still_audited(browser, live_server, settings):
+    # Chromium's error page for an empty answer once interrupted the next navigation, and that
+    # page went unaudited without a word.
+    settings.ROOT_URLCONF = __name__
+    found, audited, skipped = audit(browser, live_server, None, ["/empty/", "/page/"])
     assert (audited, skipped) == (1, 1)
     assert found == []
+
+
+def test_a_get_of_a_form_address_is_a_page_of_ours_and_audited(client):
+    # The site's POST-only addresses answer a GET with the 405 page (not an empty answer), so
+    # the audit reaches it as an error page of every role.
+    response = client.get("/language/", HTTP_ACCEPT="text/html")
+    assert response.status_code == 405 and b"<main" in response.content
