@@ -9,6 +9,7 @@ from django.core.exceptions import BadRequest, RequestDataTooBig, SuspiciousOper
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.http.multipartparser import MultiPartParserError
 from django.template.loader import render_to_string
+from django.utils.cache import patch_vary_headers
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
@@ -148,10 +149,11 @@ def _refusal(request: HttpRequest, status: int, field: str, message: str) -> Htt
 
 class MethodNotAllowedPage:
     """Gives a page to the empty 405 that Django answers when an address that only takes a form
-    (switching language, saving a pseudonym, starting a sync) is opened directly: a bookmark,
-    a reload, a link pasted from the address bar. Without it the browser shows its own error
-    page; with it the person reads what happened and finds the way back. The `Allow` header is
-    kept. Answers with a body of their own (the API's JSON) are left as they are.
+        (switching language, saving a pseudonym, starting a sync) is opened directly: a bookmark,
+        a reload, a link pasted from the address bar. Without it the browser shows its own error
+        page; with it the person reads what happened and finds the way back. The `Allow` header is
+        kept. Answers with a body of their own (the API's JSON) are left as they are, and so is the
+    answer to a client whose Accept header excludes HTML (no header, or */*, accepts it).
     """
 
     def __init__(self, get_response):
@@ -168,4 +170,5 @@ class MethodNotAllowedPage:
             return response
         response.content = render_to_string("405.html", request=request)
         response["Content-Type"] = "text/html; charset=utf-8"
+        patch_vary_headers(response, ["Accept"])  # the body depends on it
         return response

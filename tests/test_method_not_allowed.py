@@ -2,7 +2,7 @@
 
 Ada bookmarks the language switcher's address, or reloads it: she gets a page of the site that
 says what happened and leads back, in her language, still a 405 with its Allow header. The API
-keeps its own JSON answer, and a client that does not read HTML keeps the empty one.
+keeps its own JSON answer, and a client whose Accept header excludes HTML keeps the empty one.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ def test_ada_opening_a_form_address_reads_a_page_that_leads_back(client, annotat
     assert response["Content-Type"].startswith("text/html")
     page = response.content.decode()
     assert "<h1>This address takes a form, not a visit</h1>" in page
-    assert 'href="/"' in page
-    assert 'id="main"' in page or "<main" in page  # the site's frame, with its navigation
+    assert "Back to your projects</a>" in page
+    assert "<main" in page  # the site's frame, with its navigation
+    assert "Accept" in response["Vary"]
 
 
 def test_the_page_speaks_the_visitors_language(db):

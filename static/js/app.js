@@ -15,6 +15,6 @@ document.addEventListener("change", (event) => {
 // catalogue among them) has arrived: a search typed before then would be lost. Send it now.
 document.addEventListener("DOMContentLoaded", () => {
   for (const box of document.querySelectorAll("input[type=search][hx-get]")) {
-    if (box.value !== box.defaultValue) htmx.trigger(box, "search");
+    if (box.value !== box.defaultValue) window.htmx?.trigger(box, "search");
   }
 });

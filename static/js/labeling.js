@@ -341,6 +341,8 @@
     hits.classList.remove("hidden");
   };
   search?.addEventListener("input", runSearch);
+  // Words typed before this deferred script ran (it waits for the translation catalogue).
+  if (search?.value) runSearch();
   search?.addEventListener("keydown", (event) => {
     if (event.key === "Enter") {
       // Enter in the search picks the first hit instead of submitting.
