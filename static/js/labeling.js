@@ -341,7 +341,8 @@
     hits.classList.remove("hidden");
   };
   search?.addEventListener("input", runSearch);
-  // Words typed before this deferred script ran (it waits for the translation catalogue).
+  // Words typed before this deferred script ran (it waits for the translation catalogue); the
+  // panel's details, once loaded, search them again.
   if (search?.value) runSearch();
   search?.addEventListener("keydown", (event) => {
     if (event.key === "Enter") {
