@@ -293,6 +293,28 @@ def log_in(page, live_server, username: str, password: str = PASSWORD) -> None:
     page.wait_for_url(f"{live_server.url}/")
 
 
+class HeldCatalogue:
+    """The translation catalogue (`/jsi18n/`) held back: every deferred script after it, and
+    DOMContentLoaded (where htmx starts listening), wait until `release()`. For tests of what
+    a person types before the page's scripts run."""
+
+    def __init__(self, page) -> None:
+        self.page = page
+        self.routes: list = []
+        page.route("**/jsi18n/**", lambda route: self.routes.append(route))
+
+    def release(self) -> None:
+        """Waits (5 s at most) for the page to ask for the catalogue, then lets it through."""
+        for _ in range(250):
+            if self.routes:
+                break
+            self.page.wait_for_timeout(20)
+        assert self.routes, "the page never asked for the translation catalogue"
+        # DOMContentLoaded has not fired: the held catalogue is a deferred script.
+        assert self.page.evaluate("document.readyState") == "interactive"
+        self.routes[0].continue_()
+
+
 def first_saved(page, queryset):
     """The first row of `queryset` once the page's request has written it, polling for about
     5 s (None if it never came): a click's form post lands in the live server's thread."""

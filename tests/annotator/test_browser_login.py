@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.conftest import log_in
+from tests.conftest import HeldCatalogue, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -29,18 +29,10 @@ def test_a_search_typed_before_the_scripts_arrive_is_not_lost(
     # htmx listens from DOMContentLoaded, which waits for every deferred script: holding the
     # translation catalogue back lets the volunteer type while nothing listens yet.
     log_in(page, live_server, annotator.username)
-    held = []
-    page.route("**/jsi18n/**", lambda route: held.append(route))
+    catalogue = HeldCatalogue(page)
     page.click("text=Taxonomy")
     page.fill("#taxonomy-search", "NCCL timeout")
-    for _ in range(250):  # 5 s at most
-        if held:
-            break
-        page.wait_for_timeout(20)
-    assert held, "the page never asked for the translation catalogue"
-    # DOMContentLoaded has not fired: the held catalogue is a deferred script.
-    assert page.evaluate("document.readyState") == "interactive"
-    held[0].continue_()
+    catalogue.release()
     hit = page.locator(".search-results .hit").first
     hit.wait_for()
     assert hit.get_attribute("data-code") == "C.3.i"

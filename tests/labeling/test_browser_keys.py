@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 
 from labeling.models import Annotation
-from tests.conftest import log_in
+from tests.conftest import HeldCatalogue, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -75,17 +75,11 @@ def test_words_typed_in_the_search_before_the_script_runs_are_searched(
     # labeling.js is a deferred script behind the translation catalogue: holding the catalogue
     # lets the annotator type while the page has no listener yet.
     log_in(page, live_server, annotator.username)
-    held = []
-    page.route("**/jsi18n/**", lambda route: held.append(route))
+    catalogue = HeldCatalogue(page)
     page.goto(live_server.url + reverse("label_next", args=[project.pk]), wait_until="commit")
     page.fill("#subtheme-search", "configuration")
-    for _ in range(250):  # 5 s at most
-        if held:
-            break
-        page.wait_for_timeout(20)
-    assert held, "the page never asked for the translation catalogue"
     assert page.locator("#subtheme-hits button.hit").count() == 0  # nothing listened yet
-    held[0].continue_()
+    catalogue.release()
     page.locator("body[data-labeling-ready]").wait_for(state="attached")
     page.locator("#subtheme-hits button.hit").first.wait_for()
     assert page.locator("#subtheme-hits button.hit").count() > 1
