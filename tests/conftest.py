@@ -219,18 +219,24 @@ def outsider(db):
     return make_user("oscar-outsider")
 
 
+def add_members(project: Project, *members: tuple[User, str]) -> None:
+    """The personas as members of the project, each with the pseudonym `rater-<user id>`."""
+    for user, role in members:
+        Membership.objects.create(
+            project=project, user=user, role=role, pseudonym=f"rater-{user.pk}"
+        )
+
+
 @pytest.fixture
 def project(taxonomy_version, lead, annotator, other_annotator, researcher):
     project = Project.objects.create(name="LLM issues pilot", taxonomy_version=taxonomy_version)
-    for user, role in [
+    add_members(
+        project,
         (lead, Role.LEAD),
         (annotator, Role.ANNOTATOR),
         (other_annotator, Role.ANNOTATOR),
         (researcher, Role.RESEARCHER),
-    ]:
-        Membership.objects.create(
-            project=project, user=user, role=role, pseudonym=f"rater-{user.pk}"
-        )
+    )
     return project
 
 

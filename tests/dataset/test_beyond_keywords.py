@@ -15,7 +15,7 @@ from dataset.recall import RecallError
 from ingest.models import Repository
 from labeling.models import ProjectIssue
 from taxonomy.models import TaxonomyVersion
-from tests.conftest import STUDY_TAXONOMY_ID, make_issue, make_user
+from tests.conftest import STUDY_TAXONOMY_ID, add_members, make_issue, make_user
 from tests.raters.conftest import add_finals, text_of
 
 
@@ -62,15 +62,13 @@ def dropped_ids(module_db, request) -> tuple[int, list[int], list[int]]:
 def project(dropped_ids, db, lead, annotator, other_annotator, researcher) -> Project:
     """The shared project, with this test's personas as its members (as tests/conftest.py's)."""
     project = Project.objects.get(pk=dropped_ids[0])
-    for user, role in [
+    add_members(
+        project,
         (lead, Role.LEAD),
         (annotator, Role.ANNOTATOR),
         (other_annotator, Role.ANNOTATOR),
         (researcher, Role.RESEARCHER),
-    ]:
-        Membership.objects.create(
-            project=project, user=user, role=role, pseudonym=f"rater-{user.pk}"
-        )
+    )
     return project
 
 

@@ -17,14 +17,14 @@ import random
 import pytest
 from django.urls import reverse
 
-from annotator.models import Membership, Project, Role
+from annotator.models import Project, Role
 from dataset.models import RecallProbe
 from dataset.recall import Stratum, draw_probes, recall_report, stratified_share
 from ingest.models import Issue, KeywordSet, Repository
 from labeling.models import ProjectIssue
 from labeling.setup import Scope, apply_scope
 from taxonomy.models import TaxonomyVersion
-from tests.conftest import STUDY_TAXONOMY_ID
+from tests.conftest import STUDY_TAXONOMY_ID, add_members
 from tests.dataset.test_recall import finalize, hand_wilson
 
 pytestmark = pytest.mark.django_db
@@ -273,10 +273,7 @@ def drawn_example_id(module_db, request) -> tuple[int, int, int, dict]:
 def drawn_example(drawn_example_id, db, lead, researcher):
     project_id, big_id, small_id, by_repository = drawn_example_id
     project = Project.objects.get(pk=project_id)
-    for user, role in [(lead, Role.LEAD), (researcher, Role.RESEARCHER)]:
-        Membership.objects.create(
-            project=project, user=user, role=role, pseudonym=f"rater-{user.pk}"
-        )
+    add_members(project, (lead, Role.LEAD), (researcher, Role.RESEARCHER))
     return (
         project,
         Repository.objects.get(pk=big_id),
