@@ -12,6 +12,7 @@ import secrets
 from datetime import timedelta
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
@@ -79,6 +80,17 @@ class Project(models.Model):
         _("min labels"),
         default=2,
         help_text=_("Adaptive rule: labels every issue gets before it can be decided."),
+    )
+    # The alternative annotator test's cost-benefit margin (`agreement.alt_test`): how much
+    # worse than a volunteer a machine rater may be and still stand in, for its lower cost.
+    alt_test_epsilon = models.FloatField(
+        _("alt-test margin (ε)"),
+        default=0.2,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text=_(
+            "How much worse than a volunteer a machine rater may be and still pass the "
+            "alternative annotator test (0.2 is its authors' suggestion)."
+        ),
     )
     lead_margin = models.PositiveSmallIntegerField(
         _("lead margin"),

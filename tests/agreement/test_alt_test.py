@@ -25,9 +25,7 @@ def study(seed: int, n_items: int = 80, n_annotators: int = 6, human_error: floa
     for item, code in truth.items():
         for annotator in rng.sample(sorted(humans), rng.randint(3, 5)):
             wrong = rng.random() < human_error
-            humans[annotator][item] = (
-                rng.choice([c for c in CODES if c != code]) if wrong else code
-            )
+            humans[annotator][item] = rng.choice([c for c in CODES if c != code]) if wrong else code
     return truth, humans
 
 

@@ -1,0 +1,60 @@
+"""The alternative annotator test of a machine rater on its project's human labels.
+
+The humans are the project's annotators (their current labels, pilot included: every
+independent label is a vote), the machine is the rater's current labels, both read at theme
+level (`raters.backends.theme_code`; a false positive is a category) under the project's
+taxonomy version, as validation reads them. An invalid machine output counts as a label no
+human gave (a miss), never as a missing item. The margin ε is the project's
+`alt_test_epsilon`. The statistics are `agreement.alt_test`'s.
+"""
+
+from __future__ import annotations
+
+from annotator.models import Project
+from agreement.alt_test import AltTestResult, alt_test
+from labeling.models import Annotation
+from raters.backends import theme_code
+from raters.models import MachineLabel, MachineRater
+from taxonomy.lineage import Translator
+
+# What an invalid machine output is compared as: no human label is ever this.
+INVALID = "\x00invalid"
+
+
+def human_theme_codes(project: Project) -> dict[int, dict[int, str]]:
+    """{annotator id: {issue id: theme-level code}} of the project's current annotations."""
+    translator = Translator(project.taxonomy_version)
+    rows = Annotation.objects.filter(project=project, is_current=True).values_list(
+        "annotator_id", "issue_id", "is_false_positive", "issue_type_id", "theme_id", "sub_theme_id"
+    )
+    out: dict[int, dict[int, str]] = {}
+    for annotator, issue, fp, type_id, theme_id, sub_id in rows.iterator(chunk_size=5000):
+        code = theme_code(translator.label_from_ids(fp, type_id, theme_id, sub_id).code)
+        if code:
+            out.setdefault(annotator, {})[issue] = code
+    return out
+
+
+def machine_theme_codes(rater: MachineRater) -> dict[int, str]:
+    """{issue id: theme-level code} of the rater's current labels, INVALID for an unreadable
+    output."""
+    translator = Translator(rater.project.taxonomy_version)
+    rows = MachineLabel.objects.filter(rater=rater, is_current=True).values_list(
+        "issue_id", "valid", "is_false_positive", "issue_type_id", "theme_id", "sub_theme_id"
+    )
+    out = {}
+    for issue, valid, fp, type_id, theme_id, sub_id in rows.iterator(chunk_size=5000):
+        code = theme_code(translator.label_from_ids(fp, type_id, theme_id, sub_id).code)
+        out[issue] = code if valid and code else INVALID
+    return out
+
+
+def rater_alt_test(
+    rater: MachineRater, humans: dict[int, dict[int, str]] | None = None
+) -> AltTestResult:
+    """The rater's alt-test at its project's margin. Pass `humans` (from `human_theme_codes`)
+    to test several raters of one project on one read of the annotations."""
+    project = rater.project
+    if humans is None:
+        humans = human_theme_codes(project)
+    return alt_test(humans, machine_theme_codes(rater), epsilon=project.alt_test_epsilon)
