@@ -1,3 +1,4 @@
+# ruff: noqa: RUF002, RUF003 (the statistics are written in the paper's symbols)
 """The alternative annotator test: may a machine rater stand in for the human annotators?
 
 Calderon, Reichart & Dror, "The Alternative Annotator Test for LLM-as-a-Judge" (ACL 2025).
@@ -30,12 +31,17 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 DEFAULT_EPSILON = 0.2
 FDR_Q = 0.05
 MIN_HUMANS_PER_ITEM = 3
 MIN_ITEMS_PER_ANNOTATOR = 30
 MIN_ANNOTATORS = 3
+
+A = TypeVar("A", bound=Hashable)  # an annotator
+Item = TypeVar("Item", bound=Hashable)
+L = TypeVar("L", bound=Hashable)  # a label
 
 
 @dataclass(frozen=True)
@@ -93,7 +99,7 @@ class AltTestResult:
         }
 
 
-def _accuracy(label: Hashable, others: list[Hashable]) -> float:
+def _accuracy(label: L, others: list[L]) -> float:
     return sum(label == other for other in others) / len(others)
 
 
@@ -107,8 +113,8 @@ def _one_sided_p(differences: list[int], epsilon: float) -> float:
 
 
 def alt_test(
-    humans: Mapping[Hashable, Mapping[Hashable, Hashable]],
-    machine: Mapping[Hashable, Hashable],
+    humans: Mapping[A, Mapping[Item, L]],
+    machine: Mapping[Item, L],
     epsilon: float = DEFAULT_EPSILON,
     q: float = FDR_Q,
     min_humans: int = MIN_HUMANS_PER_ITEM,
@@ -121,7 +127,7 @@ def alt_test(
     value no human uses, so it counts as a miss rather than being left out."""
     from statsmodels.stats.multitest import multipletests
 
-    labelers: dict[Hashable, list[Hashable]] = {}
+    labelers: dict[Item, list[A]] = {}
     for annotator, labels in humans.items():
         for item in labels:
             labelers.setdefault(item, []).append(annotator)
@@ -130,7 +136,7 @@ def alt_test(
         annotator: sorted((i for i in labels if i in items), key=repr)
         for annotator, labels in humans.items()
     }
-    counts = {annotator: len(its) for annotator, its in per_annotator.items()}
+    counts: dict[Hashable, int] = {a: len(its) for a, its in per_annotator.items()}
     compared = [a for a, its in per_annotator.items() if len(its) >= min_items]
     if len(compared) < min_annotators:
         return AltTestResult(

@@ -10,8 +10,8 @@ human gave (a miss), never as a missing item. The margin ε is the project's
 
 from __future__ import annotations
 
-from annotator.models import Project
 from agreement.alt_test import AltTestResult, alt_test
+from annotator.models import Project
 from labeling.models import Annotation
 from raters.backends import theme_code
 from raters.models import MachineLabel, MachineRater

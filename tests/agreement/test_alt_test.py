@@ -1,3 +1,4 @@
+# ruff: noqa: RUF002
 """The alternative annotator test (`agreement.alt_test`) against an implementation written here
 from the paper's definitions (Calderon, Reichart & Dror, ACL 2025), on data where the naive
 reading differs: items labeled by unequal subsets of annotators, ties between the machine and

@@ -88,7 +88,7 @@ def test_the_rater_is_tested_on_what_the_volunteers_and_the_machine_said(project
 
 
 def test_the_projects_margin_is_used(project, labeled):
-    issues, said = labeled
+    issues, _ = labeled
     rater = MachineRater.objects.create(project=project, name="clf", kind="classifier")
     MachineLabel.objects.bulk_create(
         MachineLabel(rater=rater, issue=issue, **label_fields(project, "C.1")) for issue in issues
