@@ -131,8 +131,17 @@ def estimate_shares(
         return whole
     y_unlabeled = _indicators(machine_elsewhere, codes)
     kwargs = {"w": w, "lam_optim_mode": "element"}
-    point = np.atleast_1d(ppi_mean_pointestimate(y, y_hat, y_unlabeled, **kwargs))
-    low, high = (np.atleast_1d(b) for b in ppi_mean_ci(y, y_hat, y_unlabeled, alpha, **kwargs))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        point = np.atleast_1d(ppi_mean_pointestimate(y, y_hat, y_unlabeled, **kwargs))
+        low, high = (
+            np.atleast_1d(b) for b in ppi_mean_ci(y, y_hat, y_unlabeled, alpha, **kwargs)
+        )
+    for k in np.flatnonzero(~np.isfinite(point) | ~np.isfinite(low) | ~np.isfinite(high)):
+        # The machine never varies on this code (it always or never says it): the tuned λ is
+        # 0/0, and the machine carries no information, so λ = 0, the classical estimate.
+        column = (y[:, k], y_hat[:, k], y_unlabeled[:, k])
+        point[k] = np.squeeze(ppi_mean_pointestimate(*column, lam=0, w=w))
+        low[k], high[k] = (np.squeeze(b) for b in ppi_mean_ci(*column, alpha, lam=0, w=w))
     out = []
     for k, code in enumerate(codes):
         c_low, c_high = classical_mean_ci(y[:, k], w=w, alpha=alpha)

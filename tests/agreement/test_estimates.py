@@ -131,6 +131,17 @@ def test_a_code_seen_fewer_than_ten_times_in_the_sample_is_marked_sparse():
     assert estimates[0].as_json("github.com/a/b")["by"] == "github.com/a/b"
 
 
+def test_a_machine_that_never_says_a_code_leaves_its_share_to_the_humans():
+    """λ would be 0/0 for a code the machine never gives: it is 0, the classical estimate."""
+    human = ["A.1"] * 30 + ["B.1"] * 20
+    machine = ["A.1"] * 50
+    estimates = {e.code: e for e in estimate_shares(CODES, human, machine, ["A.1"] * 200)}
+    b = estimates["B.1"]
+    assert b.share == pytest.approx(0.4)
+    assert (b.ci_low, b.ci_high) == pytest.approx((b.classical_ci_low, b.classical_ci_high))
+    assert all(np.isfinite([e.share, e.ci_low, e.ci_high]).all() for e in estimates.values())
+
+
 def test_fewer_than_two_human_labels_is_refused():
     with pytest.raises(ValueError, match="at least two"):
         estimate_shares(CODES, ["A.1"], ["A.1"], ["A.1", "B.1"])

@@ -1,0 +1,271 @@
+"""Prediction-powered estimates of a project's shares from a random human sample and a rater.
+
+The human sample is a prefix of the project's queue. The queue is a seeded shuffle of the scope
+(`labeling.setup.order_queue`, the seed in `Project.queue_seed`), so its first n issues are a
+random sample: the estimate uses the longest prefix in which every issue is final. An issue
+still open or in dispute ends the prefix, since dropping hard issues would bias the sample
+toward easy ones; `Sample.held_back` says how many disputed issues stand between the prefix and
+the issues nobody has finished. Recall probes (issues the keyword filter dropped, put in the
+queue on purpose) are outside the scope and never part of it. With a pilot, the queue starts
+with a sample stratified by repository in proportion to size, which is treated as uniform (its
+variance is at most a uniform sample's).
+
+`--replay-sample N --seed S` instead draws a uniform random N of the scope's final issues, as
+if only they had been labeled: to plan a study, or to check the method on a finished one.
+
+The rater's labels on every issue in scope are the machine's side; an issue it has no valid
+label for counts as a label of no code. The arithmetic is `agreement.estimates` (ppi-python).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from dataclasses import dataclass
+
+from agreement.estimates import Plan, ShareEstimate, estimate_shares, plan_sizes
+from agreement.table_one import issue_year
+from annotator.models import Project
+from labeling.models import ProjectIssue, Resolution
+from raters.backends import FP_CODE, theme_code, type_code
+from raters.models import MachineLabel, MachineRater
+from taxonomy.lineage import Translator
+from taxonomy.models import TaxonomyNode
+
+LEVELS = ("type", "theme")
+BY = ("repository", "year")
+NO_CODE = ""
+
+
+class EstimateError(ValueError):
+    """A request that cannot be estimated, with the field it is about."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Sample:
+    issue_ids: list[int]  # the human sample, in queue order
+    method: str  # "queue-prefix" or "replay"
+    seed: int
+    in_scope: int
+    held_back: int  # disputed issues that hold the prefix back
+
+
+@dataclass(frozen=True)
+class Scope:
+    issue_ids: list[int]  # every issue in scope, in queue order
+    group: dict[int, str]  # issue id -> repository full name
+    year: dict[int, int | None]
+
+
+def scope_of(project: Project) -> Scope:
+    rows = (
+        ProjectIssue.objects.filter(project=project, recall_probe__isnull=True)
+        .order_by("position", "id")
+        .values_list(
+            "issue_id",
+            "issue__repository__owner",
+            "issue__repository__name",
+            "issue__created_at",
+            "issue__study_year",
+        )
+    )
+    ids, group, year = [], {}, {}
+    for issue_id, owner, name, created_at, study_year in rows.iterator(chunk_size=5000):
+        ids.append(issue_id)
+        group[issue_id] = f"{owner}/{name}"
+        year[issue_id] = issue_year(created_at, study_year)
+    return Scope(ids, group, year)
+
+
+def queue_sample(project: Project, scope: Scope) -> Sample:
+    """The longest prefix of the queue whose issues are all final."""
+    status = dict(
+        ProjectIssue.objects.filter(project=project, recall_probe__isnull=True).values_list(
+            "issue_id", "status"
+        )
+    )
+    prefix: list[int] = []
+    for issue_id in scope.issue_ids:
+        if status[issue_id] != ProjectIssue.Status.FINAL:
+            break
+        prefix.append(issue_id)
+    rest = scope.issue_ids[len(prefix) :]
+    labeled = set(
+        ProjectIssue.objects.filter(
+            project=project, issue_id__in=rest, annotation_count__gt=0
+        ).values_list("issue_id", flat=True)
+    )
+    # Disputed issues before the first issue nobody has labeled: finishing them lengthens it.
+    held_back = 0
+    for issue_id in rest:
+        if issue_id not in labeled and status[issue_id] == ProjectIssue.Status.OPEN:
+            break
+        held_back += status[issue_id] == ProjectIssue.Status.DISAGREEMENT
+    return Sample(prefix, "queue-prefix", project.queue_seed, len(scope.issue_ids), held_back)
+
+
+def replay_sample(project: Project, scope: Scope, n: int, seed: int) -> Sample:
+    finals = set(
+        ProjectIssue.objects.filter(
+            project=project, recall_probe__isnull=True, status=ProjectIssue.Status.FINAL
+        ).values_list("issue_id", flat=True)
+    )
+    pool = [i for i in scope.issue_ids if i in finals]
+    if not 2 <= n <= len(pool):
+        raise EstimateError("replay_sample", f"between 2 and the {len(pool)} final issues in scope")
+    return Sample(sorted(random.Random(seed).sample(pool, n)), "replay", seed, len(pool), 0)
+
+
+def _level_code(code: str, level: str) -> str:
+    return type_code(code) if level == "type" else theme_code(code)
+
+
+def final_codes_at(project: Project, issue_ids: list[int], level: str) -> dict[int, str]:
+    translator = Translator(project.taxonomy_version)
+    rows = Resolution.objects.filter(
+        project=project, is_current=True, issue_id__in=issue_ids
+    ).values_list("issue_id", "is_false_positive", "issue_type_id", "theme_id", "sub_theme_id")
+    return {
+        issue: _level_code(translator.label_from_ids(fp, t, th, s).code, level)
+        for issue, fp, t, th, s in rows.iterator(chunk_size=5000)
+    }
+
+
+def machine_codes_at(rater: MachineRater, level: str) -> dict[int, str]:
+    translator = Translator(rater.project.taxonomy_version)
+    rows = MachineLabel.objects.filter(rater=rater, is_current=True, valid=True).values_list(
+        "issue_id", "is_false_positive", "issue_type_id", "theme_id", "sub_theme_id"
+    )
+    return {
+        issue: _level_code(translator.label_from_ids(fp, t, th, s).code, level)
+        for issue, fp, t, th, s in rows.iterator(chunk_size=5000)
+    }
+
+
+def level_codes(project: Project, level: str, seen: set[str]) -> list[str]:
+    depth = 1 if level == "type" else 2
+    nodes = [
+        code
+        for code in TaxonomyNode.objects.filter(version_id=project.taxonomy_version_id).values_list(
+            "code", flat=True
+        )
+        if code.count(".") == depth - 1
+    ]
+    extra = sorted(seen - set(nodes) - {FP_CODE, NO_CODE})
+    return sorted(nodes) + extra + [FP_CODE]
+
+
+@dataclass(frozen=True)
+class Estimates:
+    rater: MachineRater
+    level: str
+    by: str | None
+    sample: Sample
+    n_total: int
+    rows: list[tuple[str | None, ShareEstimate]]
+    plan: Plan | None = None
+
+    def as_json(self) -> dict:
+        out = {
+            "method": "PPI++ (ppi-python ppi_mean_ci, power-tuned λ per code; classical: "
+            "classical_mean_ci on the human sample alone; 95 % normal intervals)",
+            "rater": self.rater.name,
+            "rater_version": self.rater.version,
+            "level": self.level,
+            "by": self.by,
+            "n_human": len(self.sample.issue_ids),
+            "n_total": self.n_total,
+            "sample": {
+                "method": self.sample.method,
+                "seed": self.sample.seed,
+                "size": len(self.sample.issue_ids),
+                "held_back": self.sample.held_back,
+                "rule": "the longest prefix of the seeded queue order in which every issue is final"
+                if self.sample.method == "queue-prefix"
+                else "a uniform random draw of the scope's final issues",
+            },
+            "estimates": [estimate.as_json(by) for by, estimate in self.rows],
+        }
+        if self.plan is not None:
+            out["plan"] = {
+                "half_width": self.plan.half_width,
+                "n_classical": self.plan.n_classical,
+                "n_ppi": self.plan.n_ppi,
+                "n_total": self.plan.n_total,
+            }
+        return out
+
+
+def estimate(
+    project: Project,
+    rater: MachineRater,
+    level: str = "type",
+    by: str | None = None,
+    replay: int | None = None,
+    seed: int = 0,
+    plan_half_width: float | None = None,
+) -> Estimates:
+    """What the command, the page and the API call."""
+    if level not in LEVELS:
+        raise EstimateError("level", "type or theme")
+    if by not in (None, *BY):
+        raise EstimateError("by", "repository or year")
+    if rater.project_id != project.pk:
+        raise EstimateError("rater", "not a rater of this project")
+    scope = scope_of(project)
+    sample = (
+        replay_sample(project, scope, replay, seed)
+        if replay is not None
+        else queue_sample(project, scope)
+    )
+    if len(sample.issue_ids) < 2:
+        raise EstimateError(
+            "sample",
+            f"{len(sample.issue_ids)} issues at the front of the queue are final; "
+            f"at least 2 are needed ({sample.held_back} disputed issues hold it back)",
+        )
+    human = final_codes_at(project, sample.issue_ids, level)
+    machine = machine_codes_at(rater, level)
+    codes = level_codes(project, level, set(human.values()) | set(machine.values()))
+    in_sample = set(sample.issue_ids)
+    groups: dict[str | None, list[int]] = defaultdict(list)
+    for issue_id in scope.issue_ids:
+        key: str | None = None
+        if by == "repository":
+            key = scope.group[issue_id]
+        elif by == "year":
+            year = scope.year[issue_id]
+            key = str(year) if year is not None else None
+        groups[key].append(issue_id)
+    rows: list[tuple[str | None, ShareEstimate]] = []
+    for key in sorted(groups, key=lambda k: (k is None, k or "")):
+        members = groups[key]
+        sampled = [i for i in members if i in in_sample]
+        if len(sampled) < 2:
+            continue  # a group the sample has not reached: nothing to say yet
+        rest = [machine.get(i, NO_CODE) for i in members if i not in in_sample]
+        shares = estimate_shares(
+            codes,
+            [human.get(i, NO_CODE) for i in sampled],
+            [machine.get(i, NO_CODE) for i in sampled],
+            rest,
+        )
+        rows += [(key, share) for share in shares]
+    plan = None
+    if plan_half_width is not None:
+        try:
+            plan = plan_sizes(
+                codes,
+                [human.get(i, NO_CODE) for i in sample.issue_ids],
+                [machine.get(i, NO_CODE) for i in sample.issue_ids],
+                [machine.get(i, NO_CODE) for i in scope.issue_ids if i not in in_sample],
+                plan_half_width,
+            )
+        except ValueError as error:
+            raise EstimateError("plan", str(error)) from error
+    return Estimates(rater, level, by, sample, len(scope.issue_ids), rows, plan)

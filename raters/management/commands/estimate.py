@@ -1,0 +1,88 @@
+"""`manage.py estimate --project NAME --rater RATER [--level type|theme] [--by repository|year]
+[--replay-sample N --seed S] [--plan HALF_WIDTH] [--json]`: each code's share among the issues
+in scope, by prediction-powered inference from the human sample and the rater's labels, beside
+the human-only estimate (`raters.estimates`, the page's and the API's function)."""
+
+from __future__ import annotations
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotator.models import Project
+from raters.estimates import BY, LEVELS, EstimateError, estimate
+from raters.models import MachineRater
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:5.1f}"
+
+
+class Command(BaseCommand):
+    help = "Estimate the shares of codes from the human sample with a machine rater's help."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--project", required=True, help="the project's name")
+        parser.add_argument("--rater", required=True, help="the machine rater's name")
+        parser.add_argument("--level", choices=LEVELS, default="type")
+        parser.add_argument("--by", choices=BY, default=None)
+        parser.add_argument(
+            "--replay-sample",
+            type=int,
+            default=None,
+            metavar="N",
+            help="estimate as if only a uniform random N of the final issues were labeled",
+        )
+        parser.add_argument("--seed", type=int, default=0, help="the replayed sample's seed")
+        parser.add_argument(
+            "--plan",
+            type=float,
+            default=None,
+            metavar="HALF_WIDTH",
+            help="how many human labels make every interval at most this half-width (0.02)",
+        )
+        parser.add_argument("--json", action="store_true", help="print the estimates as JSON")
+
+    def handle(self, *args, **options) -> None:
+        project = Project.objects.filter(name=options["project"]).first()
+        if project is None:
+            raise CommandError(f"project: no project named {options['project']!r}")
+        rater = MachineRater.objects.filter(project=project, name=options["rater"]).first()
+        if rater is None:
+            raise CommandError(f"rater: no rater named {options['rater']!r} in {project.name}")
+        try:
+            result = estimate(
+                project,
+                rater,
+                level=options["level"],
+                by=options["by"],
+                replay=options["replay_sample"],
+                seed=options["seed"],
+                plan_half_width=options["plan"],
+            )
+        except EstimateError as error:
+            raise CommandError(str(error)) from error
+        report = result.as_json()
+        if options["json"]:
+            self.stdout.write(json.dumps(report, indent=2))
+            return
+        sample = report["sample"]
+        self.stdout.write(
+            f"{report['n_human']} human-labeled of {report['n_total']} issues "
+            f"({sample['rule']}; seed {sample['seed']}; {sample['held_back']} disputed issues "
+            f"hold the sample back); rater {rater.name} v{rater.version}"
+        )
+        self.stdout.write(f"{'by':<24} {'code':<8} {'PPI % [95 % CI]':<26} human only % [95 % CI]")
+        for row in report["estimates"]:
+            self.stdout.write(
+                f"{row['by'] or '':<24} {row['code']:<8} {_pct(row['share'])} "
+                f"[{_pct(row['ci_low'])}, {_pct(row['ci_high'])}]   "
+                f"{_pct(row['classical_share'])} [{_pct(row['classical_ci_low'])}, "
+                f"{_pct(row['classical_ci_high'])}]" + ("  (sparse)" if row["sparse"] else "")
+            )
+        if "plan" in report:
+            plan = report["plan"]
+            self.stdout.write(
+                f"every interval at most ±{plan['half_width']}: {plan['n_ppi']} human labels "
+                f"with the rater, {plan['n_classical']} without (of {plan['n_total']})"
+            )
