@@ -136,7 +136,8 @@ def estimate_shares(
         low, high = (
             np.atleast_1d(b) for b in ppi_mean_ci(y, y_hat, y_unlabeled, alpha, **kwargs)
         )
-    for k in np.flatnonzero(~np.isfinite(point) | ~np.isfinite(low) | ~np.isfinite(high)):
+    for bad in np.flatnonzero(~np.isfinite(point) | ~np.isfinite(low) | ~np.isfinite(high)):
+        k = int(bad)
         # The machine never varies on this code (it always or never says it): the tuned λ is
         # 0/0, and the machine carries no information, so λ = 0, the classical estimate.
         column = (y[:, k], y_hat[:, k], y_unlabeled[:, k])

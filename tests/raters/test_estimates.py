@@ -115,7 +115,7 @@ def test_estimates_by_repository_and_a_replayed_sample(project, queue):
 
 
 def test_the_command_prints_json_and_names_what_is_wrong(project, queue):
-    items, rater = queue
+    items, _ = queue
     for item, code in zip(items[:3], HUMAN[:3], strict=True):
         final_issue(project, item, code, code)
     out = io.StringIO()
