@@ -133,9 +133,7 @@ def estimate_shares(
     kwargs = {"w": w, "lam_optim_mode": "element"}
     with np.errstate(invalid="ignore", divide="ignore"):
         point = np.atleast_1d(ppi_mean_pointestimate(y, y_hat, y_unlabeled, **kwargs))
-        low, high = (
-            np.atleast_1d(b) for b in ppi_mean_ci(y, y_hat, y_unlabeled, alpha, **kwargs)
-        )
+        low, high = (np.atleast_1d(b) for b in ppi_mean_ci(y, y_hat, y_unlabeled, alpha, **kwargs))
     for bad in np.flatnonzero(~np.isfinite(point) | ~np.isfinite(low) | ~np.isfinite(high)):
         k = int(bad)
         # The machine never varies on this code (it always or never says it): the tuned λ is
