@@ -30,6 +30,8 @@ class MachineRater(models.Model):
     class Kind(models.TextChoices):
         CLASSIFIER = "classifier", _("classifier trained on the project's final labels")
         LLM = "llm", _("LLM (OpenAI-compatible chat completions)")
+        # Labels made elsewhere and imported from a file (`raters.imports`); never run here.
+        EXTERNAL = "external", _("external: labels imported from a file")
 
     project = models.ForeignKey(
         "annotator.Project", on_delete=models.CASCADE, related_name="machine_raters"

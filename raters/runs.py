@@ -268,6 +268,10 @@ def _progress(run_id: int, done: int) -> None:
 
 
 def create_run(rater: MachineRater, only: str = RaterRun.Scope.ALL, user=None) -> RaterRun:
+    if rater.kind == MachineRater.Kind.EXTERNAL:
+        raise RaterError(
+            "rater", gettext("an external rater's labels are imported from a file, never run")
+        )
     if only not in RaterRun.Scope.values:
         raise RaterError(
             "only", gettext("one of %(values)s") % {"values": ", ".join(RaterRun.Scope.values)}
