@@ -75,8 +75,8 @@ def main() -> None:
     machine_theme = simulated_rater(truth_theme, args.accuracy, seed=1)
     truth = [t.split(".")[0] for t in truth_theme]
     machine = [m.split(".")[0] for m in machine_theme]
-    theme_acc = sum(a == b for a, b in zip(truth_theme, machine_theme)) / STUDY_SIZE
-    type_acc = sum(a == b for a, b in zip(truth, machine)) / STUDY_SIZE
+    theme_acc = sum(a == b for a, b in zip(truth_theme, machine_theme, strict=True)) / STUDY_SIZE
+    type_acc = sum(a == b for a, b in zip(truth, machine, strict=True)) / STUDY_SIZE
     shares = {t: truth.count(t) / STUDY_SIZE for t in TYPES}
     print(
         f"{len(finals)} published finals replicated to {STUDY_SIZE}; type shares "
