@@ -68,3 +68,39 @@ class EnlistForm(forms.Form):
 
     enlisted = forms.BooleanField(required=False)
     confidence_threshold = forms.FloatField(min_value=0.0, max_value=1.0, required=False)
+
+
+class EstimateForm(forms.Form):
+    """The estimates page's and API's query: which rater, level, grouping, sample and plan."""
+
+    rater = forms.ModelChoiceField(label=_("Machine rater"), queryset=MachineRater.objects.none())
+    level = forms.ChoiceField(
+        label=_("Level"),
+        choices=[("type", _("type")), ("theme", _("theme"))],
+        initial="type",
+        required=False,
+    )
+    by = forms.ChoiceField(
+        label=_("By"),
+        choices=[("", _("the whole scope")), ("repository", _("repository")), ("year", _("year"))],
+        required=False,
+    )
+    replay_sample = forms.IntegerField(
+        label=_("Replay a random sample of"),
+        min_value=2,
+        max_value=10_000_000,
+        required=False,
+        help_text=_("final issues, as if only they were labeled (to plan or to check)"),
+    )
+    seed = forms.IntegerField(label=_("Seed"), min_value=0, max_value=2**31 - 1, required=False)
+    plan = forms.FloatField(
+        label=_("Plan for a half-width of"),
+        min_value=0.001,
+        max_value=0.49,
+        required=False,
+        help_text=_("e.g. 0.02 for ±2 percentage points"),
+    )
+
+    def __init__(self, *args, project=None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["rater"].queryset = MachineRater.objects.filter(project=project)

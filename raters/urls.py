@@ -1,6 +1,6 @@
 from django.urls import path
 
-from raters import api, views
+from raters import api, estimate_views, views
 
 urlpatterns = [
     path("projects/<int:project_id>/raters/", views.raters_page, name="raters_page"),
@@ -20,5 +20,15 @@ urlpatterns = [
         views.rater_run_status,
         name="rater_run_status",
     ),
+    path(
+        "projects/<int:project_id>/estimates/",
+        estimate_views.estimates_page,
+        name="estimates_page",
+    ),
     path("api/projects/<int:project_id>/raters/", api.raters_api, name="api_raters"),
+    path(
+        "api/projects/<int:project_id>/estimates/",
+        estimate_views.estimates_api,
+        name="api_estimates",
+    ),
 ]
