@@ -103,4 +103,6 @@ class EstimateForm(forms.Form):
 
     def __init__(self, *args, project=None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["rater"].queryset = MachineRater.objects.filter(project=project)
+        field = self.fields["rater"]
+        assert isinstance(field, forms.ModelChoiceField)
+        field.queryset = MachineRater.objects.filter(project=project)
