@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from agreement.alt_test import AltTestResult, alt_test
 from annotator.models import Project
+from annotator.pseudonyms import natural_order, pseudonyms, unnamed
 from labeling.models import Annotation
 from raters.backends import theme_code
 from raters.models import MachineLabel, MachineRater
@@ -21,18 +22,22 @@ from taxonomy.lineage import Translator
 INVALID = "\x00invalid"
 
 
-def human_theme_codes(project: Project) -> dict[int, dict[int, str]]:
-    """{annotator id: {issue id: theme-level code}} of the project's current annotations."""
+def human_theme_codes(project: Project) -> dict[str, dict[int, str]]:
+    """{annotator's pseudonym: {issue id: theme-level code}} of the project's current
+    annotations, in the natural order of the pseudonyms (the test's report names annotators
+    as the agreement report does, never by account)."""
     translator = Translator(project.taxonomy_version)
     rows = Annotation.objects.filter(project=project, is_current=True).values_list(
         "annotator_id", "issue_id", "is_false_positive", "issue_type_id", "theme_id", "sub_theme_id"
     )
-    out: dict[int, dict[int, str]] = {}
+    by_user: dict[int, dict[int, str]] = {}
     for annotator, issue, fp, type_id, theme_id, sub_id in rows.iterator(chunk_size=5000):
         code = theme_code(translator.label_from_ids(fp, type_id, theme_id, sub_id).code)
         if code:
-            out.setdefault(annotator, {})[issue] = code
-    return out
+            by_user.setdefault(annotator, {})[issue] = code
+    names = pseudonyms(project)
+    named = {names.get(user) or unnamed(user): labels for user, labels in by_user.items()}
+    return {name: named[name] for name in sorted(named, key=natural_order)}
 
 
 def machine_theme_codes(rater: MachineRater) -> dict[int, str]:
@@ -50,7 +55,7 @@ def machine_theme_codes(rater: MachineRater) -> dict[int, str]:
 
 
 def rater_alt_test(
-    rater: MachineRater, humans: dict[int, dict[int, str]] | None = None
+    rater: MachineRater, humans: dict[str, dict[int, str]] | None = None
 ) -> AltTestResult:
     """The rater's alt-test at its project's margin. Pass `humans` (from `human_theme_codes`)
     to test several raters of one project on one read of the annotations."""

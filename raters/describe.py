@@ -37,6 +37,9 @@ def prompt_of(rater: MachineRater) -> dict[str, str]:
     """The text a rater is asked with (its template or configuration) and its SHA-256."""
     if rater.kind == MachineRater.Kind.LLM:
         kind, text = "prompt template", prompt.TEMPLATE
+    elif rater.kind == MachineRater.Kind.EXTERNAL:
+        # Made elsewhere: each label's prompt hash is the imported file's SHA-256.
+        return {"kind": "labels imported from a file", "text": "", "sha256": ""}
     else:
         kind, text = "feature configuration", config_text()
     return {"kind": kind, "text": text, "sha256": hashlib.sha256(text.encode()).hexdigest()}
@@ -50,6 +53,8 @@ def parameters_of(rater: MachineRater) -> dict[str, Any]:
             "max_tokens": rater.max_tokens,
             "seed": rater.seed,
         }
+    if rater.kind == MachineRater.Kind.EXTERNAL:
+        return {}
     return {**FEATURES, "retrain_after": rater.retrain_after}
 
 

@@ -14,7 +14,8 @@ figures are out of sample, with one exception: an llm rater with `prompt_details
 taxonomy's example details, which annotators wrote for the study's issues and which are not
 linked to issue ids, so they may describe the very issue being labeled and cannot be left out
 per issue; its figures may then not be fully out of sample (off by default; the page marks
-such a rater). Kappa is `agreement.measures.cohen` over the union of the codes seen; "FP"
+such a rater). Per rater also the alternative annotator test (`raters.alt_test`: may it stand
+in for a volunteer, at the project's margin ε), under `alt_test`. Kappa is `agreement.measures.cohen` over the union of the codes seen; "FP"
 is a category at every level. `validation_report()` is what the page, the API and
 `manage.py raters` call; the JSON keys are the issue's (#23).
 """
@@ -27,6 +28,7 @@ from typing import Any
 
 from agreement.measures import cohen, load_labels
 from annotator.models import Project
+from raters.alt_test import human_theme_codes, rater_alt_test
 from raters.backends import theme_code, type_code
 from raters.models import MachineLabel, MachineRater
 from raters.runs import final_codes
@@ -148,8 +150,13 @@ def model_model(raters: list[MachineRater]) -> list[list[Any]]:
 def validation_report(project: Project) -> dict[str, Any]:
     raters = list(MachineRater.objects.filter(project=project).order_by("name"))
     finals = final_codes(project)
+    # The alternative annotator test needs every annotator's labels: read them once.
+    humans = human_theme_codes(project) if raters else {}
     return {
-        "raters": [rater_figures(rater, finals) for rater in raters],
+        "raters": [
+            {**rater_figures(rater, finals), "alt_test": rater_alt_test(rater, humans).as_json()}
+            for rater in raters
+        ],
         "human": human_figures(project),
         "model_model": model_model(raters),
     }

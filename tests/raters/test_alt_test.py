@@ -75,16 +75,17 @@ def test_the_rater_is_tested_on_what_the_volunteers_and_the_machine_said(project
         rows.append(MachineLabel(rater=rater, issue=issue, **label_fields(project, code)))
     MachineLabel.objects.bulk_create(rows)
 
-    expected = alt_test(said, machine, epsilon=0.2)
+    # Annotators are named by their pseudonyms (rater-<user id> in these tests).
+    named = {f"rater-{pk}": labels for pk, labels in said.items()}
+    expected = alt_test(named, machine, epsilon=0.2)
     result = rater_alt_test(rater)
 
     assert result.enough_data and expected.enough_data
     assert result.n_items == 40 and result.n_annotators == 4
     assert result.winning_rate == expected.winning_rate
     assert result.advantage_probability == pytest.approx(expected.advantage_probability)
-    assert [c.p_value for c in result.comparisons] == pytest.approx(
-        [c.p_value for c in expected.comparisons]
-    )
+    got = {c.annotator: c.p_value for c in result.comparisons}
+    assert got == pytest.approx({c.annotator: c.p_value for c in expected.comparisons})
 
 
 def test_the_projects_margin_is_used(project, labeled):
@@ -105,3 +106,25 @@ def test_a_rater_that_never_ran_has_not_enough_data(project, labeled):
     assert result.enough_data is False
     assert result.n_items == 0
     assert set(result.items_per_annotator.values()) == {0}
+
+
+def test_raters_json_carries_each_raters_alt_test(project, labeled):
+    import io
+    import json
+
+    from django.core.management import call_command
+
+    issues, _ = labeled
+    rater = MachineRater.objects.create(project=project, name="clf", kind="classifier")
+    MachineLabel.objects.bulk_create(
+        MachineLabel(rater=rater, issue=issue, **label_fields(project, "C.1")) for issue in issues
+    )
+    out = io.StringIO()
+    call_command("raters", "--project", project.name, "--json", stdout=out)
+    [row] = json.loads(out.getvalue())["raters"]
+    assert set(row["alt_test"]) >= {
+        "epsilon", "n_items", "n_annotators", "winning_rate", "passed", "advantage_probability",
+    }  # fmt: skip
+    assert row["alt_test"]["n_annotators"] == 4
+    # Annotators appear by pseudonym, never by account.
+    assert all(c["annotator"].startswith("rater-") for c in row["alt_test"]["comparisons"])

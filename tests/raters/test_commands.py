@@ -38,6 +38,7 @@ def test_the_lead_adds_runs_and_reads_a_classifier_from_the_command_line(project
         "accuracy_theme",
         "invalid_rate",
         "coverage",
+        "alt_test",
     }
     assert (row["name"], row["kind"], row["n"]) == ("tfidf", "classifier", 60)
     assert all(len(point) == 3 for point in row["coverage"])
