@@ -16,8 +16,8 @@ linked to issue ids, so they may describe the very issue being labeled and canno
 per issue; its figures may then not be fully out of sample (off by default; the page marks
 such a rater). Per rater also the alternative annotator test (`raters.alt_test`: may it stand
 in for a volunteer, at the project's margin ε), under `alt_test`. Kappa is
-`agreement.measures.cohen` over the union of the codes seen; "FP" is a category at every level. `validation_report()` is what the page, the API and
-`manage.py raters` call; the JSON keys are the issue's (#23).
+`agreement.measures.cohen` over the union of the codes seen; "FP" is a category at every level.
+`validation_report()` is what the page, the API and `manage.py raters` call; the JSON keys are the issue's (#23).
 """
 
 from __future__ import annotations
