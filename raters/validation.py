@@ -17,7 +17,8 @@ per issue; its figures may then not be fully out of sample (off by default; the 
 such a rater). Per rater also the alternative annotator test (`raters.alt_test`: may it stand
 in for a volunteer, at the project's margin ε), under `alt_test`. Kappa is
 `agreement.measures.cohen` over the union of the codes seen; "FP" is a category at every level.
-`validation_report()` is what the page, the API and `manage.py raters` call; the JSON keys are the issue's (#23).
+`validation_report()` is what the page, the API and `manage.py raters` call; the JSON keys are
+the issue's (#23).
 """
 
 from __future__ import annotations
