@@ -22,6 +22,7 @@ from dataset import metadata
 from dataset.exports import unmapped_labels
 from dataset.recall import format_interval, recall_summary
 from ingest.models import Issue, Repository
+from labeling.models import RESOLUTION_METHOD_MEANINGS, Resolution
 
 if TYPE_CHECKING:
     from dataset.metadata import ReleaseFacts
@@ -182,6 +183,15 @@ def keyword_filter(facts: ReleaseFacts) -> list[str]:
     return lines
 
 
+def _method_line(method: str, n: int) -> str:
+    """One resolution method's count, its name and what it means (`RESOLUTION_METHOD_MEANINGS`,
+    in English: the release is built under English)."""
+    if method not in Resolution.Method.values:
+        return f"`{method}`: {n}"
+    value = Resolution.Method(method)
+    return f"`{method}` ({value.label}): {n}; {RESOLUTION_METHOD_MEANINGS[value]}."
+
+
 def annotation_process(facts: ReleaseFacts) -> list[str]:
     project = facts.project
     counts = facts.counts
@@ -214,11 +224,16 @@ def annotation_process(facts: ReleaseFacts) -> list[str]:
     lines.append(f"- Resolution policy: {policy}; a false-positive exclusion needs every vote.")
     methods = counts.get("resolution_methods") or {}
     if methods:
-        lines.append(
-            "- Final labels by how they were decided: "
-            + ", ".join(f"{m.replace('_', ' ')} {n}" for m, n in methods.items())
-            + "."
-        )
+        lines.append("- Final labels by how they were decided (`resolution_method`):")
+        for method, n in methods.items():
+            lines.append(f"  - {_method_line(method, n)}")
+        undiscussed = counts.get("consensus_without_discussion") or 0
+        if undiscussed:
+            lines.append(
+                f"  - Of the {methods.get(Resolution.Method.CONSENSUS, 0)} `consensus` finals,"
+                f" {undiscussed} have no message in their discussion before the decision: they"
+                " were recorded before the tool required one and keep the method stored then."
+            )
     lines += [
         f"- Taxonomy: {facts.context.version}; labels made under earlier versions are read "
         "through the lineage of its edits.",

@@ -43,7 +43,7 @@ from typing import Any, TextIO
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone, translation
 from django.utils.translation import gettext
 
@@ -69,7 +69,7 @@ from dataset.exports import (
 from dataset.models import Release
 from dataset.release_diff import ReleaseDiff, diff_labels, write_changes
 from labeling.labels import KEY_FIELDS, LABEL_FIELDS
-from labeling.models import Annotation, ProjectIssue, Resolution
+from labeling.models import Annotation, DiscussionMessage, ProjectIssue, Resolution
 from lib import csvsafe
 from raters.describe import describe_raters
 from taxonomy.detail_files import (
@@ -403,6 +403,20 @@ def release_counts(ctx: ExportContext) -> dict[str, Any]:
         "resolution_methods": dict(
             sorted(Counter(finals.order_by().values_list("method", flat=True)).items())
         ),
+        # "Consensus after discussion" with no message before the decision: recorded before
+        # the tool asked for a discussion (issue #28); they keep their stored method, and the
+        # datasheet says how many.
+        "consensus_without_discussion": finals.filter(method=Resolution.Method.CONSENSUS)
+        .exclude(
+            Exists(
+                DiscussionMessage.objects.filter(
+                    project_issue__project_id=OuterRef("project_id"),
+                    project_issue__issue_id=OuterRef("issue_id"),
+                    created_at__lte=OuterRef("decided_at"),
+                )
+            )
+        )
+        .count(),
     }
 
 

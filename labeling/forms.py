@@ -326,7 +326,7 @@ class NewProjectForm(SettingsForm):
 class LeadActionForm(forms.Form):
     """One of the lead's actions on a disputed issue (the resolve page's three forms): post a
     message (`body`), reopen a final label (`note`), or record the final label (`source`: an
-    annotation's id or "new", with the label fields; `method`; `note`).
+    annotation's id or "new", with the label fields; `method`, which has no default; `note`).
 
     Valid, `lead_action()` is the `resolution.LeadAction` that `resolution.apply_lead_action`
     carries out; the chosen annotation is looked up there, within the issue. An error names its
@@ -355,12 +355,11 @@ class LeadActionForm(forms.Form):
         if action == "message" and not (data.get("body") or "").strip():
             self.add_error("body", gettext("write something first."))
         elif action == "resolve":
-            if data.get("method") not in set(resolution.LEAD_METHODS):
-                self.add_error(
-                    "method",
-                    gettext("must be one of %(choices)s")
-                    % {"choices": ", ".join(resolution.LEAD_METHODS)},
-                )
+            # No default: the lead says how the label was decided (the issue's own part of
+            # the rule, a discussion for "consensus", is `resolution.resolve`'s).
+            refusal = resolution.method_refusal(data.get("method") or "")
+            if refusal:
+                self.add_error("method", refusal)
             source = data.get("source") or "new"
             if source == "new":
                 try:

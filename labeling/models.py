@@ -233,6 +233,26 @@ class Resolution(LabelFields):
         return f"{self.issue} in {self.project}: {self.label_code} ({self.method})"
 
 
+# What each method says happened: shown on the resolve page beside the lead's choices, in a
+# release's DATASHEET.md, and in docs/DATASET.md ("How a final label was decided").
+RESOLUTION_METHOD_MEANINGS = {
+    Resolution.Method.UNANIMOUS: _("every label of the issue was the same; no lead decided it"),
+    Resolution.Method.MAJORITY: _(
+        "the annotators' votes decided it under the project's majority policy or the adaptive"
+        " stopping rule; no lead decided it"
+    ),
+    Resolution.Method.CONSENSUS: _(
+        "a lead recorded the label a discussion in the tool agreed on; the issue has messages in"
+        " its discussion"
+    ),
+    Resolution.Method.LEAD_DECISION: _(
+        "a lead chose the label, one annotator's or a new one, on their own judgement; it claims"
+        " no discussion"
+    ),
+    Resolution.Method.IMPORTED: _("the final label of a published dataset, imported as it was"),
+}
+
+
 class QueueFrontier(models.Model):
     """How far an annotator has certainly come through a project's queue.
 

@@ -41,11 +41,53 @@ _PROJECTISSUE_TABLE = ProjectIssue._meta.db_table
 
 LEVELS = ("false_positive", "type", "theme", "sub_theme")
 LEVEL_NAMES = DISAGREEMENT_LEVEL_NAMES
+# The methods a lead records, each with its key on the resolve page (`static/js/labeling.js`
+# reads the key from the option). There is no default: a lead says which happened.
 LEAD_METHODS = (Resolution.Method.CONSENSUS, Resolution.Method.LEAD_DECISION)
+LEAD_METHOD_KEYS = {Resolution.Method.CONSENSUS: "c", Resolution.Method.LEAD_DECISION: "d"}
 
 
 class ResolutionError(Exception):
-    """A resolution step that does not apply to the issue in its current state."""
+    """A resolution step that does not apply to the issue in its current state. `field` names
+    the input at fault, when one is (the message then starts with it: "method: …")."""
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(f"{field}: {message}" if field else message)
+        self.field = field
+        self.reason = message
+
+
+def has_discussion(project_issue: ProjectIssue) -> bool:
+    """Whether anyone wrote in the issue's discussion (a lead's message or an annotator's change
+    request): what "consensus after discussion" claims happened."""
+    return DiscussionMessage.objects.filter(project_issue_id=project_issue.pk).exists()
+
+
+def method_refusal(method: str, project_issue: ProjectIssue | None = None) -> str:
+    """Why a lead may not record a final label with `method` ("" when they may): the one rule,
+    used by the resolve page's form (without an issue: the choice alone), by `resolve` (with the
+    issue) and so by every path that records a lead's final label.
+
+    No method is not a method: nothing stands in for the lead's word. "Consensus after
+    discussion" needs a discussion: on an issue without a single message it would claim one
+    that never took place (issue #28: a default of "consensus" wrote 14 such finals)."""
+    if not method:
+        return gettext("choose how the final label was decided; there is no default")
+    if method not in LEAD_METHODS:
+        return gettext("must be one of %(choices)s") % {"choices": ", ".join(LEAD_METHODS)}
+    if (
+        method == Resolution.Method.CONSENSUS
+        and project_issue is not None
+        and not has_discussion(project_issue)
+    ):
+        return gettext(
+            "“%(consensus)s” needs a discussion, and this issue has no message: post what was"
+            " agreed first, or choose “%(decision)s”"
+        ) % {
+            "consensus": Resolution.Method.CONSENSUS.label,
+            "decision": Resolution.Method.LEAD_DECISION.label,
+        }
+    return ""
 
 
 def level_value(label, level: str):
@@ -280,16 +322,19 @@ def resolve(
     method: str,
     note: str = "",
 ) -> Resolution:
-    """A lead's final label for an issue (one of the annotators' labels or a new one)."""
-    if method not in LEAD_METHODS:
-        raise ResolutionError(
-            "method: "
-            + gettext("must be one of %(choices)s") % {"choices": ", ".join(LEAD_METHODS)}
-        )
+    """A lead's final label for an issue (one of the annotators' labels or a new one), recorded
+    with the method the lead chose (`method_refusal` says which they may)."""
+    refusal = method_refusal(method)
+    if refusal:
+        raise ResolutionError(refusal, field="method")
     with transaction.atomic():
         pi = ProjectIssue.objects.select_for_update().get(pk=project_issue.pk)
         if pi.status == ProjectIssue.Status.FINAL or current_resolution(pi) is not None:
             raise ResolutionError(gettext("The issue is already final; reopen it first."))
+        # The discussion is read under the issue's lock, with its status.
+        refusal = method_refusal(method, pi)
+        if refusal:
+            raise ResolutionError(refusal, field="method")
         based_on = list(
             Annotation.objects.filter(
                 project_id=pi.project_id, issue_id=pi.issue_id, is_current=True
@@ -332,7 +377,7 @@ def adopted_label(project_issue: ProjectIssue, annotation_id: int) -> Label:
         is_current=True,
     ).first()
     if chosen is None:
-        raise ResolutionError("source: " + gettext("not an annotation of this issue"))
+        raise ResolutionError(gettext("not an annotation of this issue"), field="source")
     return Label.from_annotation(chosen, with_notes=False)
 
 
@@ -351,10 +396,10 @@ def apply_lead_action(project_issue: ProjectIssue, lead, action: LeadAction) -> 
         elif action.label is not None:
             label = action.label
         else:
-            raise ResolutionError("source: " + gettext("choose an annotation or a new label"))
+            raise ResolutionError(gettext("choose an annotation or a new label"), field="source")
         resolve(project_issue, lead, label, action.method, action.text)
         return gettext("Final label recorded for %(issue)s.") % {"issue": project_issue.issue}
-    raise ResolutionError("action: " + gettext("unknown action"))
+    raise ResolutionError(gettext("unknown action"), field="action")
 
 
 def reopen(project_issue: ProjectIssue, lead, note: str = "") -> Resolution:

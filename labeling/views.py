@@ -40,7 +40,13 @@ from labeling.issue_context import (
     taxonomy_nodes,
     taxonomy_payload,
 )
-from labeling.models import Annotation, FalsePositiveReason, ProjectIssue, Resolution
+from labeling.models import (
+    RESOLUTION_METHOD_MEANINGS,
+    Annotation,
+    FalsePositiveReason,
+    ProjectIssue,
+    Resolution,
+)
 from labeling.permissions import LABELER_ROLES, scope_repositories
 from lib import sql
 from lib.inputlimits import row_id
@@ -378,29 +384,37 @@ def resolve_issue(request, project_id: int, item_id: int):
     filter_form = QueueFilterForm(request.GET)
     query = filter_form.query_string()
     here = reverse("resolve_issue", args=[project_id, item_id]) + (f"?{query}" if query else "")
+    posted = None
     if request.method == "POST":
         form = LeadActionForm(request.POST, project=project)
+        error, field = "", ""
         if not form.is_valid():
-            messages.error(request, gettext("Not saved: %(error)s") % {"error": first_error(form)})
+            error, field = first_error(form), next(iter(form.errors), "")
+        else:
+            try:
+                done = resolution.apply_lead_action(item, request.user, form.lead_action())
+            except resolution.ResolutionError as exc:
+                error, field = str(exc), exc.field
+        if error:
+            # Refused: the page again (400) with the lead's choices kept and the error said at
+            # the top and beside its field (the method's: no default, no consensus without a
+            # discussion).
+            messages.error(request, gettext("Not saved: %(error)s") % {"error": error})
+            posted = {"data": request.POST, "field": field, "error": error}
+        else:
+            if done:
+                messages.success(request, done)
+            if request.POST.get("then") == "next":
+                following = filter_form.queue(project).exclude(pk=item.pk).first()
+                if following is not None:
+                    return redirect(
+                        reverse("resolve_issue", args=[project_id, following.pk])
+                        + (f"?{query}" if query else "")
+                    )
+                messages.info(request, gettext("No disagreement left with these filters."))
+                queue_url = reverse("disagreement_queue", args=[project_id])
+                return redirect(queue_url + (f"?{query}" if query else ""))
             return redirect(here)
-        try:
-            done = resolution.apply_lead_action(item, request.user, form.lead_action())
-        except resolution.ResolutionError as exc:
-            messages.error(request, gettext("Not saved: %(error)s") % {"error": exc})
-            return redirect(here)
-        if done:
-            messages.success(request, done)
-        if request.POST.get("then") == "next":
-            following = filter_form.queue(project).exclude(pk=item.pk).first()
-            if following is not None:
-                return redirect(
-                    reverse("resolve_issue", args=[project_id, following.pk])
-                    + (f"?{query}" if query else "")
-                )
-            messages.info(request, gettext("No disagreement left with these filters."))
-            queue_url = reverse("disagreement_queue", args=[project_id])
-            return redirect(queue_url + (f"?{query}" if query else ""))
-        return redirect(here)
     annotations = resolution.current_annotations(item)
     comparison = resolution.compare(annotations, project.annotations_per_issue)
     nodes = {
@@ -415,6 +429,9 @@ def resolve_issue(request, project_id: int, item_id: int):
         ]
         for level, counter in comparison.votes.items()
     }
+    data = posted["data"] if posted and posted["data"].get("action") == "resolve" else None
+    initial = _initial(data, None)
+    discussion = item.discussion.select_related("author")
     context = {
         "project": project,
         "item": item,
@@ -427,17 +444,40 @@ def resolve_issue(request, project_id: int, item_id: int):
         "machine_labels": resolution.machine_opinions(item),
         "based_on": _based_on(resolution.current_resolution(item)),
         "revisions": submission.revisions(project, item.issue_id),
-        "discussion": item.discussion.select_related("author"),
-        "methods": [(m, Resolution.Method(m).label) for m in resolution.LEAD_METHODS],
+        "discussion": discussion,
+        "methods": _lead_methods(item, data),
+        "method_error": posted["error"] if posted and posted["field"] == "method" else "",
+        "source": (data.get("source") or "new") if data else "new",
+        "resolve_note": data.get("note", "") if data else "",
+        "initial": initial,
         "fp_reasons": FalsePositiveReason.choices,
         "filter_query": query,
         # What is left in the queue with these filters, this issue included while it waits.
         "left": filter_form.queue(project).count(),
         "taxonomy": taxonomy_nodes(project.taxonomy_version_id),
-        **label_choices(project.taxonomy_version_id, None),
+        **label_choices(project.taxonomy_version_id, initial),
         **issue_context(item.issue),
     }
-    return render(request, "labeling/resolve.html", context)
+    status = 400 if posted else 200
+    return render(request, "labeling/resolve.html", context, status=status)
+
+
+def _lead_methods(item: ProjectIssue, posted) -> list[dict]:
+    """The methods a lead may record on the resolve page, each with its key, what it means,
+    whether it applies to the issue as it stands (`resolution.method_refusal`, the rule the
+    form and `resolve` apply) and whether the lead had chosen it. None is chosen by default."""
+    chosen = posted.get("method", "") if posted else ""
+    return [
+        {
+            "value": method,
+            "label": Resolution.Method(method).label,
+            "meaning": RESOLUTION_METHOD_MEANINGS[method],
+            "key": resolution.LEAD_METHOD_KEYS[method],
+            "refusal": (refusal := resolution.method_refusal(method, item)),
+            "checked": method == chosen and not refusal,
+        }
+        for method in resolution.LEAD_METHODS
+    ]
 
 
 def _initial(post, own: Annotation | None) -> dict:

@@ -1,7 +1,8 @@
 // Label form behaviour: themes and sub-themes filtered by the choice above, sub-theme search by
 // name and example details, the taxonomy panel that follows the choice, the guideline (open
 // the first time a text is shown, then closed unless reopened), click-to-load images, and the
-// keyboard (on the labeling page, and on the resolve page with digits to adopt an annotation).
+// keyboard (on the labeling page, and on the resolve page with digits to adopt an annotation
+// and a key per resolution method).
 // Texts come from the Django JavaScript catalogue (/jsi18n/, a deferred script before this one);
 // the keys are the same in every language.
 (() => {
@@ -410,6 +411,36 @@
     return true;
   };
 
+  // The resolve page: how the final label was decided has no default; a key per method (c, d:
+  // the option's data-key) chooses it. A method the issue does not allow (consensus with no
+  // discussion) is disabled, and its key points at the reason instead.
+  const methodRadios = resolveForm
+    ? [...resolveForm.querySelectorAll("input[name=method][data-key]")]
+    : [];
+  const methodError = document.getElementById("method-error");
+  const chooseMethod = (key) => {
+    const radio = methodRadios.find((r) => r.dataset.key === key);
+    if (!radio) return false;
+    if (radio.disabled) {
+      const reason = document.getElementById(radio.getAttribute("aria-describedby") || "");
+      reason?.classList.add("flash");
+      return true;
+    }
+    radio.checked = true;
+    if (methodError) methodError.hidden = true;
+    return true;
+  };
+  for (const radio of methodRadios) {
+    // Submitted without a method (Enter too soon): say so beside the choices, in the page's
+    // language, besides the browser's own bubble.
+    radio.addEventListener("invalid", () => {
+      if (methodError) methodError.hidden = false;
+    });
+    radio.addEventListener("change", () => {
+      if (methodError) methodError.hidden = true;
+    });
+  }
+
   // Themes by number: a digit picks the n-th theme at once; a second digit within DIGIT_DELAY
   // makes a two-digit number (1 then 0 is the 10th theme) when the type has that many.
   const DIGIT_DELAY = 700;
@@ -484,6 +515,8 @@
     } else if (key === "/") {
       event.preventDefault();
       search?.focus();
+    } else if (key.length === 1 && methodRadios.length && chooseMethod(key.toLowerCase())) {
+      event.preventDefault();
     } else if (/^[1-9]$/.test(key) && adoptable.length && !buildingNew && adopt(Number(key))) {
       event.preventDefault();
     } else if (/^[0-9]$/.test(key)) {

@@ -100,6 +100,7 @@ def test_the_researcher_lists_compares_and_downloads_but_cannot_create(
     item = ProjectIssue.objects.get(project=study, issue=resolution.issue)
     labeling_resolution.reopen(item, lead)
     label = submission.parse_label(study, label_data(study, target))
+    labeling_resolution.add_message(item, lead, f"{target}, as we agreed.")
     labeling_resolution.resolve(item, lead, label, Resolution.Method.CONSENSUS)
     second = _done(study, lead, "1.1.0")
 

@@ -167,6 +167,11 @@ def test_an_annotator_labels_and_a_lead_resolves_in_chinese(
     )
     lead_page.keyboard.press("2")
     assert "adopted" in (second.get_attribute("class") or "")
+    # The method's key, its option's label in Chinese (no discussion: a lead decision).
+    lead_page.keyboard.press("d")
+    decision = lead_page.locator("#method input[data-key='d']")
+    assert decision.is_checked()
+    assert zh("lead decision") in _text(lead_page, "#method")
     lead_page.keyboard.press("Enter")
     lead_page.wait_for_url("**/disagreements/**")
     assert lead_page.locator("html").get_attribute("lang") == "zh-hans"

@@ -660,7 +660,7 @@ def test_the_issue_page_shows_labels_by_pseudonym_the_final_label_and_its_histor
     resolution.reopen(item, lead, "second look")
     item.refresh_from_db()
     resolution.resolve(
-        item, lead, submission.parse_label(project, label_data(project, "B.1")), "consensus"
+        item, lead, submission.parse_label(project, label_data(project, "B.1")), "lead_decision"
     )
     client.force_login(researcher)
     page = client.get(reverse("issue_detail", args=[project.pk, item.pk])).content.decode()

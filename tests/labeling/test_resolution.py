@@ -97,6 +97,7 @@ def test_a_revision_cannot_settle_a_disagreement(project, items, raters):
 def test_lead_resolves_and_reopens_keeping_history(project, items, raters, lead):
     item = label_all(project, items[0], raters, ["C.1", "C.2", "A.1"])
     chosen = resolution.current_annotations(item)[1]
+    resolution.add_message(item, lead, "C.2: the symptom is the server's, as Otto says.")
     final = resolution.resolve(item, lead, chosen, Resolution.Method.CONSENSUS, "talked it over")
     item.refresh_from_db()
     assert item.status == ProjectIssue.Status.FINAL

@@ -242,7 +242,7 @@ def test_the_lead_actions_are_a_form_and_functions_of_the_resolution_module(
     assert not Resolution.objects.filter(issue=disputed.issue).exists()
     # Otto's is: adopted, it is the final label, with the lead's note.
     form = LeadActionForm(
-        {"action": "resolve", "source": str(otto.pk), "method": "consensus", "note": "agreed"},
+        {"action": "resolve", "source": str(otto.pk), "method": "lead_decision", "note": "agreed"},
         project=project,
     )
     assert form.is_valid()
