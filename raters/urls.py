@@ -21,4 +21,9 @@ urlpatterns = [
         name="rater_run_status",
     ),
     path("api/projects/<int:project_id>/raters/", api.raters_api, name="api_raters"),
+    path(
+        "api/projects/<int:project_id>/raters/<int:rater_id>/enlist/",
+        api.rater_enlist_api,
+        name="api_rater_enlist",
+    ),
 ]
