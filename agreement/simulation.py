@@ -869,7 +869,7 @@ def simulate_machine(
     votes = [machine.get(issue) for issue in issue_ids]
     rows = replays.keys[kept].tolist()
     # Per issue, human labels summed over the orders: [with the machine, humans only].
-    per_issue = np.zeros((len(kept), 2), dtype=np.int64)
+    per_issue = [[0] * len(kept), [0] * len(kept)]
     totals = {"machine": [0, 0, 0], "human_only": [0, 0, 0]}  # same, lead, with a final
     for o in range(orders):
         for i, positions in enumerate(order[o].tolist()):
@@ -877,7 +877,7 @@ def simulate_machine(
             final = finals[i]
             for column, (name, vote) in enumerate((("machine", votes[i]), ("human_only", None))):
                 n, decided = outcome(seq, vote)
-                per_issue[i, column] += n
+                per_issue[column][i] += n
                 if final is not None:
                     row = totals[name]
                     row[2] += 1
@@ -887,7 +887,7 @@ def simulate_machine(
 
     def figures(column: int, row: list[int]) -> dict[str, float | None]:
         return {
-            "labels_per_issue": float(per_issue[:, column].sum()) / replayed if replayed else None,
+            "labels_per_issue": sum(per_issue[column]) / replayed if replayed else None,
             "same_final": row[0] / row[2] if row[2] else None,
             "needs_lead": row[1] / row[2] if row[2] else None,
         }
@@ -910,8 +910,8 @@ def simulate_machine(
         "human_labels_per_issue": with_machine["labels_per_issue"],
         "same_final": with_machine["same_final"],
         "needs_lead": with_machine["needs_lead"],
-        "costs_more": int((per_issue[:, 0] > per_issue[:, 1]).sum()),
-        "costs_fewer": int((per_issue[:, 0] < per_issue[:, 1]).sum()),
+        "costs_more": sum(a > b for a, b in zip(*per_issue, strict=True)),
+        "costs_fewer": sum(a < b for a, b in zip(*per_issue, strict=True)),
         "human_only": figures(1, totals["human_only"]),
     }
 
