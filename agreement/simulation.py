@@ -110,6 +110,7 @@ class Replays:
     fp_code: int  # code of the exclusion key (may be unused)
     type_names: dict[str, str]
     left_out: int = 0  # issues with fewer than K labels (set by `simulate`)
+    issue_ids: Any = None  # per row: the issue's id (np.ndarray), for `simulate_machine`
 
 
 def load(project: Project) -> Replays:
@@ -124,7 +125,9 @@ def load(project: Project) -> Replays:
     )
     if len(ann) == 0:
         empty = np.zeros(0, dtype=np.int64)
-        return Replays(np.zeros((0, 0), dtype=np.int64), empty, empty, [], [FP], 0, {})
+        return Replays(
+            np.zeros((0, 0), dtype=np.int64), empty, empty, [], [FP], 0, {}, issue_ids=empty
+        )
     ann = ann[np.lexsort((ann[:, 1], ann[:, 0]))]  # by issue, then annotator
     fin = _label_rows(Resolution.objects.filter(project=project, is_current=True), "issue_id")
 
@@ -188,6 +191,7 @@ def load(project: Project) -> Replays:
         key_values=key_values,
         fp_code=0,
         type_names=names,
+        issue_ids=issue_ids,
     )
 
 
@@ -210,6 +214,14 @@ def rater_orders(counts: np.ndarray, width: int, orders: int, seed: int) -> np.n
         draw[pad] = 2.0  # padding after every real label
         out[o] = np.argsort(draw, axis=1, kind="stable")
     return out
+
+
+def human_orders(replays: Replays, k: int, orders: int, seed: int) -> np.ndarray:
+    """orders x issues x k: the human labels' order in each replay of each issue with at least
+    K labels (`rater_orders`, first K positions). Both `simulate` and `simulate_machine` replay
+    these, so the same seed gives the same human orders with and without a machine rater."""
+    keep = replays.counts >= k
+    return rater_orders(replays.counts[keep], replays.keys.shape[1], orders, seed)[:, :, :k]
 
 
 def patterns(seq: np.ndarray, fp_code: int) -> np.ndarray:
@@ -392,7 +404,7 @@ def simulate(
     types = [t for t, kept in zip(replays.issue_type, keep.tolist(), strict=True) if kept]
     issues = int(keep.sum())
     cats = len(replays.key_values)
-    order = rater_orders(replays.counts[keep], width, orders, seed)[:, :, :k]
+    order = human_orders(replays, k, orders, seed)
     rules = {lead: AdaptiveRule(min_labels=min_labels, lead=lead, k=k) for lead in leads}
     memo: dict[tuple[int | None, int], PatternOutcome] = {}
     sizes = list(range(2, k + 1))
@@ -808,21 +820,19 @@ def simulate_machine(
     votes (`machine`: issue id -> deciding key, as `machine_votes` gives) and without them, on
     the same orders: human labels per issue and the same-final share of each.
 
-    Issues with fewer than K current non-pilot human labels are left out. Each replay is one
-    random order of an issue's labels (`random.Random(seed)`); a replay's outcome depends only
-    on which labels repeat, so it is computed once per pattern."""
-    import random
+    Issues with fewer than K current non-pilot human labels are left out. The replays are
+    `human_orders` (seeded), the very orders `simulate` replays for the same seed, so the
+    human-only figures are `simulate_policy`'s without `--machine-rater`. A replay's outcome
+    depends only on which labels repeat, so it is computed once per pattern.
 
-    labels: dict[int, list[Hashable]] = {}
-    rows = (
-        Annotation.objects.filter(project=project, is_current=True, is_pilot=False)
-        .order_by("issue_id", "annotator_id")
-        .values_list("issue_id", "is_false_positive", "issue_type_id", "theme_id")
-    )
-    for issue, fp, t, h in rows:
-        labels.setdefault(issue, []).append(deciding_key(_Key(fp, t, h)))
+    The means hide the issues a confident machine vote that disagrees makes dearer: per issue,
+    its human labels summed over the orders with the machine and without are compared, and
+    `costs_more` / `costs_fewer` count the issues that take more / fewer with it."""
+    import numpy as np
+
+    replays = load(project)
     # K by default: the widest panel, as `simulate`.
-    k = k or max((len(keys) for keys in labels.values()), default=0)
+    k = k or replays.keys.shape[1]
     if not 2 <= k <= MAX_K:
         raise SimulationError("max", gettext("K must be between 2 and %(max)s") % {"max": MAX_K})
     if not 1 <= orders <= MAX_ORDERS:
@@ -832,13 +842,6 @@ def simulate_machine(
     if min_labels < 1 or lead < 1:
         raise SimulationError("min / lead", gettext("must be at least 1"))
     rule = AdaptiveRule(min_labels=min_labels, lead=lead, k=k)
-    finals = {
-        issue: deciding_key(_Key(fp, t, h))
-        for issue, fp, t, h in Resolution.objects.filter(
-            project=project, is_current=True
-        ).values_list("issue_id", "is_false_positive", "issue_type_id", "theme_id")
-    }
-    rng = random.Random(seed)
     cache: dict[tuple, tuple[int, Hashable | None]] = {}
 
     def outcome(seq: list[Hashable], vote: Hashable | None) -> tuple[int, Hashable | None]:
@@ -858,32 +861,38 @@ def simulate_machine(
             return n, None
         return n, FP if decided_code == -1 else distinct[cast(int, decided_code)]
 
-    kept = sorted(issue for issue, keys in labels.items() if len(keys) >= k)
-    totals = {"machine": [0, 0, 0, 0], "human_only": [0, 0, 0, 0]}  # labels, same, lead, finals
-    replays = 0
-    for _ in range(orders):
-        for issue in kept:
-            seq = list(labels[issue])
-            rng.shuffle(seq)
-            final = finals.get(issue)
-            replays += 1
-            for name, vote in (("machine", machine.get(issue)), ("human_only", None)):
+    kept = np.flatnonzero(replays.counts >= k)
+    order = human_orders(replays, k, orders, seed)
+    key_values = replays.key_values
+    issue_ids = [int(i) for i in replays.issue_ids[kept]]
+    finals = [key_values[f] if f >= 0 else None for f in replays.final[kept].tolist()]
+    votes = [machine.get(issue) for issue in issue_ids]
+    rows = replays.keys[kept].tolist()
+    # Per issue, human labels summed over the orders: [with the machine, humans only].
+    per_issue = [[0] * len(kept), [0] * len(kept)]
+    totals = {"machine": [0, 0, 0], "human_only": [0, 0, 0]}  # same, lead, with a final
+    for o in range(orders):
+        for i, positions in enumerate(order[o].tolist()):
+            seq = [key_values[rows[i][p]] for p in positions]
+            final = finals[i]
+            for column, (name, vote) in enumerate((("machine", votes[i]), ("human_only", None))):
                 n, decided = outcome(seq, vote)
-                row = totals[name]
-                row[0] += n
+                per_issue[column][i] += n
                 if final is not None:
-                    row[3] += 1
-                    row[1] += decided == final
-                    row[2] += decided is None
+                    row = totals[name]
+                    row[2] += 1
+                    row[0] += decided == final
+                    row[1] += decided is None
+    replayed = len(kept) * orders
 
-    def figures(row: list[int]) -> dict[str, float | None]:
+    def figures(column: int, row: list[int]) -> dict[str, float | None]:
         return {
-            "labels_per_issue": row[0] / replays if replays else None,
-            "same_final": row[1] / row[3] if row[3] else None,
-            "needs_lead": row[2] / row[3] if row[3] else None,
+            "labels_per_issue": sum(per_issue[column]) / replayed if replayed else None,
+            "same_final": row[0] / row[2] if row[2] else None,
+            "needs_lead": row[1] / row[2] if row[2] else None,
         }
 
-    with_machine = figures(totals["machine"])
+    with_machine = figures(0, totals["machine"])
     return {
         "project": project.name,
         "policy": {
@@ -895,13 +904,15 @@ def simulate_machine(
             "threshold": threshold,
         },
         "issues": len(kept),
-        "left_out": len(labels) - len(kept),
-        "with_final": sum(1 for issue in kept if issue in finals),
-        "machine_votes": sum(1 for issue in kept if issue in machine),
+        "left_out": len(replays.counts) - len(kept),
+        "with_final": sum(1 for f in finals if f is not None),
+        "machine_votes": sum(1 for v in votes if v is not None),
         "human_labels_per_issue": with_machine["labels_per_issue"],
         "same_final": with_machine["same_final"],
         "needs_lead": with_machine["needs_lead"],
-        "human_only": figures(totals["human_only"]),
+        "costs_more": sum(a > b for a, b in zip(*per_issue, strict=True)),
+        "costs_fewer": sum(a < b for a, b in zip(*per_issue, strict=True)),
+        "human_only": figures(1, totals["human_only"]),
     }
 
 

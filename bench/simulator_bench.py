@@ -181,6 +181,8 @@ def stage(name: str, orders: int) -> dict:
             "human_labels_per_issue": report["human_labels_per_issue"],
             "same_final": report["same_final"],
             "human_only": report["human_only"],
+            "costs_more": report["costs_more"],
+            "costs_fewer": report["costs_fewer"],
         }
     else:
         raise SystemExit(f"unknown stage {name}")

@@ -1,8 +1,8 @@
 """Adding a machine rater, running it over a project's issues, and retraining it.
 
-`add_rater`, `enlist`, `run_rater` and `retrain_due` are what the pages, the API, the commands
-and the Celery tasks (`raters.tasks`) call. A run reads the issues' texts and the project's final
-labels
+`add_rater`, `run_rater` and `retrain_due` are what the pages, the API, the commands
+and the Celery tasks (`raters.tasks`) call (enlisting: `raters.enlisting`). A run reads the
+issues' texts and the project's final labels
 (theme-level codes, `raters.backends.theme_code`), asks the rater's backend for labels and
 stores them as `MachineLabel` rows, marking the rater's earlier labels of those issues not
 current. A run that stopped (a worker restart: the task is delivered again; a failed run, resumed
@@ -70,21 +70,6 @@ class RaterSettings:
     temperature: float = 0.0
     samples: int = 1
     prompt_details: bool = False
-
-
-def enlist(rater: MachineRater, enlisted: bool, threshold: float | None) -> MachineRater:
-    """A lead's choice: let the rater's labels count as one vote in the adaptive stopping rule
-    from `threshold` confidence on (`labeling.stopping`), or take that back."""
-    if threshold is not None and not 0.0 <= threshold <= 1.0:
-        raise RaterError("confidence_threshold", gettext("between 0 and 1"))
-    if enlisted and threshold is None:
-        raise RaterError(
-            "confidence_threshold", gettext("an enlisted rater needs a confidence threshold")
-        )
-    rater.enlisted = enlisted
-    rater.confidence_threshold = threshold
-    rater.save(update_fields=["enlisted", "confidence_threshold"])
-    return rater
 
 
 def add_rater(project: Project, settings: RaterSettings, user=None) -> MachineRater:

@@ -31,4 +31,9 @@ urlpatterns = [
         estimate_views.estimates_api,
         name="api_estimates",
     ),
+    path(
+        "api/projects/<int:project_id>/raters/<int:rater_id>/enlist/",
+        api.rater_enlist_api,
+        name="api_rater_enlist",
+    ),
 ]

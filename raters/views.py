@@ -10,10 +10,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext
 
 from annotator.permissions import membership_or_404
+from raters.enlisting import current_validations, enlist, rule_ignores
 from raters.forms import AddRaterForm, EnlistForm, RunForm
 from raters.models import MachineRater, RaterRun
 from raters.permissions import RUN_ROLES, VALIDATION_ROLES
-from raters.runs import RaterError, add_rater, enlist
+from raters.runs import RaterError, add_rater
 from raters.tasks import start_run
 from raters.validation import validation_report
 
@@ -22,8 +23,13 @@ def _page(request, membership, form: AddRaterForm | None = None, status: int = 2
     project = membership.project
     report = validation_report(project)
     raters = {r.name: r for r in MachineRater.objects.filter(project=project)}
-    rows = [{**row, "rater": raters[row["name"]]} for row in report["raters"]]
     may_run = membership.role in RUN_ROLES
+    # Beside the enlist checkbox: the validation of the rater's current version (none: refused).
+    current = current_validations(project) if may_run else {}
+    rows = [
+        {**row, "rater": raters[row["name"]], "current": current.get(raters[row["name"]].pk)}
+        for row in report["raters"]
+    ]
     return render(
         request,
         "raters/raters.html",
@@ -32,6 +38,7 @@ def _page(request, membership, form: AddRaterForm | None = None, status: int = 2
             "report": report,
             "rows": rows,
             "may_run": may_run,
+            "rule_ignores_enlisting": rule_ignores(project),
             "form": form or AddRaterForm(initial={"kind": MachineRater.Kind.CLASSIFIER}),
             "run_form": RunForm(),
             "runs": RaterRun.objects.filter(rater__project=project).select_related("rater")[:10]
@@ -111,6 +118,16 @@ def rater_enlist(request, project_id: int, rater_id: int):
         except RaterError as exc:
             form.add_error(exc.field, exc.message)
         else:
+            if rater.enlisted and rule_ignores(membership.project):
+                messages.warning(
+                    request,
+                    gettext(
+                        "Rater %(name)s is enlisted, but this project's stopping rule is fixed: "
+                        "enlisting has no effect until the rule is adaptive."
+                    )
+                    % {"name": rater.name},
+                )
+                return redirect("raters_page", project_id=project_id)
             if rater.enlisted:
                 done = gettext("Rater %(name)s is enlisted.")
             else:

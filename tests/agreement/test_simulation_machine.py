@@ -15,6 +15,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from agreement.simulation import SimulationError, machine_votes, simulate_machine
+from ingest.models import Issue
 from labeling.models import Annotation, ProjectIssue, Resolution
 from labeling.stopping import FP, AdaptiveRule, early_decision
 from raters.models import MachineLabel, MachineRater
@@ -189,3 +190,156 @@ def test_only_leads_open_the_simulator(client, project, replayed, persona, reque
     client.force_login(request.getfixturevalue(persona))
     data = {"min_labels": MIN, "leads": "2", "orders": 4, "seed": 1, "machine_rater": "clf"}
     assert client.post(f"/projects/{project.pk}/simulate/", data).status_code == 404
+
+
+# --- Per issue, not only the mean; the same human orders with and without the machine ---------
+
+
+def test_a_confident_vote_that_disagrees_makes_an_issue_cost_more(client, project, lead, replayed):
+    """Issue 2's humans agree on A.1, but the rater says C.1 at 0.9: with its vote the first
+    human ties with it and the panel goes to K, where without it two humans decide. The
+    direct rule, per issue, tells which issues cost more and fewer; the simulator, the command
+    and the page must say the same, though the mean shows only a saving."""
+
+    def labels(humans: list[str], vote: str | None) -> int:
+        taken = {direct(list(order), vote)[0] for order in itertools.permutations(humans)}
+        assert len(taken) == 1  # an order-free case
+        return taken.pop()
+
+    pairs = [
+        (
+            labels(humans, machine[0] if machine and machine[1] >= 0.5 else None),
+            labels(humans, None),
+        )
+        for humans, machine, _final in CASES.values()
+    ]
+    more = sum(with_machine > alone for with_machine, alone in pairs)
+    fewer = sum(with_machine < alone for with_machine, alone in pairs)
+    assert (more, fewer) == (1, 3)  # issue 2 costs more; issues 1, 4 and 5 fewer
+
+    votes = machine_votes(project, "clf", None)
+    report = simulate_machine(project, votes, min_labels=MIN, lead=LEAD, k=K, orders=6)
+    assert (report["costs_more"], report["costs_fewer"]) == (more, fewer)
+    assert report["human_labels_per_issue"] < report["human_only"]["labels_per_issue"]
+
+    out = StringIO()
+    call_command(
+        "simulate_policy", "--project", project.name, "--machine-rater", "clf", "--max", "3",
+        "--json", stdout=out,
+    )  # fmt: skip
+    figures = json.loads(out.getvalue())
+    assert (figures["costs_more"], figures["costs_fewer"]) == (more, fewer)
+    out = StringIO()
+    call_command(
+        "simulate_policy", "--project", project.name, "--machine-rater", "clf", "--max", "3",
+        stdout=out,
+    )  # fmt: skip
+    assert f"{more} issues need more human labels, {fewer} fewer" in out.getvalue()
+
+    client.force_login(lead)
+    data = {"min_labels": MIN, "leads": "2", "orders": 4, "seed": 1, "machine_rater": "clf"}
+    html = client.post(f"/projects/{project.pk}/simulate/", data).content.decode()
+    row = html.split('id="machine-table"')[1].split("<tr>")[2]
+    assert f'costs-more">{more}<' in row and f'costs-fewer">{fewer}<' in row
+
+
+# Issues whose outcome does depend on the order of their labels (lead 2, min 2, K 3).
+MIXED = {
+    11: (["A.1", "A.1", "C.1"], ("A.1", 0.9)),
+    12: (["A.1", "C.1", "C.1"], ("A.1", 0.9)),
+    13: (["B.1", "A.1", "B.1"], ("C.2", 0.8)),
+    14: (["FP", "FP", "A.1"], ("FP", 0.7)),
+    15: (["C.2", "C.1", "C.2"], None),
+    16: (["A.1", "B.1", "C.1"], ("B.1", 0.6)),
+    17: (["C.1", "C.1", "C.1"], ("C.1", 0.9)),
+}
+
+
+@pytest.fixture
+def mixed(project, repository, annotator, other_annotator):
+    project.annotations_per_issue = K
+    project.save()
+    users = (annotator, other_annotator, make_user("tilda"))
+    rater = MachineRater.objects.create(
+        project=project, name="clf", kind="classifier", confidence_threshold=0.5
+    )
+    for number, (humans, machine) in MIXED.items():
+        issue = make_issue(repository, number)
+        ProjectIssue.objects.create(
+            project=project, issue=issue, position=number, status="final", annotation_count=K
+        )
+        for user, code in zip(users, humans, strict=True):
+            Annotation.objects.create(
+                project=project, issue=issue, annotator=user, **label_fields(project, code)
+            )
+        final = Counter(humans).most_common(1)[0][0]
+        Resolution.objects.create(
+            project=project, issue=issue, method="lead", **label_fields(project, final)
+        )
+        if machine:
+            MachineLabel.objects.create(
+                rater=rater, issue=issue, confidence=machine[1], **label_fields(project, machine[0])
+            )
+    return {u.pk: u.username for u in users}
+
+
+def test_the_same_seed_gives_the_same_human_orders_with_and_without_the_machine(
+    project, mixed, monkeypatch
+):
+    """The human orders each replay uses, read as who labeled first, second and third on each
+    issue, are the same for `simulate_policy` with and without `--machine-rater` (another seed
+    gives others), and so are the human-only figures."""
+    from agreement import simulation
+
+    annotators = {
+        issue: [mixed[a] for a in sorted(ids)]
+        for issue, ids in _annotators_by_issue(project).items()
+    }
+    recorded: list[list[dict[int, list[str]]]] = []
+    real = simulation.human_orders
+
+    def spy(replays, k, orders, seed):
+        result = real(replays, k, orders, seed)
+        issues = replays.issue_ids[replays.counts >= k].tolist()
+        recorded.append(
+            [
+                {
+                    issue: [annotators[issue][p] for p in row]
+                    for issue, row in zip(issues, o.tolist(), strict=True)
+                }
+                for o in result
+            ]
+        )
+        return result
+
+    monkeypatch.setattr(simulation, "human_orders", spy)
+
+    def command(*extra: str) -> dict:
+        out = StringIO()
+        call_command(
+            "simulate_policy", "--project", project.name, "--max", "3", "--orders", "12",
+            "--json", *extra, stdout=out,
+        )  # fmt: skip
+        return json.loads(out.getvalue())
+
+    alone = command("--seed", "5")
+    machine = command("--seed", "5", "--machine-rater", "clf")
+    command("--seed", "6")
+    assert len(recorded) == 3
+    numbers = {issue.pk: int(issue.number) for issue in Issue.objects.all()}
+    assert len(recorded[0]) == 12 and {numbers[i] for i in recorded[0][0]} == set(MIXED)
+    assert recorded[0] == recorded[1]
+    assert recorded[2] != recorded[0]  # the probe: another seed, other orders
+    human = machine["human_only"]
+    assert human["labels_per_issue"] == pytest.approx(alone["labels_per_issue"]["mean"], abs=1e-4)
+    assert human["same_final"] == pytest.approx(alone["same_final"], abs=1e-4)
+    assert human["needs_lead"] == pytest.approx(alone["needs_lead"], abs=1e-4)
+
+
+def _annotators_by_issue(project) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for issue, user in Annotation.objects.filter(project=project).values_list(
+        "issue_id", "annotator_id"
+    ):
+        out.setdefault(issue, []).append(user)
+    return out

@@ -2,7 +2,9 @@
 [--seed 1] [--threshold 0] [--machine-rater NAME [--confidence T]] [--json]`: replay a project's
 labels under the adaptive stopping rule (agreement.simulation); with `--machine-rater`, with that
 rater enlisted (its labels of at least confidence T, default its own threshold, as one vote)
-beside the human-only rule on the same orders (`simulate_machine`)."""
+beside the human-only rule on the same orders (`simulate_machine`: the orders the same `--seed`
+gives without `--machine-rater`), with the issues it makes cost more and fewer human labels
+(`costs_more`, `costs_fewer`)."""
 
 from __future__ import annotations
 
@@ -125,6 +127,10 @@ class Command(BaseCommand):
             ("humans only", human["labels_per_issue"], human["same_final"], human["needs_lead"]),
         ):  # fmt: skip
             self.stdout.write(f"{name:<24}{_num(labels, 2):>19}{_pct(same):>12}{_pct(needs):>12}")
+        self.stdout.write(
+            f"per issue, with the machine: {report['costs_more']} issues need more human labels, "
+            f"{report['costs_fewer']} fewer (over the same {policy['orders']} orders)"
+        )
 
 
 def _policy(options: dict) -> dict:

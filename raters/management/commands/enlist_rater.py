@@ -1,0 +1,64 @@
+"""`manage.py enlist_rater --project NAME --rater RATER (--confidence-threshold T | --withdraw)`:
+enlist a machine rater in the adaptive stopping rule from a confidence on, or take it back (the
+page's form and `raters.enlisting.enlist`: a rater without a current validation is refused)."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotator.models import Project
+from raters.enlisting import current_validation, enlist, rule_ignores
+from raters.forms import EnlistForm
+from raters.models import MachineRater
+from raters.runs import RaterError
+
+
+class Command(BaseCommand):
+    help = "Enlist a machine rater in the adaptive stopping rule, or take it back."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--project", required=True, help="the project's name")
+        parser.add_argument("--rater", required=True, help="the rater's name")
+        parser.add_argument(
+            "--confidence-threshold",
+            default="",
+            help="its label counts as one vote from this confidence on (0 to 1)",
+        )
+        parser.add_argument("--withdraw", action="store_true", help="take the rater back")
+
+    def handle(self, *args, **options) -> None:
+        project = Project.objects.filter(name=options["project"]).first()
+        if project is None:
+            raise CommandError(f"project: no project named {options['project']!r}")
+        rater = MachineRater.objects.filter(project=project, name=options["rater"]).first()
+        if rater is None:
+            raise CommandError(f"rater: no rater named {options['rater']!r} in {project}")
+        form = EnlistForm(
+            {
+                "enlisted": not options["withdraw"],
+                "confidence_threshold": options["confidence_threshold"],
+            }
+        )
+        if not form.is_valid():
+            field, errors = next(iter(form.errors.items()))
+            raise CommandError(f"{field.replace('_', '-')}: {' '.join(str(e) for e in errors)}")
+        try:
+            enlist(rater, form.cleaned_data["enlisted"], form.cleaned_data["confidence_threshold"])
+        except RaterError as exc:
+            raise CommandError(f"{exc.field.replace('_', '-')}: {exc.message}") from exc
+        if not rater.enlisted:
+            self.stdout.write(f"{rater.name} is not enlisted")
+            return
+        figures = current_validation(rater)
+        assert figures is not None  # enlist refuses a rater without one
+        kappa = figures["kappa_theme"]
+        self.stdout.write(
+            f"{rater.name} is enlisted from confidence {rater.confidence_threshold} "
+            f"(current version on {figures['n']} final issues: kappa theme "
+            f"{'-' if kappa is None else f'{kappa:.3f}'})"
+        )
+        if rule_ignores(project):
+            self.stdout.write(
+                f"note: {project.name}'s stopping rule is fixed: enlisting has no effect until "
+                "it is adaptive"
+            )
