@@ -15,7 +15,7 @@ from annotator.models import Project
 from annotator.pseudonyms import natural_order, pseudonyms, unnamed
 from labeling.models import Annotation
 from raters.backends import theme_code
-from raters.models import MachineLabel, MachineRater
+from raters.models import MachineRater
 from taxonomy.lineage import Translator
 
 # What an invalid machine output is compared as: no human label is ever this.
@@ -41,10 +41,10 @@ def human_theme_codes(project: Project) -> dict[str, dict[int, str]]:
 
 
 def machine_theme_codes(rater: MachineRater) -> dict[int, str]:
-    """{issue id: theme-level code} of the rater's current labels, INVALID for an unreadable
-    output."""
+    """{issue id: theme-level code} of the labels its current version gave (a retrained rater is
+    tested on its new labels only), INVALID for an unreadable output."""
     translator = Translator(rater.project.taxonomy_version)
-    rows = MachineLabel.objects.filter(rater=rater, is_current=True).values_list(
+    rows = rater.current_version_labels().values_list(
         "issue_id", "valid", "is_false_positive", "issue_type_id", "theme_id", "sub_theme_id"
     )
     out = {}
@@ -63,3 +63,16 @@ def rater_alt_test(
     if humans is None:
         humans = human_theme_codes(project)
     return alt_test(humans, machine_theme_codes(rater), epsilon=project.alt_test_epsilon)
+
+
+def retest_enlisted(rater_id: int) -> bool:
+    """After a training (or an import) made a new version: an enlisted rater keeps counting only
+    if the new version passes too; otherwise it is taken back (a lead may enlist it again once
+    it passes). True if it stays enlisted."""
+    rater = MachineRater.objects.select_related("project__taxonomy_version").get(pk=rater_id)
+    if not rater.enlisted:
+        return False
+    if rater_alt_test(rater).passed:
+        return True
+    MachineRater.objects.filter(pk=rater_id).update(enlisted=False)
+    return False

@@ -6,8 +6,11 @@ issues, compared with the final labels (`raters.validation.rater_figures` on tho
 least one of them valid (n > 0). A rater that never ran has none; nor has a classifier trained
 again since it last labeled the final issues (a run over the open issues alone trains a new
 version, whose labels of the finals are then the old version's), until it labels them again.
-Taking a rater back is always allowed. How good the validation must be is not decided here:
-the page shows it beside the checkbox, and the lead judges.
+Taking a rater back is always allowed. Beyond a current validation, the rater's current version
+must pass the alternative annotator test (`raters.alt_test`, docs/DATASET.md) at the project's
+margin ε: only then may it stand in for a volunteer. A rater trained again is tested again
+(its new labels only), and a rater enlisted before its retraining stops voting until a lead
+enlists it again (`raters.runs` takes it back when a training makes a new version).
 
 Under the fixed stopping rule enlisting changes nothing (`labeling.stopping`): `rule_ignores`
 says so, for the page, the API and the command.
@@ -19,20 +22,13 @@ from typing import Any
 
 from django.utils.translation import gettext
 
+from agreement.alt_test import MIN_ANNOTATORS, AltTestResult
 from annotator.models import Project
 from labeling.stopping import AdaptiveRule
-from raters.models import MachineLabel, MachineRater
+from raters.alt_test import rater_alt_test
+from raters.models import MachineRater
 from raters.runs import RaterError, final_codes
 from raters.validation import rater_figures
-
-
-def _current_version(rater: MachineRater) -> dict[str, Any]:
-    """The filter of the labels its current version gave: a classifier's labels name the
-    training they came from (`model_version` "v<version>", `raters.classifier`); a rater that
-    does not train has one version (its settings never change)."""
-    if rater.kind == MachineRater.Kind.CLASSIFIER:
-        return {"model_version": f"v{rater.version}"}
-    return {}
 
 
 def current_validation(
@@ -45,9 +41,9 @@ def current_validation(
     if finals is None:
         finals = final_codes(rater.project)
     labeled = set(
-        MachineLabel.objects.filter(
-            rater=rater, is_current=True, issue_id__in=list(finals), **_current_version(rater)
-        ).values_list("issue_id", flat=True)
+        rater.current_version_labels()
+        .filter(issue_id__in=list(finals))
+        .values_list("issue_id", flat=True)
     )
     figures = rater_figures(rater, {i: code for i, code in finals.items() if i in labeled})
     return figures if figures["n"] > 0 else None
@@ -60,6 +56,37 @@ def current_validations(project: Project) -> dict[int, dict[str, Any] | None]:
         rater.pk: current_validation(rater, finals)
         for rater in MachineRater.objects.filter(project=project).select_related("project")
     }
+
+
+def alt_test_refusal(rater: MachineRater, result: AltTestResult | None = None) -> str:
+    """Why the rater may not stand in for a volunteer ("" if it may): its current version must
+    pass the alternative annotator test (`raters.alt_test`) at the project's margin."""
+    result = result or rater_alt_test(rater)
+    if not result.enough_data:
+        return gettext(
+            "%(name)s cannot be enlisted yet: the alternative annotator test needs at least "
+            "%(annotators)s annotators with %(items)s issues each that %(humans)s volunteers "
+            "labeled; %(enough)s annotators have that many"
+        ) % {
+            "name": rater.name,
+            "annotators": MIN_ANNOTATORS,
+            "items": result.min_items,
+            "humans": result.min_humans,
+            "enough": result.n_annotators,
+        }
+    if not result.passed:
+        return gettext(
+            "%(name)s did not pass the alternative annotator test: it represents the other "
+            "volunteers better than %(won)s of %(n)s annotators (winning rate %(rate).2f; "
+            "0.50 needed, at the project's margin ε = %(epsilon)s)"
+        ) % {
+            "name": rater.name,
+            "won": sum(c.won for c in result.comparisons),
+            "n": result.n_annotators,
+            "rate": result.winning_rate or 0.0,
+            "epsilon": result.epsilon,
+        }
+    return ""
 
 
 def rule_ignores(project: Project) -> bool:
@@ -89,6 +116,10 @@ def enlist(rater: MachineRater, enlisted: bool, threshold: float | None) -> Mach
                 "issue (it may have been trained again since); run it over the final issues first"
             )
         raise RaterError("enlisted", why % {"name": rater.name})
+    if enlisted:
+        why = alt_test_refusal(rater)
+        if why:
+            raise RaterError("enlisted", why)
     rater.enlisted = enlisted
     rater.confidence_threshold = threshold
     rater.save(update_fields=["enlisted", "confidence_threshold"])

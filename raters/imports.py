@@ -26,6 +26,7 @@ from annotator.models import Project
 from ingest.issue_urls import parse_issue_url, read_issue_url
 from labeling.models import ProjectIssue
 from lib import csvread
+from raters.alt_test import retest_enlisted
 from raters.backends import FP_CODE
 from raters.models import MachineLabel, MachineRater, RaterRun
 from taxonomy.models import TaxonomyNode
@@ -230,4 +231,5 @@ def import_machine_labels(
             ],
             batch_size=5000,
         )
+    retest_enlisted(rater.pk)  # a new version counts only once it passes the test itself
     return ImportResult(rater, len(rows), replaced, rater.version, digest)

@@ -74,6 +74,17 @@ class MachineRater(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.kind}) in {self.project}"
 
+    def current_version_labels(self) -> models.QuerySet[MachineLabel]:
+        """The current labels its current version gave: a classifier's labels name the
+        training they came from (`model_version` "v<version>", `raters.classifier`), so a
+        classifier trained again counts none of its older labels; an external rater's labels
+        are all of its latest file; an llm rater has one version (its settings never change).
+        What validation for enlisting and the alternative annotator test read."""
+        labels = MachineLabel.objects.filter(rater=self, is_current=True)
+        if self.kind == MachineRater.Kind.CLASSIFIER:
+            labels = labels.filter(model_version=f"v{self.version}")
+        return labels
+
 
 class RaterRun(models.Model):
     """One run of a rater over a project's issues, with progress for the page."""

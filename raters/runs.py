@@ -30,6 +30,7 @@ from annotator.models import Project
 from ingest.hosts import MODEL_API_HOSTS, base_url_refused
 from ingest.models import Comment, Issue
 from labeling.models import ProjectIssue, Resolution
+from raters.alt_test import retest_enlisted
 from raters.backends import (
     FP_CODE,
     BackendError,
@@ -339,6 +340,8 @@ def run_rater(run_id: int) -> RaterRun:
         MachineRater.objects.filter(pk=rater.pk).update(
             trained_on=len(finals), trained_at=timezone.now(), version=F("version") + 1
         )
+        # A new version counts only once it passes the alternative annotator test itself.
+        retest_enlisted(rater.pk)
     RaterRun.objects.filter(pk=run.pk).update(
         status=RaterRun.Status.DONE,
         done=len(ids),
