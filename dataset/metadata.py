@@ -16,9 +16,10 @@
   them (`Release.title`, `.authors`, `.licence`, prefilled from the project). Authors one per
   line: "Family, Given[, ORCID]" is a person, "Name[, ORCID]" an organisation
   (`parse_authors`); several people on a line are separated by ";" (stored one per line), and
-  a name without a comma among them is refused, naming its line. A release without authors invents none: CITATION.cff's message says
-  "Citation incomplete" and its one author entry says that no author was named (the format
-  requires one), croissant.json and datapackage.json list no creator.
+  a name without a comma among them is refused, naming its line. A release without authors
+  invents none: CITATION.cff's message says "Citation incomplete" and its one author entry
+  says that no author was named (the format requires one), croissant.json and
+  datapackage.json list no creator.
 
 Every file is derived from the data files already written in the release's directory, so the
 schemas describe what is there, not what was meant to be.

@@ -333,7 +333,7 @@ def _number(values: dict[str, object], errors: list[str]) -> str:
     """The issue number: text, or a whole number as a forge's API gives it (GitHub's and
     GitLab's `number` / `iid`); never a boolean or a fraction."""
     value = values.get("number")
-    if isinstance(value, bool) or isinstance(value, float):
+    if isinstance(value, bool | float):
         errors.append(
             "number: "
             + gettext("%(value)s is not an issue number (text or a whole number)")

@@ -38,8 +38,7 @@ def source_files(root: Path = ROOT, patterns: Iterable[str] = SOURCES) -> list[P
 def fingerprint(files: Iterable[Path], root: Path = ROOT) -> dict[str, str]:
     """Each file's SHA-1 by its path under `root`."""
     return {
-        str(path.relative_to(root)): hashlib.sha1(path.read_bytes()).hexdigest()
-        for path in files
+        str(path.relative_to(root)): hashlib.sha1(path.read_bytes()).hexdigest() for path in files
     }
 
 

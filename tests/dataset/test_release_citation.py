@@ -131,9 +131,7 @@ def test_a_bad_citation_is_a_400_naming_the_field(client, study, lead, data, fie
     assert not Release.objects.exists()
 
 
-def test_several_authors_on_a_line_separated_by_semicolons_are_each_an_author(
-    client, study, lead
-):
+def test_several_authors_on_a_line_separated_by_semicolons_are_each_an_author(client, study, lead):
     """Lena types the authors on one line, as in a paper's byline: each becomes an author of
     the citation, stored one per line."""
     client.force_login(lead)

@@ -1,5 +1,5 @@
 """The home page's list of projects: a column a role may not read is left out, not shown as a
-"–" under its heading (blindness: how many issues are final or disputed is for leads)."""
+a dash under its heading (blindness: how many issues are final or disputed is for leads)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from django.urls import reverse
 
 from annotator.models import Membership, Project, Role
 from tests.builders import final_issue
+
+DASH = "\u2013"  # what the page shows where a lead's figure is not for this role
 
 pytestmark = pytest.mark.django_db
 
@@ -58,7 +60,7 @@ def test_an_annotator_sees_no_final_or_disagreement_column(
     client.force_login(annotator)
     (row,) = _table(client)
     assert set(row) == {"Project", "Your role", "Issues", "Fully labeled", "Progress"}
-    assert row["Fully labeled"] == "1" and "–" not in row.values()
+    assert row["Fully labeled"] == "1" and DASH not in row.values()
 
 
 def test_a_lead_sees_every_column_and_a_dash_only_where_another_role_of_hers_may_not_read(
@@ -74,7 +76,7 @@ def test_a_lead_sees_every_column_and_a_dash_only_where_another_role_of_hers_may
         "Project", "Your role", "Issues", "Final", "Fully labeled", "Disagreements", "Progress"
     }  # fmt: skip
     assert rows[project.name]["Final"] == "1" and rows[project.name]["Disagreements"] == "0"
-    assert rows["Second"]["Final"] == "–" and rows["Second"]["Disagreements"] == "–"
+    assert rows["Second"]["Final"] == DASH and rows["Second"]["Disagreements"] == DASH
 
 
 def test_a_non_leads_rows_do_not_carry_the_counts_even_unrendered(
