@@ -117,7 +117,7 @@ def test_on_a_phone_the_issue_comes_before_the_form_and_save_stays_in_reach(
             assert unstuck["bottom"] > unstuck["height"], unstuck
             page.evaluate("document.querySelector('#label-form .form-actions').style.position = ''")
             save = page.evaluate(SAVE_BOX)
-            assert 0 <= save["top"] and save["bottom"] <= save["height"], save
+            assert save["top"] >= 0 and save["bottom"] <= save["height"], save
             # And she saves from there with a click.
             page.keyboard.press("q")
             page.keyboard.press("1")
