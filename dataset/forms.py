@@ -41,7 +41,8 @@ class ReleaseForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 3}),
         help_text=_(
             "One per line: “Family, Given” for a person, or an organisation's name, "
-            "optionally followed by “, ORCID”. None leaves the citation incomplete."
+            "optionally followed by “, ORCID”; several people on a line are separated by "
+            "“;”. None leaves the citation incomplete."
         ),
     )
     licence = forms.CharField(

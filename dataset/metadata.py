@@ -15,9 +15,11 @@
 - CITATION.cff 1.2.0: title, version, date, authors and licence as the release was made with
   them (`Release.title`, `.authors`, `.licence`, prefilled from the project). Authors one per
   line: "Family, Given[, ORCID]" is a person, "Name[, ORCID]" an organisation
-  (`parse_authors`). A release without authors invents none: CITATION.cff's message says
-  "Citation incomplete" and its one author entry says that no author was named (the format
-  requires one), croissant.json and datapackage.json list no creator.
+  (`parse_authors`); several people on a line are separated by ";" (stored one per line), and
+  a name without a comma among them is refused, naming its line. A release without authors
+  invents none: CITATION.cff's message says "Citation incomplete" and its one author entry
+  says that no author was named (the format requires one), croissant.json and
+  datapackage.json list no creator.
 
 Every file is derived from the data files already written in the release's directory, so the
 schemas describe what is there, not what was meant to be.
@@ -147,14 +149,31 @@ class CitationError(Exception):
         self.message = message
 
 
+AUTHOR_SEPARATOR = ";"
+
+
+def author_entries(text: str) -> list[tuple[int, str]]:
+    """(line number, entry) of each author: one per line, or several on a line separated by
+    ";" ("Lovelace, Ada; Hopper, Grace"); blank entries left out."""
+    return [
+        (number, entry.strip())
+        for number, raw in enumerate((text or "").splitlines(), start=1)
+        for entry in raw.split(AUTHOR_SEPARATOR)
+        if entry.strip()
+    ]
+
+
 def parse_authors(text: str) -> list[dict[str, str]]:
     """Author lines as CFF authors: "Family, Given[, ORCID]" is a person, "Name[, ORCID]" an
-    organisation (an ORCID is 0000-0002-1825-0097, with or without https://orcid.org/)."""
+    organisation (an ORCID is 0000-0002-1825-0097, with or without https://orcid.org/).
+    Several authors on one line are separated by ";", each of them a person written
+    "Family, Given": a name without a comma there ("Ada Lovelace; Grace Hopper") cannot be
+    told from an organisation's and is refused, naming its line."""
     out: list[dict[str, str]] = []
-    for number, raw in enumerate((text or "").splitlines(), start=1):
-        parts = [p.strip() for p in raw.split(",")]
-        if not any(parts):
-            continue
+    entries = author_entries(text)
+    several = {n for n, _ in entries if sum(1 for m, _ in entries if m == n) > 1}
+    for number, entry in entries:
+        parts = [p.strip() for p in entry.split(",")]
         orcid = None
         found = ORCID.fullmatch(parts[-1])
         if found:
@@ -167,11 +186,21 @@ def parse_authors(text: str) -> list[dict[str, str]]:
                     "“%(author)s”: write “Family, Given” and, optionally, an ORCID such as "
                     "0000-0002-1825-0097"
                 )
-                % {"author": raw.strip()[:80]},
+                % {"author": entry[:80]},
             )
         if not parts or not all(parts):
             raise CitationError(
-                number, gettext("“%(author)s” has an empty name") % {"author": raw.strip()[:80]}
+                number, gettext("“%(author)s” has an empty name") % {"author": entry[:80]}
+            )
+        if number in several and len(parts) == 1:
+            raise CitationError(
+                number,
+                gettext(
+                    "“%(author)s” is one of several authors on this line: write each person "
+                    "“Family, Given” (Lovelace, Ada; Hopper, Grace), or one author per line "
+                    "(an organisation on a line of its own)"
+                )
+                % {"author": entry[:80]},
             )
         author = (
             {"family-names": parts[0], "given-names": parts[1]}

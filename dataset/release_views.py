@@ -24,6 +24,7 @@ from dataset.releases import (
 )
 from dataset.tasks import start_release
 from labeling.rendering import render_markdown
+from lib import superseded
 
 
 def _row(release: Release) -> dict:
@@ -98,6 +99,13 @@ def releases(request, project_id: int):
         Release.objects.filter(project=project).select_related("taxonomy_version"),
         key=lambda r: (r.status != Release.Status.FAILED, version_key(r)),
         reverse=True,
+    )
+    # A failed release followed by a released one is marked as older.
+    items = superseded.mark(
+        items,
+        key=lambda r: r.project_id,
+        failed=Release.Status.FAILED,
+        done=Release.Status.DONE,
     )
     done = [r for r in items if r.status == Release.Status.DONE]
     return render(

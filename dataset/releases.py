@@ -181,7 +181,8 @@ def clean_citation(title: str, authors: str, licence: str) -> dict[str, str]:
         metadata.parse_authors(authors)
     except metadata.CitationError as exc:
         raise ReleaseError("authors", str(exc)) from exc
-    lines = [line.strip() for line in (authors or "").splitlines() if line.strip()]
+    # Stored one author a line, as CITATION.cff lists them ("a; b" on a line becomes two).
+    lines = [entry for _, entry in metadata.author_entries(authors)]
     return {"title": title, "authors": "\n".join(lines), "licence": licence}
 
 

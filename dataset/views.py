@@ -18,6 +18,7 @@ from dataset.permissions import (
     visible_exports,
 )
 from dataset.tasks import start_export
+from lib import superseded
 from taxonomy.detail_files import study_file_name
 
 
@@ -34,7 +35,13 @@ def exports(request, project_id: int):
                 request, "dataset/_job.html", {"project": project, "job": job, "created": True}
             )
         return redirect("exports", project_id=project.pk)
-    jobs = visible_exports(membership)[:10]
+    # A failed export followed by a done one of the same kind is marked as older.
+    jobs = superseded.mark(
+        visible_exports(membership)[:10],
+        key=lambda job: (job.real_names, job.everything),
+        failed=ExportJob.Status.FAILED,
+        done=ExportJob.Status.DONE,
+    )
     return render(
         request,
         "dataset/exports.html",

@@ -12,6 +12,13 @@ anything is stored (`ingest.uploads` stores; the browser upload, its Celery task
   named in the preview (an export's `annotations` and `status` are not imported). In CSV,
   `labels` are separated by `;` and `comments` is a JSON array (of strings or of objects with
   `author`, `body`, `created_at`) or else the text of one comment.
+* A JSON Lines record may also be an issue as a forge's API returns it (docs: the shared
+  forge-apis reference): `number` an integer (GitHub) or text (Gitee), GitLab's `iid`; the
+  page's address in `html_url` (GitHub, Gitee) or `web_url` (GitLab), which wins over `url`
+  (there the API's own address); the author as `user` or `author` objects (`login`,
+  `username`); `description` (GitLab) for `body`; `labels` as objects with a `name`;
+  `comments` as a count (no comment texts); `body` and `user` null. A boolean, a fraction or
+  an integer out of range is still a problem on its line.
 
 A URL is read by `ingest.issue_urls`: one of a known forge (github.com, gitee.com, gitlab.com)
 must name an issue and goes to that forge's repository; any other http(s) URL (a mailing-list
@@ -45,7 +52,11 @@ COLUMNS = (
     "url", "number", "title", "body", "author", "state", "labels", "created_at",
     "updated_at", "closed_at", "comments",
 )  # fmt: skip
+# A forge API's names for the columns (see the module docstring): they are read, not ignored.
+ALIASES = ("html_url", "web_url", "iid", "user", "description")
 REQUIRED = ("url", "title")
+# An issue number given as an integer: what the column and a bigint hold.
+MAX_INTEGER_NUMBER = 2**63 - 1
 DATES = ("created_at", "updated_at", "closed_at")
 LABEL_SEPARATOR = ";"
 PREVIEW_ROWS = 10
@@ -264,10 +275,81 @@ def _jsonl_records(reading: Reading, text: str) -> Iterator[tuple[int, dict[str,
                 f"{at_line(reading.name, line)}: " + gettext("not a JSON object")
             )
             continue
+        _from_forge_api(value)
         for key in value:
-            if key not in COLUMNS and str(key)[:40] not in reading.ignored_columns:
+            if (
+                key not in COLUMNS
+                and key not in ALIASES
+                and str(key)[:40] not in reading.ignored_columns
+            ):
                 reading.ignored_columns.append(str(key)[:40])
         yield line, value
+
+
+def _from_forge_api(record: dict[str, object]) -> None:
+    """Read an issue as a forge's API returns it into the file's columns, in place (the
+    values are checked afterwards like any other): the page's address, GitLab's `iid` and
+    `description`, the author's object, label objects and a comment count."""
+    page = record.get("html_url", record.get("web_url"))
+    if isinstance(page, str) and page.strip():
+        record["url"] = page
+    if "number" not in record and "iid" in record:
+        record["number"] = record["iid"]
+    if "body" not in record and "description" in record:
+        record["body"] = record["description"]
+    if "author" in record:
+        record["author"] = _login(record["author"])
+    elif "user" in record:
+        record["author"] = _login(record["user"])
+    labels = record.get("labels")
+    if isinstance(labels, list):
+        record["labels"] = [
+            label["name"] if isinstance(label, dict) and "name" in label else label
+            for label in labels
+        ]
+    comments = record.get("comments")
+    if isinstance(comments, int) and not isinstance(comments, bool) and comments >= 0:
+        record["comments"] = None  # GitHub's and Gitee's count: the texts are not in the record
+    elif isinstance(comments, list):
+        for comment in comments:
+            if isinstance(comment, dict) and "author" not in comment and "user" in comment:
+                comment["author"] = _login(comment["user"])
+            elif isinstance(comment, dict) and "author" in comment:
+                comment["author"] = _login(comment["author"])
+
+
+def _login(person: object) -> object:
+    """An author as text: a forge's user object gives its login (GitHub, Gitee) or username
+    (GitLab); null (a deleted account) is no author. Anything else is left to be refused."""
+    if isinstance(person, dict):
+        for key in ("login", "username"):
+            if isinstance(person.get(key), str):
+                return person[key]
+        return None
+    return person
+
+
+def _number(values: dict[str, object], errors: list[str]) -> str:
+    """The issue number: text, or a whole number as a forge's API gives it (GitHub's and
+    GitLab's `number` / `iid`); never a boolean or a fraction."""
+    value = values.get("number")
+    if isinstance(value, bool | float):
+        errors.append(
+            "number: "
+            + gettext("%(value)s is not an issue number (text or a whole number)")
+            % {"value": repr(value)[:40]}
+        )
+        return ""
+    if isinstance(value, int):
+        if not 0 <= value <= MAX_INTEGER_NUMBER:
+            errors.append(
+                "number: "
+                + gettext("%(value)s is out of range (0 to %(most)s)")
+                % {"value": str(value)[:40], "most": MAX_INTEGER_NUMBER}
+            )
+            return ""
+        return str(value)
+    return _text(values, "number", errors, MAX_NUMBER).strip()
 
 
 def _text(values: dict[str, object], name: str, errors: list[str], limit: int | None) -> str:
@@ -347,9 +429,7 @@ def _issue_row(line: int, values: dict[str, object]) -> IssueRow | list[str]:
     ref, why = read_url(url) if url else (None, None)
     if why:
         errors.append(why)
-    number = _text(values, "number", errors, MAX_NUMBER).strip()
-    if isinstance(values.get("number"), int):
-        number = str(values["number"])
+    number = _number(values, errors)
     if ref is not None and number and number != ref.number:
         errors.append(
             "number: "

@@ -57,13 +57,20 @@ def home(request):
         is_lead = m.role in LEAD_ROLES
         shown = c["final"] if is_lead else c["done"]
         percent = round(100 * shown / c["total"]) if c["total"] else 0
-        row = {"project": m.project, "role": m.role, "percent": percent, **c}
-        row["is_lead"] = is_lead
+        row = {"project": m.project, "role": m.role, "percent": percent, "is_lead": is_lead}
+        row.update(total=c["total"], done=c["done"])
+        if is_lead:  # never in a non-lead's context, not even unrendered
+            row.update(final=c["final"], disagreements=c["disagreements"])
         rows.append(row)
     return render(
         request,
         "annotator/home.html",
-        {"rows": rows, "may_create_project": may_create_project(request.user)},
+        {
+            "rows": rows,
+            # The columns only a lead may read are left out for someone who leads nothing.
+            "leads_any": any(row["is_lead"] for row in rows),
+            "may_create_project": may_create_project(request.user),
+        },
     )
 
 

@@ -10,6 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext
 
 from annotator.permissions import membership_or_404
+from lib import superseded
 from raters.enlisting import current_validations, enlist, rule_ignores
 from raters.forms import AddRaterForm, EnlistForm, RunForm
 from raters.models import MachineRater, RaterRun
@@ -41,7 +42,13 @@ def _page(request, membership, form: AddRaterForm | None = None, status: int = 2
             "rule_ignores_enlisting": rule_ignores(project),
             "form": form or AddRaterForm(initial={"kind": MachineRater.Kind.CLASSIFIER}),
             "run_form": RunForm(),
-            "runs": RaterRun.objects.filter(rater__project=project).select_related("rater")[:10]
+            # A failed run followed by a done run of the same rater is marked as older.
+            "runs": superseded.mark(
+                RaterRun.objects.filter(rater__project=project).select_related("rater")[:10],
+                key=lambda run: run.rater_id,
+                failed=RaterRun.Status.FAILED,
+                done=RaterRun.Status.DONE,
+            )
             if may_run
             else [],
         },

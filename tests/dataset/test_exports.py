@@ -261,3 +261,26 @@ def test_a_job_runs_once_and_leaves_no_partial_file(small_study, export_root):
     ExportJob.objects.filter(pk=busy.pk).update(status="running", started_at=timezone.now())
     assert run_export_job(busy.pk).status == "running"
     assert not Path(folder, busy.filename).exists()
+
+
+def test_a_failed_export_is_marked_older_only_by_a_later_export_of_its_kind(client, project, lead):
+    """Lena's export of every issue failed, then an export of final issues succeeded: that is
+    another kind, so the failure stays current; after an export of every issue succeeds it
+    is marked older."""
+    failed = ExportJob.objects.create(
+        project=project, requested_by=lead, everything=True, status="failed", error="OSError: x"
+    )
+    ExportJob.objects.create(project=project, requested_by=lead, status="done")
+    client.force_login(lead)
+    url = reverse("exports", args=[project.pk])
+
+    def row() -> str:
+        page = client.get(url).content.decode()
+        start = page.index(f'id="job-{failed.pk}"')
+        return page[start : page.index("</li>", start)]
+
+    assert '<span class="error">OSError: x</span>' in row() and "older failure" not in row()
+    later = ExportJob.objects.create(
+        project=project, requested_by=lead, everything=True, status="done"
+    )
+    assert f"an older failure: #{later.pk} succeeded after it." in row()

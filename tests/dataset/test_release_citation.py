@@ -114,6 +114,10 @@ def test_a_release_without_authors_says_its_citation_is_incomplete(client, study
     [
         ({"authors": "Lovelace, Ada\nHopper, Grace, Brewster"}, "authors", "line 2"),
         ({"authors": "Lovelace, , 0000-0002-1825-0097"}, "authors", "line 1"),
+        # Several people on a line written "Given Family": as organisations they would be one
+        # wrong author each; refused, naming the line and the name.
+        ({"authors": "Lovelace, Ada\nAda Lovelace; Grace Hopper"}, "authors", "line 2"),
+        ({"authors": "Ada Lovelace; Grace Hopper"}, "authors", "“Ada Lovelace” is one of several"),
         ({"licence": "CC BY 4.0"}, "licence", "SPDX"),
         ({"title": "x" * 301}, "title", "300"),
     ],
@@ -125,6 +129,37 @@ def test_a_bad_citation_is_a_400_naming_the_field(client, study, lead, data, fie
     errors = response.context["form"].errors
     assert field in errors and words in " ".join(errors[field])
     assert not Release.objects.exists()
+
+
+def test_several_authors_on_a_line_separated_by_semicolons_are_each_an_author(client, study, lead):
+    """Lena types the authors on one line, as in a paper's byline: each becomes an author of
+    the citation, stored one per line."""
+    client.force_login(lead)
+    response = client.post(
+        reverse("releases", args=[study.pk]),
+        {
+            "version": "1.0.0",
+            "title": "Study",
+            "authors": "Lovelace, Ada; Hopper, Grace, 0000-0002-1825-0097 ;\nThe Study Group",
+            "licence": "CC0-1.0",
+        },
+    )
+    assert response.status_code == 302
+    release = Release.objects.get()
+    assert release.authors.splitlines() == [
+        "Lovelace, Ada",
+        "Hopper, Grace, 0000-0002-1825-0097",
+        "The Study Group",
+    ]
+    assert cff(release)["authors"] == [
+        {"family-names": "Lovelace", "given-names": "Ada"},
+        {
+            "family-names": "Hopper",
+            "given-names": "Grace",
+            "orcid": "https://orcid.org/0000-0002-1825-0097",
+        },
+        {"name": "The Study Group"},
+    ]
 
 
 def test_the_api_takes_the_citation_and_reports_whether_it_is_complete(client, study, lead):

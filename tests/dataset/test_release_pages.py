@@ -180,3 +180,23 @@ def test_another_projects_release_is_not_reachable_through_this_project(
     assert client.get(reverse("release_download", args=[study.pk, made.pk])).status_code == 200
     assert client.get(reverse("release_download", args=[other.pk, made.pk])).status_code == 404
     assert client.get(reverse("api_release", args=[other.pk, made.pk])).status_code == 404
+
+
+def test_a_failed_release_is_marked_older_once_a_later_release_succeeded(client, study, lead):
+    """Lena's 1.0.0 failed (the disk was full); she made 1.0.0 again and it was released. The
+    failure stays listed, said to be older, its error folded away."""
+    failed = create_release(study, lead, "1.0.0")
+    Release.objects.filter(pk=failed.pk).update(status=Release.Status.FAILED, error="disk full")
+    client.force_login(lead)
+    url = reverse("releases", args=[study.pk])
+    # The probe: alone, the failure's error is shown as the current state.
+    page = client.get(url).content.decode()
+    assert '<span class="error">disk full</span>' in page and "older failure" not in page
+
+    done = _done(study, lead, "1.0.0")
+    assert done.status == Release.Status.DONE
+    page = client.get(url).content.decode()
+    row = page[page.index(f'id="release-{failed.pk}"') :]
+    row = row[: row.index("</li>")]
+    assert "an older failure: release 1.0.0 succeeded after it." in row
+    assert '<details class="superseded-error">' in row and "disk full" in row

@@ -105,3 +105,104 @@ def test_a_preview_stops_after_its_rows():
     rows = "url,title\n" + "".join(f"https://example.org/{n},t{n}\n" for n in range(50))
     reading = read_issue_file("big.csv", rows.encode(), limit=10)
     assert reading.records == 10 and len(reading.rows) == 10
+
+
+# Records shaped as the forges' APIs return them (../shared/reference/forge-apis.md): Mei
+# saves a page of each forge's issue list as JSON Lines and uploads it as it is.
+GITHUB_ISSUE = {
+    "id": 2210001,
+    "node_id": "I_kwDOAbc",
+    "number": 10,
+    "title": "Loss is NaN after resume",
+    "body": None,
+    "user": {"login": "octocat", "id": 1},
+    "labels": [{"id": 7, "name": "bug"}, {"id": 8, "name": "training"}],
+    "state": "closed",
+    "state_reason": "completed",
+    "comments": 3,
+    "created_at": "2024-03-01T10:00:00Z",
+    "updated_at": "2024-03-02T10:00:00Z",
+    "closed_at": None,
+    "html_url": "https://github.com/NVIDIA/Megatron-LM/issues/10",
+    "url": "https://api.github.com/repos/NVIDIA/Megatron-LM/issues/10",
+}
+GITEE_ISSUE = {
+    "id": 99,
+    "number": "IBD6YU",
+    "title": "NPU out of memory",
+    "body": "on 910B",
+    "user": {"login": "li", "id": 5},
+    "labels": [{"name": "kind/bug"}],
+    "state": "open",
+    "comments": 0,
+    "created_at": "2024-05-01T18:00:00+08:00",
+    "html_url": "https://gitee.com/mindspore/mindspore/issues/IBD6YU",
+    "url": "https://gitee.com/api/v5/repos/mindspore/mindspore/issues/IBD6YU",
+}
+GITLAB_ISSUE = {
+    "id": 123456,
+    "iid": 42,
+    "title": "Pipeline hangs",
+    "description": "after the upgrade",
+    "author": {"username": "ana", "id": 3},
+    "labels": ["bug"],
+    "state": "opened",
+    "user_notes_count": 2,
+    "created_at": "2024-06-01T08:00:00.000Z",
+    "web_url": "https://gitlab.com/group/project/-/issues/42",
+}
+
+
+def _jsonl(*records: dict) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in records).encode()
+
+
+def test_issues_as_each_forge_api_returns_them_are_read():
+    reading = read_issue_file("api.jsonl", _jsonl(GITHUB_ISSUE, GITEE_ISSUE, GITLAB_ISSUE))
+    assert reading.problems == []
+    github, gitee, gitlab = reading.rows
+    # The page's address, not the API's; the integer number; the login; label names.
+    assert github.url == "https://github.com/NVIDIA/Megatron-LM/issues/10"
+    assert github.ref is not None and github.number == "10" and github.author == "octocat"
+    assert github.labels == ["bug", "training"] and github.body == "" and github.comments == []
+    assert gitee.ref is not None and gitee.number == "IBD6YU" and gitee.author == "li"
+    assert gitee.labels == ["kind/bug"]
+    assert gitee.created_at == datetime(2024, 5, 1, 10, tzinfo=UTC)  # +08:00 read as such
+    assert gitlab.ref is not None and gitlab.number == "42" and gitlab.author == "ana"
+    assert gitlab.body == "after the upgrade" and gitlab.labels == ["bug"]
+    # Keys read under another name are not named as ignored; the rest are.
+    assert "html_url" not in reading.ignored_columns and "user" not in reading.ignored_columns
+    assert {"node_id", "state_reason", "user_notes_count"} <= set(reading.ignored_columns)
+
+
+def test_an_integer_number_of_an_export_record_is_accepted():
+    record = {"url": "https://example.org/list/10", "title": "From a mailing list", "number": 10}
+    reading = read_issue_file("one.jsonl", _jsonl(record))
+    assert reading.problems == [] and reading.rows[0].number == "10"
+    # The number must still match the URL's.
+    wrong = {**GITHUB_ISSUE, "number": 11}
+    reading = read_issue_file("wrong.jsonl", _jsonl(wrong))
+    assert reading.problems == ["wrong.jsonl, line 1: number: '11' but the URL names issue 10"]
+
+
+def test_a_boolean_a_fraction_or_a_huge_number_is_refused_on_its_line():
+    fine = {"url": "https://example.org/a", "title": "fine", "number": 1}
+    lines = [
+        fine,
+        {"url": "https://example.org/b", "title": "bool", "number": True},
+        {"url": "https://example.org/c", "title": "float", "number": 10.0},
+        {"url": "https://example.org/d", "title": "huge", "number": 2**70},
+        {"url": "https://example.org/e", "title": "negative", "number": -3},
+        {"url": "https://example.org/f", "title": "labels", "labels": [{"id": 1}]},
+        {"url": "https://example.org/g", "title": "author", "author": 7},
+    ]
+    reading = read_issue_file("bad.jsonl", _jsonl(*lines))
+    by_line = {p.split(":")[0]: p for p in reading.problems}
+    assert sorted(by_line) == [f"bad.jsonl, line {n}" for n in range(2, 8)], reading.problems
+    assert "number: True is not an issue number" in by_line["bad.jsonl, line 2"]
+    assert "number: 10.0 is not an issue number" in by_line["bad.jsonl, line 3"]
+    assert f"number: {2**70} is out of range" in by_line["bad.jsonl, line 4"]
+    assert "number: -3 is out of range" in by_line["bad.jsonl, line 5"]
+    assert "labels: not a list of names" in by_line["bad.jsonl, line 6"]
+    assert "author: not text" in by_line["bad.jsonl, line 7"]
+    assert [row.line for row in reading.rows] == [1]

@@ -65,13 +65,25 @@ def test_pages_fit_a_360_pixel_screen(
         context.close()
 
 
-def test_on_a_phone_the_labeling_form_comes_first(browser, live_server, project, items, annotator):
-    """At 360 px Ada sees the form on her first screen, above a long guideline and the issue;
-    at 1280 px the guideline and the issue come first, the form beside the issue."""
+SAVE_BOX = """() => {
+  const r = document.getElementById('submit-label').getBoundingClientRect();
+  return {top: r.top, bottom: r.bottom, height: window.innerHeight};
+}"""
+
+
+def test_on_a_phone_the_issue_comes_before_the_form_and_save_stays_in_reach(
+    browser, live_server, project, items, annotator
+):
+    """At 360 px Ada reads the issue before she chooses: the guideline and the issue come
+    first, the form below them; once she is in the form, *Save & next* stays on the screen
+    (sticky at its bottom). At 1280 px the form is beside the issue, as before."""
     project.guideline = "# Guideline\n\n" + "Read the whole issue before labeling.\n\n" * 40
     project.save(update_fields=["guideline"])
-    for width, form_first in ((1280, False), (360, True)):
-        context = browser.new_context(viewport={"width": width, "height": 740})
+    issue = items[0].issue
+    issue.body = "The loss spikes after resume.\n\n" * 60  # longer than a phone's screen
+    issue.save(update_fields=["body"])
+    for width, one_column in ((1280, False), (360, True)):
+        context = browser.new_context(viewport={"width": width, "height": 640})
         page = context.new_page()
         page.set_default_timeout(10_000)
         try:
@@ -83,16 +95,36 @@ def test_on_a_phone_the_labeling_form_comes_first(browser, live_server, project,
                 for name, selector in (
                     ("form", "#label-form"),
                     ("guideline", "#guideline"),
-                    ("issue", "#issue"),
+                    ("issue", "#issue-body"),
                 )
             }
             assert all(boxes.values()), boxes
-            form, guideline, issue = boxes["form"], boxes["guideline"], boxes["issue"]
-            if form_first:
-                assert form["y"] < guideline["y"] and form["y"] < issue["y"], boxes
-                assert form["y"] < 740, boxes  # on the first screen
-                assert _fits(page)["fits"]
-            else:
-                assert guideline["y"] < form["y"] and guideline["y"] < issue["y"], boxes
+            form, guideline, issue_box = boxes["form"], boxes["guideline"], boxes["issue"]
+            assert guideline["y"] < issue_box["y"], boxes
+            if not one_column:
+                assert form["x"] > issue_box["x"] + issue_box["width"] - 1, boxes  # beside it
+                continue
+            # The issue's text is above the form.
+            assert issue_box["y"] + issue_box["height"] <= form["y"], boxes
+            assert _fits(page)["fits"]
+            # Ada scrolls to where the form begins: Save is on the screen.
+            page.evaluate("document.getElementById('label-form').scrollIntoView({block: 'start'})")
+            # The probe: without the sticky rule Save is below the screen there.
+            page.evaluate(
+                "document.querySelector('#label-form .form-actions').style.position = 'static'"
+            )
+            unstuck = page.evaluate(SAVE_BOX)
+            assert unstuck["bottom"] > unstuck["height"], unstuck
+            page.evaluate("document.querySelector('#label-form .form-actions').style.position = ''")
+            save = page.evaluate(SAVE_BOX)
+            assert save["top"] >= 0 and save["bottom"] <= save["height"], save
+            # And she saves from there with a click.
+            page.keyboard.press("q")
+            page.keyboard.press("1")
+            with page.expect_navigation():
+                page.locator("#submit-label").click()
+            assert page.url != live_server.url + reverse(
+                "label_issue", args=[project.pk, items[0].public_id]
+            )
         finally:
             context.close()

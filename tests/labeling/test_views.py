@@ -308,3 +308,47 @@ def test_only_an_annotator_of_the_final_issue_may_ask_for_a_change(
     page = reverse("label_issue", args=[project.pk, final_issue.public_id])
     assert client.get(page).status_code == 404
     assert DiscussionMessage.objects.filter(project_issue=final_issue).count() == 1
+
+
+def test_from_my_progress_ada_reaches_her_final_issues_to_ask_for_a_change(
+    client, project, items, lead, annotator, other_annotator, third_annotator
+):
+    """Ada's final issues link to their page, where she asks the lead for a change; an issue
+    final without her label, and one of hers not final yet, offer no such link."""
+    from tests.builders import final_issue
+
+    final_issue(project, items[0], "C.1", "C.2", "C.2", final="C.2")  # Ada, Ben, Tia label it
+    label_item(annotator, project, items[1], "C.3")  # hers, not final
+    # Final without Ada: Ben and Tia label it, and the lead decides.
+    for user in (other_annotator, third_annotator):
+        label_item(user, project, items[2], "B.1")
+    items[2].refresh_from_db()
+    if items[2].status != ProjectIssue.Status.FINAL:
+        from labeling.submission import parse_label
+
+        resolution.resolve(
+            items[2],
+            lead,
+            parse_label(project, label_data(project, "B.1")),
+            Resolution.Method.LEAD_DECISION,
+        )
+    items[2].refresh_from_db()
+    assert items[2].status == ProjectIssue.Status.FINAL
+
+    client.force_login(annotator)
+    page = client.get(reverse("my_progress", args=[project.pk])).content.decode()
+    ask = reverse("label_issue", args=[project.pk, items[0].public_id]) + "#change-request-form"
+    assert page.count('class="ask-change"') == 1 and f'href="{ask}"' in page
+    assert reverse("label_issue", args=[project.pk, items[1].public_id]) in page
+    assert f"/label/{items[2].public_id}/" not in page  # final, but never hers
+
+    issue_page = client.get(ask.split("#")[0]).content.decode()
+    assert 'id="change-request-form"' in issue_page
+    sent = client.post(
+        reverse("request_change", args=[project.pk, items[0].public_id]),
+        {"body": "I now think it is C.1"},
+    )
+    assert sent.status_code == 302
+    assert DiscussionMessage.objects.filter(
+        project_issue=items[0], author=annotator, is_change_request=True
+    ).exists()

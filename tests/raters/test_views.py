@@ -128,3 +128,28 @@ def test_the_api_lists_raters_with_their_figures(client, project, researcher, tr
     [row] = response.json()["raters"]
     assert (row["name"], row["n"], row["settings"]["version"]) == ("tfidf", 60, 1)
     assert "api_key_env" not in row["settings"]
+
+
+def test_a_failed_run_is_marked_older_once_a_later_run_of_its_rater_succeeded(
+    client, project, lead
+):
+    """Lena's first run of "clf" failed (an unreachable endpoint); her second succeeded. The
+    page says the failure is older and folds its error away; "llm"'s failure, with nothing
+    after it, is shown as it is."""
+    clf = MachineRater.objects.create(project=project, name="clf", kind="classifier")
+    llm = MachineRater.objects.create(project=project, name="llm", kind="classifier")
+    old = RaterRun.objects.create(rater=clf, status="failed", error="endpoint unreachable")
+    new = RaterRun.objects.create(rater=clf, status="done", total=3, done=3)
+    current = RaterRun.objects.create(rater=llm, status="failed", error="model not found")
+    client.force_login(lead)
+    page = client.get(reverse("raters_page", args=[project.pk])).content.decode()
+
+    def item(run) -> str:
+        start = page.index(f'id="run-{run.pk}"')
+        return page[start : page.index("</li>", start)]
+
+    assert f"an older failure: #{new.pk} succeeded after it." in item(old)
+    assert '<details class="superseded-error">' in item(old)
+    assert "endpoint unreachable" in item(old)  # still there, folded
+    assert "older failure" not in item(current) and "superseded-error" not in item(current)
+    assert '<span class="error">model not found</span>' in item(current)
