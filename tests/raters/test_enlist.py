@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import json
+import random
 import re
 from io import StringIO
 
@@ -18,8 +19,12 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from sklearn.metrics import cohen_kappa_score
 
+from annotator.models import Membership, Role
+from labeling.labels import LABEL_FIELDS
+from labeling.models import Annotation, Resolution
 from raters.models import MachineLabel, MachineRater, RaterRun
 from raters.runs import create_run, run_rater
+from tests.conftest import add_members, make_user
 from tests.raters.conftest import add_finals, label_fields
 
 pytestmark = pytest.mark.django_db
@@ -36,8 +41,31 @@ def rater(project) -> MachineRater:
     return MachineRater.objects.create(project=project, name="clf", kind="classifier")
 
 
-@pytest.fixture
-def validated(project, repository) -> MachineRater:
+def volunteers_label_open_issues(project, repository, rater, machine_accuracy: float) -> None:
+    """32 open issues that four volunteers labeled (right 85 % of the time), and the rater's
+    current version's label of each (right `machine_accuracy` of the time): what the
+    alternative annotator test reads. Open issues, so the validation figures (finals) stay."""
+    pia, quinn = make_user("pia-annotator"), make_user("quinn-annotator")
+    add_members(project, (pia, Role.ANNOTATOR), (quinn, Role.ANNOTATOR))
+    people = [m.user for m in Membership.objects.filter(project=project, role=Role.ANNOTATOR)]
+    rng = random.Random(3)
+    codes = ["A.1", "B.1", "C.1", "C.2", "FP"]
+    issues = add_finals(project, repository, 0, open_issues=32, start=5000)
+    for issue in issues:
+        truth = rng.choice(codes)
+        for person in people:
+            said = truth if rng.random() < 0.85 else rng.choice([c for c in codes if c != truth])
+            Annotation.objects.create(
+                project=project, issue=issue, annotator=person, **label_fields(project, said)
+            )
+        said = truth if rng.random() < machine_accuracy else rng.choice(codes)
+        MachineLabel.objects.create(
+            rater=rater, issue=issue, confidence=0.9, model_version=f"v{rater.version}",
+            **label_fields(project, said),
+        )  # fmt: skip
+
+
+def checked_rater(project, repository) -> MachineRater:
     """A classifier whose current version (1) labeled eight final issues, seven validly."""
     issues = add_finals(project, repository, len(FINALS), noise=0.0)
     rater = MachineRater.objects.create(
@@ -54,6 +82,15 @@ def validated(project, repository) -> MachineRater:
             model_version="v1",
             **(label_fields(project, said) if said else {}),
         )
+    return rater
+
+
+@pytest.fixture
+def validated(project, repository) -> MachineRater:
+    """`checked_rater`, which also passes the alternative annotator test (it gives the true
+    code of every issue four volunteers labeled)."""
+    rater = checked_rater(project, repository)
+    volunteers_label_open_issues(project, repository, rater, machine_accuracy=1.0)
     return rater
 
 
@@ -133,6 +170,17 @@ def test_a_classifier_trained_again_since_it_labeled_the_finals_is_refused(
     enlisted; a run over the open issues alone trains version 2, whose labels of the finals are
     still version 1's, so it has no current validation until it labels them again. Taking it
     back stays possible."""
+    # What this test is about is the version, not the alt-test: a third volunteer labels the
+    # finals too (the test needs three), and the margin makes any rater with data pass it.
+    third = make_user("pia-annotator")
+    add_members(project, (third, Role.ANNOTATOR))
+    for resolution in Resolution.objects.filter(project=project, is_current=True):
+        Annotation.objects.create(
+            project=project, issue_id=resolution.issue_id, annotator=third,
+            **{f: getattr(resolution, f) for f in LABEL_FIELDS},
+        )  # fmt: skip
+    project.alt_test_epsilon = 1.0
+    project.save(update_fields=["alt_test_epsilon"])
     rater = MachineRater.objects.create(project=project, name="tfidf", kind="classifier")
     run_rater(create_run(rater, "final").pk)
     rater.refresh_from_db()
@@ -241,3 +289,46 @@ def test_only_a_lead_may_enlist(client, request, project, validated, who):
     assert _api(client, project, validated, ENLIST)[0] == 404
     validated.refresh_from_db()
     assert not validated.enlisted
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+def test_a_validated_rater_that_fails_the_alt_test_is_refused(
+    client, project, lead, repository, channel
+):
+    """Validated on the finals, but on the issues four volunteers labeled it is right only
+    a quarter of the time: it does not represent them better than they do each other."""
+    rater = checked_rater(project, repository)
+    volunteers_label_open_issues(project, repository, rater, machine_accuracy=0.25)
+    client.force_login(lead)
+    status, said = attempt(channel, client, project, rater, ENLIST)
+    assert status == 400, said
+    assert "enlisted" in said and "did not pass the alternative annotator test" in said
+    rater.refresh_from_db()
+    assert not rater.enlisted
+
+
+def test_a_rater_without_enough_volunteer_labels_for_the_test_is_refused(
+    client, project, lead, repository
+):
+    rater = checked_rater(project, repository)
+    client.force_login(lead)
+    status, said = attempt("api", client, project, rater, ENLIST)
+    assert status == 400
+    assert "cannot be enlisted yet" in said and "0 annotators have that many" in said
+
+
+def test_a_new_version_that_fails_the_test_is_taken_back(project, repository):
+    """An enlisted rater counts on as long as each new version passes; an import of worse
+    labels (a new version) takes it back."""
+    from raters.alt_test import retest_enlisted
+
+    rater = checked_rater(project, repository)
+    volunteers_label_open_issues(project, repository, rater, machine_accuracy=1.0)
+    rater.enlisted, rater.confidence_threshold = True, 0.8
+    rater.save()
+    assert retest_enlisted(rater.pk) is True
+    rater.version = 2
+    rater.save()  # its labels are version 1's: the new version has none, so it cannot pass
+    assert retest_enlisted(rater.pk) is False
+    rater.refresh_from_db()
+    assert not rater.enlisted
