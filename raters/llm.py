@@ -317,11 +317,17 @@ class LLMBackend:
     # -- one request -----------------------------------------------------------------------
 
     def _call(
-        self, client: openai.OpenAI, messages: list[dict[str, str]], n: int, form: str
+        self,
+        client: openai.OpenAI,
+        messages: list[dict[str, str]],
+        n: int,
+        form: str,
+        known: Failure | None = None,
     ) -> Any:
         """One chat completion in the given form of output, retried on 429, 5xx, timeouts and
         dropped connections (NoAnswer once the retries are spent); a 500 that says the same
-        twice in a row is a refusal (Refused), not retried again."""
+        twice in a row (or the same as `known`, a refusal seen before) is a refusal (Refused),
+        not retried again."""
         kwargs: dict[str, Any] = {
             "model": self.rater.model,
             "messages": messages,
@@ -338,7 +344,7 @@ class LLMBackend:
         if n > 1:
             kwargs["n"] = n
         tries = max(0, settings.MODEL_API_MAX_RETRIES) + 1
-        previous: Failure | None = None
+        previous = known
         for attempt in range(tries):
             delay: float | None = None
             try:
@@ -380,17 +386,24 @@ class LLMBackend:
             content = str(message.refusal)
         return Sample(output, content, confidence, plausible, bool(tokens))
 
-    def ask(self, client: openai.OpenAI, item: IssueText, form: str, mode: str | None) -> Asked:
+    def ask(
+        self,
+        client: openai.OpenAI,
+        item: IssueText,
+        form: str,
+        mode: str | None,
+        known: Failure | None = None,
+    ) -> Asked:
         """One issue's samples in the given form: k of them, or one whose log-probabilities
         can be trusted while the run takes its confidence from them (`mode` LOGPROBS, or None
-        while the probe decides)."""
+        while the probe decides). `known`: a refusal of this form seen before (`_call`)."""
         shots = prompt.few_shot_for(self.order, item.issue_id, FEW_SHOT)
         examples = [(self.shot_texts.get(i, ""), self.finals[i]) for i in shots]
         chat = prompt.messages(self.system, examples, item.text)
         asked = Asked(item, form, shots)
         k = max(1, self.rater.samples)
         while len(asked.samples) < k:
-            response = self._call(client, chat, k - len(asked.samples), form)
+            response = self._call(client, chat, k - len(asked.samples), form, known)
             asked.served = asked.served or str(response.model or "")
             asked.fingerprint = asked.fingerprint or str(response.system_fingerprint or "")
             if response.usage is not None:
@@ -468,12 +481,13 @@ class LLMBackend:
                 refused[form] = Failure(exc.status_code, self._secret_free(_words(exc))[:300])
                 continue
             # A better form refused by a 500 (said twice alike: maybe an outage that said the
-            # same twice) is asked once more before the run settles for less.
+            # same twice) is asked once more before the run settles for less; the same words
+            # again confirm the refusal.
             for better in prompt.FORMATS[: prompt.FORMATS.index(form)]:
                 if (refused[better].status or 0) < 500:
                     continue
                 try:
-                    asked, form = self.ask(client, item, better, None), better
+                    asked, form = self.ask(client, item, better, None, refused[better]), better
                     break
                 except (Refused, NoAnswer, openai.APIStatusError):
                     continue
@@ -642,12 +656,11 @@ class LLMBackend:
                 probed += 1
                 decided = self.decide(asked)
                 if decided is None and probed >= PROBE_ISSUES:
-                    decided = (
-                        SAMPLES if self.rater.samples > 1 else NONE,
-                        f"no valid code in the first {probed} answers to read log-probabilities at",
-                    )
+                    decided = (SAMPLES if self.rater.samples > 1 else NONE, "no_valid_answer")
                 if decided is not None:
                     self.confidence_from, endpoint["confidence_why"] = decided
+                    if self.probe_p is not None:
+                        endpoint["probe_logprob_confidence"] = self.probe_p
                     record()
                 done += 1
                 yield label_of(asked)

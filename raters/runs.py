@@ -41,6 +41,7 @@ from raters.backends import (
     RUN_FIELDS,
     BackendError,
     IssueText,
+    KeyRefused,
     LabelRequest,
     NodeText,
     Prediction,
@@ -159,9 +160,10 @@ def check_model(settings: RaterSettings, warn: Callable[[str], None]) -> None:
         api_key_env=settings.api_key_env,
     )
     try:
-        listed, why = backend_for(candidate).listed_models(check=True)  # type: ignore[attr-defined]
+        backend: Any = backend_for(candidate)
+        listed, why = backend.listed_models(check=True)
     except BackendError as exc:
-        if getattr(exc, "key_refused", False):
+        if isinstance(exc, KeyRefused):
             raise RaterError(
                 "api_key_env",
                 gettext("the endpoint refused the key from %(variable)s: %(why)s")

@@ -42,6 +42,7 @@ INVALID = {
     "truncated": '{"code": "%s',
     "outside": '{"code": "Z.9"}',
     "empty": "",
+    "extra_key": '{"code": "%s", "because": "the logs say so"}',
 }
 
 
@@ -72,6 +73,9 @@ class FakeOpenAI:
     rate_limited: int = 0  # the first N chat requests get 429 with retry-after
     retry_after: str = "1"
     server_errors: int = 0  # the next N get 500
+    # Their message: None names each request (a hosted API's outage: no two alike); a text
+    # is the same every time (an outage that says the same twice).
+    server_error_message: str | None = None
     dropped: int = 0  # the next N get the connection closed without an answer
     slow: dict[str, float] = field(default_factory=dict)  # title -> seconds before answering
     delay: float = 0.0  # seconds before every answer (a busy server), for benchmarks
@@ -95,6 +99,9 @@ class FakeOpenAI:
     serial: bool = False  # one request at a time, the others wait (a local CPU server)
     # Every chat request answered with this status and message (the same each time).
     refuse_everything: tuple[int, str] | None = None
+    # Per title, the status and message every request about that issue gets (a prompt the
+    # server cannot take, e.g. longer than its context).
+    refuse_titles: dict[str, tuple[int, str]] = field(default_factory=dict)
     seed: int = 7
     requests: list[Recorded] = field(default_factory=list)
     prompt_tokens: int = 0  # what its usage reported, summed
@@ -210,8 +217,8 @@ class FakeOpenAI:
             return self._send(h, 200, self._models())
         if method != "POST" or not h.path.endswith("/chat/completions"):
             return self._error(h, 404, f"no route {h.path}", "not_found")
-        if self.refuse_everything:
-            status, message = self.refuse_everything
+        if self.refuse_everything or title in self.refuse_titles:
+            status, message = self.refuse_everything or self.refuse_titles[title]
             return self._error(h, status, message, None, kind="internal_server_error")
         refused = self._refusal(body)
         if refused:
@@ -230,7 +237,9 @@ class FakeOpenAI:
         number -= self.rate_limited
         if number <= self.server_errors:
             # A hosted API's outage: the message names the request, so no two are the same.
-            message = f"The server had an error processing your request (request id req_{number})"
+            message = self.server_error_message or (
+                f"The server had an error processing your request (request id req_{number})"
+            )
             return self._error(h, 500, message, "server_error")
         number -= self.server_errors
         if number <= self.dropped:

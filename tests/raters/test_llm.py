@@ -241,8 +241,8 @@ def test_a_wrong_key_stops_the_run_and_is_never_shown_or_logged(
     project, lead, issues, answers, fake, monkeypatch, caplog
 ):
     caplog.set_level(logging.DEBUG)
-    fake.key = "sk-the-right-one"
     rater = _rater(project, lead, fake, monkeypatch)
+    fake.key = "sk-the-right-one"  # the key was rotated since the rater was added
     run = _run(rater)
 
     assert run.status == "failed"
@@ -579,8 +579,8 @@ def test_loading_the_url_conf_and_the_tasks_does_not_import_openai():
 def test_a_403_404_or_400_stops_the_run_at_once_saying_why(
     project, lead, issues, answers, fake, monkeypatch, status, words
 ):
-    fake.status = status
     rater = _rater(project, lead, fake, monkeypatch)
+    fake.status = status
     run = _run(rater)
 
     assert run.status == "failed"
