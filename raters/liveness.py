@@ -19,13 +19,22 @@ from __future__ import annotations
 import os
 import socket
 import threading
-from datetime import timedelta
-from typing import TYPE_CHECKING
+from datetime import datetime, timedelta
+from typing import Protocol
 
 from django.utils import timezone
 
-if TYPE_CHECKING:
-    from raters.models import RaterRun
+
+class Run(Protocol):
+    """What this module reads of a `raters.models.RaterRun` (which imports this module)."""
+
+    pk: int
+    status: str
+    worker: str
+    heartbeat_at: datetime | None
+    started_at: datetime | None
+    created_at: datetime
+
 
 HEARTBEAT_SECONDS = 30
 STALE_AFTER = timedelta(minutes=10)
@@ -58,7 +67,7 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def stale(run: RaterRun) -> bool:
+def stale(run: Run) -> bool:
     """A `running` run that no process runs any more (see the module's docstring)."""
     if run.status != "running":
         return False

@@ -560,11 +560,10 @@ class LLMBackend:
                 f"GET /models lists {', '.join(listed) or 'none'} (a server may answer any "
                 "model name with the one it has loaded)"
             )
-        return (
-            {"models_listed": listed, "models_not_listed_why": why}
-            if why
-            else {"models_listed": listed}
-        )
+        found: dict[str, Any] = {"models_listed": listed}
+        if why:
+            found["models_not_listed_why"] = why
+        return found
 
     def label(self, request: LabelRequest) -> Iterator[Prediction]:
         self._prepare(request)
@@ -614,9 +613,7 @@ class LLMBackend:
             request.record(
                 {
                     "output_format": self.form or "",
-                    "served_model": sorted(served)[0]
-                    if len(served) == 1
-                    else ", ".join(sorted(served)),
+                    "served_model": ", ".join(sorted(served))[:200],
                     "confidence_from": self.confidence_from or "",
                     "endpoint": {
                         **endpoint,
