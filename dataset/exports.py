@@ -532,7 +532,27 @@ def write_table_one(project_or_context: Project | ExportContext, out: TextIO) ->
     return len(rows) + 1
 
 
-MACHINE_LABEL_COLUMNS = ["Issue_URL", "rater", "kind", "model", "label", "confidence", "created_at"]
+MACHINE_LABEL_COLUMNS = [
+    "Issue_URL",
+    "rater",
+    "kind",
+    "model",
+    "label",
+    "confidence",
+    "confidence_from",
+    "created_at",
+]
+
+
+def confidence_source(kind: str, confidence: float | None, stored: object) -> str:
+    """Where a machine label's confidence comes from: an llm label's own record ("logprobs",
+    "samples"; "agreement" in labels stored before it was called "samples"), "probability"
+    for the classifier's class probability, "" for no confidence."""
+    if confidence is None:
+        return ""
+    if kind == "classifier":
+        return "probability"
+    return "samples" if stored == "agreement" else str(stored or "")
 
 
 def write_machine_labels_csv(project_or_context: Project | ExportContext, out: TextIO) -> int:
@@ -558,6 +578,7 @@ def write_machine_labels_csv(project_or_context: Project | ExportContext, out: T
             *KEY_FIELDS,
             "confidence",
             "created_at",
+            "parameters__confidence_from",
         )
     )
     # The nodes the labels point at (a label made before a taxonomy edit, in an older version).
@@ -567,11 +588,11 @@ def write_machine_labels_csv(project_or_context: Project | ExportContext, out: T
     ctx.translator.load(nodes)
     n = 0
     for url, name, kind, model, valid, *rest in rows.iterator(chunk_size=CHUNK):
-        ids, confidence, created_at = rest[:4], rest[4], rest[5]
+        ids, confidence, created_at, source = rest[:4], rest[4], rest[5], rest[6]
         code = cell_code(ctx.label(*ids)) if valid else ""
         writer.writerow(
             [url, name, kind, model, code, "" if confidence is None else round(confidence, 6),
-             _iso(created_at)]
+             confidence_source(kind, confidence, source), _iso(created_at)]
         )  # fmt: skip
         n += 1
     return n

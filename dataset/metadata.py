@@ -349,7 +349,8 @@ def _description(name: str) -> str:
         "agreement.csv": "Fleiss' kappa and Krippendorff's alpha per type and level",
         "changes.csv": "what changed since the previous release",
         "machine_labels.csv": "one row per issue and machine rater: the rater's current label "
-        "(out of sample on final issues) and its confidence; never part of the final labels",
+        "(out of sample on final issues), its confidence and where the confidence comes from "
+        "(confidence_from: logprobs, samples, probability); never part of the final labels",
         "machine_raters.json": "every machine rater: model, version, prompt template or "
         "configuration and its SHA-256, parameters, dates, validation figures, enlisted or not",
     }.get(name, "")

@@ -14,7 +14,11 @@ To add a kind:
    `store_every` (how many predictions the runner stores at once; 1 for a slow backend, so
    a run that stops loses nothing and resumes from the issues not labeled yet); and
    `label(self, request: LabelRequest) -> Iterator[Prediction]`, one `Prediction` per item of
-   `request.items`, in any order, calling `request.progress(done)` now and then;
+   `request.items`, in any order, calling `request.progress(done)` now and then (and
+   `request.heartbeat()` while it waits long for something: a run not heard of for
+   `raters.liveness.STALE_AFTER` may be resumed by another process); what it finds out about
+   its endpoint for the whole run goes to `request.record(fields)` (`RaterRun.output_format`,
+   `served_model`, `confidence_from`, `endpoint`);
 3. return an unreadable output as `Prediction(code=None, raw_output=...)`: it is stored with
    `valid=False` and counted in the validation's invalid-output rate, never dropped. A code
    the project's taxonomy does not know is turned invalid by the runner too.
@@ -80,6 +84,14 @@ def _no_texts(ids: Iterable[int]) -> dict[int, str]:
     return {}
 
 
+def _nothing() -> None:
+    return None
+
+
+def _ignore(fields: dict[str, Any]) -> None:
+    return None
+
+
 @dataclass
 class LabelRequest:
     """What a backend is given: the items to label, and the project's final labels (theme-level
@@ -100,6 +112,14 @@ class LabelRequest:
     guideline: str = ""
     # Texts of the given issues (final issues only: few-shot examples), read on demand.
     fetch_texts: Callable[[Iterable[int]], dict[int, str]] = _no_texts
+    # The run is alive (called by a backend that waits long); what the backend found out about
+    # the run's endpoint (`RUN_FIELDS`), recorded on the run.
+    heartbeat: Callable[[], None] = _nothing
+    record: Callable[[dict[str, Any]], None] = _ignore
+
+
+# What a backend may record on its run (`LabelRequest.record`).
+RUN_FIELDS = ("output_format", "served_model", "confidence_from", "endpoint")
 
 
 @dataclass
@@ -127,6 +147,10 @@ class Backend(Protocol):
 class BackendError(Exception):
     """A rater that cannot run (too few final labels, a missing setting, an endpoint that
     refuses the key): said in words, never with a secret in them."""
+
+
+class KeyRefused(BackendError):
+    """The endpoint refused the key (401) or what it may do (403)."""
 
 
 def backend_for(rater: MachineRater) -> Backend:

@@ -9,7 +9,10 @@ prompt also hashes the guideline, taxonomy version and few-shot ids; a classifie
 training set), the parameters, the dates (created, last trained, first and last current
 label), the validation figures of `raters.validation.validation_report` (the raters page's
 function: kappa at type and theme level, accuracy, invalid rate, coverage), and whether it is
-enlisted in the stopping rule, with its confidence threshold.
+enlisted in the stopping rule, with its confidence threshold. For an llm rater also where its
+current labels' confidences come from (`confidence_from`: "logprobs", "samples") and the forms
+of structured output its endpoint accepted (`output_formats`: `raters.prompt.FORMATS`); a
+classifier's confidence is its class probability.
 
 Never the endpoint's key, nor the name of the variable that holds it, nor the endpoint URL
 (a URL may carry a token in its query).
@@ -71,6 +74,20 @@ def describe_raters(project: Project) -> list[dict[str, Any]]:
         versions = sorted(set(current.values_list("model_version", flat=True)) - {""})
         models = sorted(set(current.values_list("model", flat=True)) - {""})
         hashes = current.exclude(prompt_hash="").values("prompt_hash").distinct().count()
+        if rater.kind == MachineRater.Kind.LLM:
+            sources = {
+                "samples" if s == "agreement" else str(s)
+                for s in current.filter(confidence__isnull=False)
+                .values_list("parameters__confidence_from", flat=True)
+                .distinct()
+                if s
+            }
+            forms = set(current.values_list("parameters__response_format", flat=True).distinct())
+        else:
+            sources = (
+                {"probability"} if current.filter(confidence__isnull=False).exists() else set()
+            )
+            forms = set()
         validation = {k: v for k, v in figures[rater.name].items() if k not in ("name", "kind")}
         out.append(
             {
@@ -93,6 +110,8 @@ def describe_raters(project: Project) -> list[dict[str, Any]]:
                 "validation": validation,
                 "enlisted": rater.enlisted,
                 "confidence_threshold": rater.confidence_threshold,
+                "confidence_from": sorted(sources),
+                "output_formats": sorted(str(f) for f in forms if f),
             }
         )
     return out

@@ -24,6 +24,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from labeling.models import LabelFields
+from raters import liveness
 
 
 class MachineRater(models.Model):
@@ -110,6 +111,18 @@ class RaterRun(models.Model):
     prompt_tokens = models.PositiveBigIntegerField(default=0)
     completion_tokens = models.PositiveBigIntegerField(default=0)
     error = models.TextField(blank=True)
+    # What the llm endpoint was found to accept and say (`raters.llm`): the form of structured
+    # output the run used (`raters.prompt.FORMATS`), the model its answers named, where the
+    # labels' confidence comes from ("logprobs", "samples" or "none"), and the probe's notes
+    # (the forms refused and how, the models listed, why the confidence source).
+    output_format = models.CharField(max_length=30, blank=True)
+    served_model = models.CharField(max_length=200, blank=True)
+    confidence_from = models.CharField(max_length=20, blank=True)
+    endpoint = models.JSONField(default=dict, blank=True)
+    # Who runs it ("host:pid") and when it was last heard of (`raters.liveness`): a run left
+    # `running` by a killed process is stale, and resumable.
+    worker = models.CharField(max_length=200, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -126,6 +139,11 @@ class RaterRun(models.Model):
     @property
     def percent(self) -> int:
         return int(100 * self.done / self.total) if self.total else 0
+
+    @property
+    def stale(self) -> bool:
+        """Left `running` by a process that stopped (`raters.liveness`): resumable."""
+        return liveness.stale(self)
 
 
 class MachineLabel(LabelFields):

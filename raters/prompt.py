@@ -11,14 +11,18 @@ Few-shot examples are chosen once per run (`few_shot_order`: one issue per label
 seeded hash deciding which) and never include the issue being labeled (`few_shot_for` skips
 it and takes the next): validation stays out of sample.
 
-The answer is constrained by a JSON schema (`schema`): `{"code": <one of the taxonomy's codes or
-"FP">}`. Servers that ignore the schema still get their output checked (`read_output`): JSON in
-fences or prose, truncated output (finish_reason "length"), a code outside the taxonomy, an
-empty answer or a refusal is an invalid output, kept with its reason.
+The answer is constrained by a JSON schema (`answer_schema`: `{"code": <one of the taxonomy's
+codes or "FP">}`, no other key), sent in the form the endpoint accepts (`response_format`:
+`json_schema`, `json_object` with the schema, or none: plain text). Whatever the form, the
+output is checked against the schema (`read_output`): JSON in fences or prose, truncated output
+(finish_reason "length"), another key, a code outside the taxonomy, an empty answer or a
+refusal is an invalid output, kept with its reason.
 
 Confidence (`logprob_confidence`): the probability of the code's tokens (exp of their summed
-log-probabilities) where the endpoint returns them; else (`agreement`) the share of the k
-samples that gave the majority code (invalid samples count against it).
+log-probabilities) where the endpoint returns them and they describe the answer given
+(`plausible`: under constrained decoding a server may return the log-probabilities from before
+the grammar, and a token the grammar forced can come at -17); else (`agreement`) the share of
+the k samples that gave the majority code (invalid samples count against it).
 
 `prompt_hash`: SHA-256 of the template, the taxonomy version, details on or off, the guideline
 and the few-shot issue ids: two labels with the same hash were asked the same way.
@@ -53,6 +57,7 @@ ISSUE_CLOSE = "</issue>"
 DETAILS_PER_NODE = 5
 EXAMPLE_CHARS = 2000  # each few-shot example's text is cut here: the prompt stays bounded
 SCHEMA_NAME = "issue_label"
+PLAUSIBLE_SHARE = 0.1  # `plausible`: a code token's least probability, times the codes' count
 
 
 def taxonomy_block(nodes: Sequence[NodeText], details: bool = False) -> str:
@@ -100,21 +105,45 @@ def codes_allowed(nodes: Sequence[NodeText]) -> list[str]:
     return [node.code for node in nodes] + [FP_CODE]
 
 
-def schema(codes: Sequence[str]) -> dict[str, Any]:
-    """The response_format of a request: an object with one `code` from the enum."""
+# The forms of structured output a run tries, best first (`raters.llm` probes them once per
+# run): the OpenAI form; `json_object` with a `schema` (llama-cpp-python, which enforces it by a
+# grammar and refuses the first form); plain text, read against the schema all the same.
+JSON_SCHEMA = "json_schema"
+JSON_OBJECT_SCHEMA = "json_object+schema"
+TEXT = "text"
+FORMATS = (JSON_SCHEMA, JSON_OBJECT_SCHEMA, TEXT)
+CONSTRAINED = (JSON_SCHEMA, JSON_OBJECT_SCHEMA)
+
+
+def answer_schema(codes: Sequence[str]) -> dict[str, Any]:
+    """The JSON schema of an answer: an object with one `code` from the enum, nothing else."""
     return {
-        "type": "json_schema",
-        "json_schema": {
-            "name": SCHEMA_NAME,
-            "strict": True,
-            "schema": {
-                "type": "object",
-                "properties": {"code": {"type": "string", "enum": list(codes)}},
-                "required": ["code"],
-                "additionalProperties": False,
-            },
-        },
+        "type": "object",
+        "properties": {"code": {"type": "string", "enum": list(codes)}},
+        "required": ["code"],
+        "additionalProperties": False,
     }
+
+
+def response_format(form: str, codes: Sequence[str]) -> dict[str, Any] | None:
+    """A request's `response_format` in one of `FORMATS` (None for plain text: none sent)."""
+    if form == JSON_SCHEMA:
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": SCHEMA_NAME, "strict": True, "schema": answer_schema(codes)},
+        }
+    if form == JSON_OBJECT_SCHEMA:
+        return {"type": "json_object", "schema": answer_schema(codes)}
+    if form == TEXT:
+        return None
+    raise ValueError(f"response format: one of {', '.join(FORMATS)}")
+
+
+def schema(codes: Sequence[str]) -> dict[str, Any]:
+    """The OpenAI form of the response_format (`response_format(JSON_SCHEMA, codes)`)."""
+    out = response_format(JSON_SCHEMA, codes)
+    assert out is not None
+    return out
 
 
 def _rank(seed: int, issue_id: int) -> str:
@@ -181,17 +210,20 @@ def read_output(
         return Output(None, "not JSON (fenced or prose)")
     if not isinstance(value, dict) or not isinstance(value.get("code"), str):
         return Output(None, 'no "code" string')
+    if set(value) != {"code"}:  # the schema's additionalProperties: false
+        others = ", ".join(sorted(str(k) for k in value if k != "code"))
+        return Output(None, f"keys besides code ({others[:60]})")
     code = value["code"].strip()
     if code not in codes:
         return Output(None, f"code {code[:40]!r} outside the taxonomy")
     return Output(code)
 
 
-def logprob_confidence(
+def code_logprobs(
     content: str, tokens: Sequence[tuple[str, float]], code: str
-) -> float | None:
-    """exp(sum of the log-probabilities of the tokens that spell the code's value), or None
-    when the tokens do not spell the content (nothing to align them with)."""
+) -> list[float] | None:
+    """The log-probabilities of the tokens that spell the code's value, or None when the
+    tokens do not spell the content (nothing to align them with)."""
     if not tokens or "".join(token for token, _ in tokens) != content:
         return None
     key = content.find('"code"')
@@ -200,13 +232,34 @@ def logprob_confidence(
         return None
     start += 1  # past the opening quote
     end = start + len(code)
-    total, position = 0.0, 0
+    out, position = [], 0
     for token, logprob in tokens:
         token_end = position + len(token)
         if token_end > start and position < end:
-            total += logprob
+            out.append(logprob)
         position = token_end
-    return math.exp(total)
+    return out or None
+
+
+def logprob_confidence(
+    content: str, tokens: Sequence[tuple[str, float]], code: str
+) -> float | None:
+    """exp(sum of the log-probabilities of the tokens that spell the code's value), or None
+    when the tokens do not spell the content (nothing to align them with)."""
+    logprobs = code_logprobs(content, tokens, code)
+    return None if logprobs is None else math.exp(sum(logprobs))
+
+
+def plausible(logprobs: Sequence[float], choices: int) -> bool:
+    """Whether the log-probabilities of a constrained answer's code tokens can be those of the
+    distribution it was drawn from. Within the grammar, a token of the code is one of at most
+    `choices` allowed ones (the codes), and the greedy choice is the most probable of them:
+    under the constrained distribution its probability is at least 1 / `choices`. Below a
+    tenth of that (a margin for sampling at a temperature above 0), they describe the
+    distribution before the grammar (llama-cpp-python: a forced answer's tokens at -17), not
+    the answer given."""
+    floor = math.log(PLAUSIBLE_SHARE / max(1, choices))
+    return all(logprob >= floor for logprob in logprobs)
 
 
 def agreement(outputs: Sequence[Output]) -> tuple[str | None, float | None]:

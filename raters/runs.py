@@ -5,18 +5,23 @@ and the Celery tasks (`raters.tasks`) call (enlisting: `raters.enlisting`). A ru
 issues' texts and the project's final labels
 (theme-level codes, `raters.backends.theme_code`), asks the rater's backend for labels and
 stores them as `MachineLabel` rows, marking the rater's earlier labels of those issues not
-current. A run that stopped (a worker restart: the task is delivered again; a failed run, resumed
-with `machine_label --resume`) goes on from the issues it has not labeled yet: each issue gets
-one label per run. The tokens an endpoint counted are summed on the run. Nothing here touches
-an annotation, a reservation or an issue's status: machine labels never count toward K and
-never change what an annotator is served.
+current. A run that stopped (a worker restart: the task is delivered again; a failed run, or
+one left `running` by a killed command, resumed with `machine_label --resume`) goes on from the
+issues it has not labeled yet: each issue gets one label per run. A run is claimed under a row
+lock by the process that runs it and stays its own while that process lives
+(`raters.liveness`): a run still running elsewhere is never run twice at once. The tokens an
+endpoint counted are summed on the run. Nothing here touches an annotation, a reservation or
+an issue's status: machine labels never count toward K and never change what an annotator is
+served. An llm rater's model is checked against what its endpoint lists when it is added.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 from django.conf import settings as django_settings
 from django.db import DatabaseError, transaction
@@ -30,11 +35,14 @@ from annotator.models import Project
 from ingest.hosts import MODEL_API_HOSTS, base_url_refused
 from ingest.models import Comment, Issue
 from labeling.models import ProjectIssue, Resolution
+from raters import liveness
 from raters.alt_test import retest_enlisted
 from raters.backends import (
     FP_CODE,
+    RUN_FIELDS,
     BackendError,
     IssueText,
+    KeyRefused,
     LabelRequest,
     NodeText,
     Prediction,
@@ -73,7 +81,16 @@ class RaterSettings:
     prompt_details: bool = False
 
 
-def add_rater(project: Project, settings: RaterSettings, user=None) -> MachineRater:
+def add_rater(
+    project: Project,
+    settings: RaterSettings,
+    user=None,
+    warn: Callable[[str], None] | None = None,
+) -> MachineRater:
+    """Validate and store a rater. An llm rater's model is checked against what its endpoint
+    lists (`GET /models`): a model it does not list is refused, naming the ones it does (a
+    server may answer any model name with the one it has loaded); an endpoint that lists none,
+    or cannot be asked now, is said through `warn` and the rater is added all the same."""
     if not settings.name.strip():
         raise RaterError("name", gettext("a rater needs a name"))
     if settings.kind not in MachineRater.Kind.values:
@@ -102,6 +119,8 @@ def add_rater(project: Project, settings: RaterSettings, user=None) -> MachineRa
     model = settings.model
     if settings.kind == MachineRater.Kind.CLASSIFIER and not model:
         model = "tfidf-logreg"
+    if settings.kind == MachineRater.Kind.LLM:
+        check_model(settings, warn or (lambda text: None))
     return MachineRater.objects.create(
         project=project,
         name=settings.name.strip(),
@@ -114,6 +133,52 @@ def add_rater(project: Project, settings: RaterSettings, user=None) -> MachineRa
         prompt_details=settings.prompt_details,
         created_by=user,
     )
+
+
+def check_model(settings: RaterSettings, warn: Callable[[str], None]) -> None:
+    """RaterError("model") when the endpoint lists its models and the rater's is not one of
+    them; RaterError("api_key_env") when it refuses the key; else a warning when it could not
+    be checked (`raters.llm.LLMBackend.listed_models`)."""
+    candidate = MachineRater(
+        kind=MachineRater.Kind.LLM,
+        model=settings.model,
+        api_url=settings.api_url,
+        api_key_env=settings.api_key_env,
+    )
+    try:
+        backend: Any = backend_for(candidate)
+        listed, why = backend.listed_models(check=True)
+    except BackendError as exc:
+        if isinstance(exc, KeyRefused):
+            raise RaterError(
+                "api_key_env",
+                gettext("the endpoint refused the key from %(variable)s: %(why)s")
+                % {"variable": settings.api_key_env or "-", "why": str(exc)},
+            ) from None
+        listed, why = None, str(exc)
+    if listed is None:
+        warn(
+            gettext(
+                "The model %(model)s was not checked: the endpoint did not list its models "
+                "(%(why)s). A run checks it again before it asks for labels."
+            )
+            % {"model": settings.model, "why": why}
+        )
+        return
+    if not model_listed(settings.model, listed):
+        raise RaterError(
+            "model",
+            gettext(
+                "the endpoint does not serve %(model)s: it lists %(listed)s (a server may "
+                "answer any model name with the one it has loaded)"
+            )
+            % {"model": settings.model, "listed": ", ".join(listed) or gettext("no model")},
+        )
+
+
+def model_listed(model: str, listed: Iterable[str]) -> bool:
+    """The model is among those listed (Ollama lists "name:latest" for "name")."""
+    return any(model in (name, name.removesuffix(":latest")) for name in listed)
 
 
 def key_variable_refused(name: str) -> str:
@@ -250,7 +315,50 @@ def taxonomy_texts(nodes: Iterable[TaxonomyNode]) -> list[NodeText]:
 
 
 def _progress(run_id: int, done: int) -> None:
-    RaterRun.objects.filter(pk=run_id).update(done=done)
+    RaterRun.objects.filter(pk=run_id).update(done=done, heartbeat_at=timezone.now())
+
+
+class _Heartbeat:
+    """Writes the run's `heartbeat_at`, at most every few seconds (called often)."""
+
+    def __init__(self, run_id: int) -> None:
+        self.run_id, self.last = run_id, time.monotonic()
+
+    def __call__(self) -> None:
+        if time.monotonic() - self.last >= liveness.HEARTBEAT_SECONDS / 3:
+            self.last = time.monotonic()
+            RaterRun.objects.filter(pk=self.run_id).update(heartbeat_at=timezone.now())
+
+
+def _record(run_id: int, fields: dict[str, Any]) -> None:
+    """What a backend found out about its endpoint, on the run (`RUN_FIELDS` only)."""
+    known = {k: v for k, v in fields.items() if k in RUN_FIELDS}
+    if known:
+        RaterRun.objects.filter(pk=run_id).update(**known, heartbeat_at=timezone.now())
+
+
+def _claim(run_id: int) -> RaterRun | None:
+    """Mark the run as this process's (RUNNING), or None when it is done or another live
+    process runs it (the row locked while this decides)."""
+    with transaction.atomic():
+        run = (
+            RaterRun.objects.select_for_update()
+            .select_related("rater__project__taxonomy_version")
+            .get(pk=run_id)
+        )
+        if run.status == RaterRun.Status.DONE:
+            return None
+        if run.status == RaterRun.Status.RUNNING and not liveness.stale(run):
+            return None
+        now = timezone.now()
+        RaterRun.objects.filter(pk=run.pk).update(
+            status=RaterRun.Status.RUNNING,
+            worker=liveness.this_worker(),
+            heartbeat_at=now,
+            started_at=run.started_at or now,
+        )
+        liveness.start(run.pk)
+    return run
 
 
 def create_run(rater: MachineRater, only: str = RaterRun.Scope.ALL, user=None) -> RaterRun:
@@ -275,23 +383,25 @@ def _invalid(run: RaterRun) -> int:
 
 def run_rater(run_id: int) -> RaterRun:
     """Run a rater over its run's scope and store the labels (safe to run twice: a finished
-    run is left alone; a run that stopped goes on from the issues it has not labeled)."""
-    run = RaterRun.objects.select_related("rater__project__taxonomy_version").get(pk=run_id)
-    if run.status == RaterRun.Status.DONE:
-        return run
+    run, or one another live process runs, is left alone; a run that stopped goes on from the
+    issues it has not labeled)."""
+    run = _claim(run_id)
+    if run is None:
+        return RaterRun.objects.select_related("rater").get(pk=run_id)
+    try:
+        return _run(run)
+    finally:
+        liveness.stop(run.pk)
+
+
+def _run(run: RaterRun) -> RaterRun:
     rater = run.rater
     project = rater.project
     ids = scope_issue_ids(project, run.only)
     labeled = set(MachineLabel.objects.filter(run=run).values_list("issue_id", flat=True))
     todo = [i for i in ids if i not in labeled]
     finals = final_codes(project)
-    RaterRun.objects.filter(pk=run.pk).update(
-        status=RaterRun.Status.RUNNING,
-        started_at=run.started_at or timezone.now(),
-        total=len(ids),
-        done=len(ids) - len(todo),
-        error="",
-    )
+    RaterRun.objects.filter(pk=run.pk).update(total=len(ids), done=len(ids) - len(todo), error="")
     nodes = {n.code: n for n in TaxonomyNode.objects.filter(version_id=project.taxonomy_version_id)}
     chunk: list[Prediction] = []
     try:
@@ -310,6 +420,8 @@ def run_rater(run_id: int) -> RaterRun:
             taxonomy_version=project.taxonomy_version_id,
             guideline=project.guideline,
             fetch_texts=lambda wanted: issue_texts(i for i in wanted if i in finals),
+            heartbeat=_Heartbeat(run.pk),
+            record=partial(_record, run.pk),
         )
         for prediction in backend.label(request):
             chunk.append(prediction)
@@ -353,8 +465,41 @@ def run_rater(run_id: int) -> RaterRun:
 
 
 def unfinished_run(rater: MachineRater) -> RaterRun | None:
-    """The rater's latest run that did not finish (stopped or failed), to resume."""
+    """The rater's latest run that did not finish (queued, running, stopped or failed)."""
     return rater.runs.exclude(status=RaterRun.Status.DONE).order_by("-created_at", "-pk").first()
+
+
+def resumable_run(rater: MachineRater) -> RaterRun:
+    """The run `machine_label --resume` goes on with: the latest unfinished one, unless a
+    live process still runs it (RaterError naming `resume`). A run left `running` by a killed
+    command or worker is stale (`raters.liveness`) and resumable."""
+    run = unfinished_run(rater)
+    if run is None:
+        raise RaterError(
+            "resume", gettext("%(rater)s has no unfinished run") % {"rater": rater.name}
+        )
+    if run.status == RaterRun.Status.RUNNING and not liveness.stale(run):
+        raise RaterError(
+            "resume",
+            gettext(
+                "run %(run)s of %(rater)s is running (process %(worker)s, last heard of "
+                "%(when)s): wait for it; it can be resumed once that process has stopped"
+            )
+            % {
+                "run": run.pk,
+                "rater": rater.name,
+                "worker": run.worker or "?",
+                "when": run.heartbeat_at.isoformat(timespec="seconds") if run.heartbeat_at else "-",
+            },
+        )
+    return run
+
+
+# A run's error, stored (English, as every run error; shown as stored).
+STOPPED = (
+    "stopped without finishing: its process (%(worker)s) ended; the labels it stored are kept "
+    "and machine_label --resume goes on with it"
+)
 
 
 class RaterBusy(RaterError):
@@ -370,6 +515,15 @@ def begin_run(rater: MachineRater, only: str = RaterRun.Scope.ALL, user=None) ->
     with transaction.atomic():
         MachineRater.objects.select_for_update().filter(pk=rater.pk).first()
         busy = unfinished_run(rater)
+        if busy is not None and busy.stale:
+            # Left `running` by a process that stopped: it ends failed (its labels kept, and
+            # resumable), and does not hold the rater.
+            RaterRun.objects.filter(pk=busy.pk).update(
+                status=RaterRun.Status.FAILED,
+                error=STOPPED % {"worker": busy.worker or "?"},
+                finished_at=timezone.now(),
+            )
+            busy = None
         if busy is not None and busy.status in (RaterRun.Status.PENDING, RaterRun.Status.RUNNING):
             raise RaterBusy(
                 "rater",

@@ -70,7 +70,12 @@ def rater_add(request, project_id: int):
     form = AddRaterForm(request.POST)
     if form.is_valid():
         try:
-            rater = add_rater(membership.project, form.settings(), request.user)
+            rater = add_rater(
+                membership.project,
+                form.settings(),
+                request.user,
+                warn=lambda text: messages.warning(request, text),
+            )
         except RaterError as exc:
             form.add_error(exc.field if exc.field in form.fields else None, exc.message)
         else:

@@ -49,9 +49,9 @@ def fake(settings):
 
 @pytest.fixture
 def short_backoff(monkeypatch) -> None:
-    """The openai client's back-off between retries starts at 0.5 s (doubling): 50 ms here.
-    The retries are what the tests check, not how long the client waits between them."""
-    monkeypatch.setattr("openai._base_client.INITIAL_RETRY_DELAY", 0.05)
+    """The rater's back-off between retries starts at 0.5 s (doubling): 50 ms here. The
+    retries are what the tests check, not how long the rater waits between them."""
+    monkeypatch.setattr("raters.llm.RETRY_DELAY", 0.05)
 
 
 @pytest.fixture
@@ -86,6 +86,7 @@ def _rater(project, lead, fake, monkeypatch, samples: int = 1, **extra) -> Machi
     rater = add_rater(project, settings, lead)
     MachineRater.objects.filter(pk=rater.pk).update(seed=42, max_tokens=64, **extra)
     rater.refresh_from_db()
+    fake.requests.clear()  # adding it asked GET /models: the tests read the runs' requests
     return rater
 
 
@@ -121,8 +122,18 @@ def test_with_logprobs_the_label_is_the_answer_and_its_confidence_their_product(
     assert run.prompt_tokens == fake.prompt_tokens > 0
     assert run.completion_tokens == fake.completion_tokens > 0
 
-    chats = [r for r in fake.requests if r.path == "/v1/chat/completions"]
+    chats = fake.chats()
     assert len(chats) == 20
+    # What the run found out: the first form of output, the model the answers named, and
+    # log-probabilities that describe the answers (0.9 for a code among six: plausible).
+    assert (run.output_format, run.served_model, run.confidence_from) == (
+        "json_schema",
+        "fake-llm-7b-served",
+        "logprobs",
+    )
+    assert run.endpoint["models_listed"] == ["fake-llm-7b"]
+    assert run.endpoint["refused"] == {}
+    assert row.parameters["response_format"] == "json_schema"
     body = chats[0].body
     assert (body["model"], body["temperature"], body["seed"], body["max_tokens"]) == (
         "fake-llm-7b",
@@ -143,7 +154,7 @@ def test_with_logprobs_the_label_is_the_answer_and_its_confidence_their_product(
 
     from raters.llm import LLMBackend
 
-    assert LLMBackend(rater).served_models() == ["fake-llm-7b-served"]
+    assert LLMBackend(rater).served_models() == ["fake-llm-7b"]
 
 
 @pytest.mark.parametrize("honour_n", [True, False], ids=["n-honoured", "n-ignored"])
@@ -161,12 +172,13 @@ def test_without_logprobs_the_confidence_is_the_agreement_of_k_samples(
     labels = _labels(rater)
     assert labels[title].label_code == "C.1"
     assert labels[title].confidence == pytest.approx(2 / 3)
-    assert labels[title].parameters["confidence_from"] == "agreement"
+    assert labels[title].parameters["confidence_from"] == "samples"
     assert labels[issues[1].title].confidence == pytest.approx(1.0)
+    assert (run.confidence_from, run.endpoint["confidence_why"]) == ("samples", "no_logprobs")
     asked = fake.titles_asked().count(title)
     # Three samples: in one request when the server honours n, else in three.
     assert asked == (1 if honour_n else 3)
-    assert fake.requests[0].body["n"] == 3
+    assert fake.chats()[0].body["n"] == 3
 
 
 def test_invalid_outputs_are_stored_with_their_raw_text_and_counted(
@@ -205,10 +217,10 @@ def test_a_429_is_retried_after_retry_after(
     run = _run(rater, "open")
 
     assert (run.status, run.done) == ("done", 5)
-    first, second = fake.requests[0], fake.requests[1]
+    first, second = fake.chats()[0], fake.chats()[1]
     assert first.title == second.title
     assert second.at - first.at >= 0.28  # waited the time the server asked for
-    assert len(fake.requests) == 6
+    assert len(fake.chats()) == 6
 
 
 def test_a_500_and_a_dropped_connection_are_retried(
@@ -220,15 +232,17 @@ def test_a_500_and_a_dropped_connection_are_retried(
     run = _run(rater, "open")
 
     assert (run.status, run.done, run.invalid) == ("done", 5, 0)
-    assert len(fake.requests) == 7  # 5 answers, a 500 and a dropped connection
+    assert len(fake.chats()) == 7  # 5 answers, a 500 and a dropped connection
+    # A 500 then a dropped connection is an outage, not a refusal of the form of output.
+    assert (run.output_format, run.endpoint["refused"]) == ("json_schema", {})
 
 
 def test_a_wrong_key_stops_the_run_and_is_never_shown_or_logged(
     project, lead, issues, answers, fake, monkeypatch, caplog
 ):
     caplog.set_level(logging.DEBUG)
-    fake.key = "sk-the-right-one"
     rater = _rater(project, lead, fake, monkeypatch)
+    fake.key = "sk-the-right-one"  # the key was rotated since the rater was added
     run = _run(rater)
 
     assert run.status == "failed"
@@ -436,7 +450,7 @@ def test_an_issue_slower_than_the_timeout_fails_the_run_which_resumes_by_command
     run.refresh_from_db()
     assert (run.status, run.done) == ("done", 5)
     assert _labels(rater)[slow].label_code == "C.2"
-    assert [r.title for r in fake.requests[asked_before:]] == [slow]
+    assert [r.title for r in fake.requests[asked_before:] if r.title] == [slow]
 
 
 def test_few_shot_examples_never_include_the_issue_being_labeled(
@@ -449,7 +463,7 @@ def test_few_shot_examples_never_include_the_issue_being_labeled(
     assert run.status == "done"
 
     examples_seen = set()
-    for request in fake.requests:
+    for request in fake.chats():
         users = [m["content"] for m in request.body["messages"] if m["role"] == "user"]
         example_titles = [u.split("\n")[1] for u in users[:-1]]
         assert len(example_titles) == 8
@@ -565,8 +579,8 @@ def test_loading_the_url_conf_and_the_tasks_does_not_import_openai():
 def test_a_403_404_or_400_stops_the_run_at_once_saying_why(
     project, lead, issues, answers, fake, monkeypatch, status, words
 ):
-    fake.status = status
     rater = _rater(project, lead, fake, monkeypatch)
+    fake.status = status
     run = _run(rater)
 
     assert run.status == "failed"

@@ -26,9 +26,13 @@ CODES = {"A", "A.1", "A.1.i", "C.1", "FP"}
         (None, "stop", "I cannot help with that.", "refusal"),
         ('{"label": "A.1"}', "stop", None, 'no "code" string'),
         ('["A.1"]', "stop", None, 'no "code" string'),
+        ('{"code": "A.1", "why": "logs"}', "stop", None, "keys besides code (why)"),
     ],
-    ids=["valid", "fenced", "prose", "truncated", "outside", "empty", "refusal", "key", "list"],
-)
+    ids=[
+        "valid", "fenced", "prose", "truncated", "outside", "empty", "refusal", "key", "list",
+        "extra-key",
+    ],
+)  # fmt: skip
 def test_an_answer_is_a_code_or_says_why_it_is_not(content, finish, refusal, why):
     output = prompt.read_output(content, finish, refusal, CODES)
     assert output.why == why
@@ -89,3 +93,55 @@ def test_the_prompt_shows_the_guideline_the_taxonomy_and_the_examples():
 def test_the_prompt_hash_tells_a_prompt_with_details_from_one_without():
     assert prompt.prompt_hash(1, "g", [1, 2], details=True) != prompt.prompt_hash(1, "g", [1, 2])
     assert prompt.prompt_hash(1, "g", [1, 2]) == prompt.prompt_hash(1, "g", [1, 2], details=False)
+
+
+def test_the_three_forms_of_output_carry_one_schema_and_plain_text_carries_none():
+    codes = ["A", "A.1", "FP"]
+    schema = prompt.answer_schema(codes)
+    assert prompt.response_format(prompt.JSON_SCHEMA, codes) == {
+        "type": "json_schema",
+        "json_schema": {"name": "issue_label", "strict": True, "schema": schema},
+    }
+    # llama-cpp-python's form: the schema beside the type, enforced by a grammar.
+    assert prompt.response_format(prompt.JSON_OBJECT_SCHEMA, codes) == {
+        "type": "json_object",
+        "schema": schema,
+    }
+    assert prompt.response_format(prompt.TEXT, codes) is None
+    with pytest.raises(ValueError, match="response format"):
+        prompt.response_format("grammar", codes)
+
+
+@pytest.mark.parametrize(
+    "content",
+    ['{"code": "A.1"}', '{"code": "Z.9"}', '{"code": "A.1", "why": "x"}', '{"label": "A.1"}',
+     '{"code": 1}', '["A.1"]', '{"code": "FP"}', '{}'],
+)  # fmt: skip
+def test_reading_an_answer_agrees_with_a_json_schema_validator(content):
+    """Plain text is read against the schema: what jsonschema (an independent validator)
+    accepts is exactly what read_output accepts."""
+    import json
+
+    import jsonschema
+
+    schema = prompt.answer_schema(sorted(CODES))
+    try:
+        jsonschema.validate(json.loads(content), schema)
+        valid = True
+    except jsonschema.ValidationError:
+        valid = False
+    assert (prompt.read_output(content, "stop", None, CODES).code is not None) is valid
+
+
+def test_log_probabilities_below_what_a_constrained_choice_allows_are_implausible():
+    # Six codes: a greedy constrained choice has a probability of at least 1/6; a tenth of
+    # that (1/60) is the least a token of the answer may have.
+    assert prompt.plausible([math.log(0.9), math.log(0.5)], 6)
+    assert prompt.plausible([math.log(1 / 59)], 6)
+    assert not prompt.plausible([math.log(1 / 61)], 6)
+    # llama-cpp-python's forced answer: -17 per token, before the grammar.
+    assert not prompt.plausible([0.0, -17.0], 6)
+    content = '{"code": "C.1"}'
+    tokens = [('{"code": "', 0.0), ("C", -17.0), (".", -17.0), ("1", -17.0), ('"}', 0.0)]
+    assert prompt.code_logprobs(content, tokens, "C.1") == [-17.0, -17.0, -17.0]
+    assert prompt.logprob_confidence(content, tokens, "C.1") == pytest.approx(math.exp(-51))

@@ -1,6 +1,7 @@
 """`manage.py add_rater --project NAME --name RATER --kind classifier|llm [--model M]
 [--api-url URL] [--api-key-env VAR] [--temperature T] [--samples K] [--prompt-details]`: add a
-machine rater (the same validation as the page's form)."""
+machine rater (the same validation as the page's form; an llm rater's model is checked against
+the endpoint's `GET /models`, a warning when the endpoint lists none)."""
 
 from __future__ import annotations
 
@@ -50,7 +51,9 @@ class Command(BaseCommand):
             field, errors = next(iter(form.errors.items()))
             raise CommandError(f"{field.replace('_', '-')}: {' '.join(str(e) for e in errors)}")
         try:
-            rater = add_rater(project, form.settings())
+            rater = add_rater(
+                project, form.settings(), warn=lambda text: self.stderr.write(f"warning: {text}")
+            )
         except RaterError as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(f"added rater {rater.name} ({rater.kind}, {rater.model}) to {project}")

@@ -1,8 +1,9 @@
 """`manage.py machine_label --project NAME --rater RATER [--wait] [--only final|open|all]
 [--resume]`: run a machine rater over the project's issues. Without --wait the run is queued
 for a worker; with it the run happens here and its outcome is printed. --resume goes on with
-the rater's latest run that did not finish (stopped or failed), from the issues it has not
-labeled yet."""
+the rater's latest run that did not finish (failed, queued, or left `running` by a command or
+worker that was killed: a stale run, `raters.liveness`), from the issues it has not labeled
+yet; a run another live process is running is refused."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from django.db import transaction
 
 from annotator.models import Project
 from raters.models import MachineRater, RaterRun
-from raters.runs import RaterError, begin_run, run_rater, unfinished_run
+from raters.runs import RaterError, begin_run, resumable_run, run_rater
 from raters.tasks import resume_run, start_run
 
 
@@ -34,10 +35,12 @@ class Command(BaseCommand):
         rater = MachineRater.objects.filter(project=project, name=options["rater"]).first()
         if rater is None:
             raise CommandError(f"rater: no rater named {options['rater']!r} in {project}")
-        unfinished = unfinished_run(rater) if options["resume"] else None
+        unfinished = None
         if options["resume"]:
-            if unfinished is None:
-                raise CommandError(f"resume: {rater.name} has no unfinished run")
+            try:
+                unfinished = resumable_run(rater)
+            except RaterError as exc:
+                raise CommandError(str(exc)) from exc
             if not options["wait"]:
                 with transaction.atomic():
                     resume_run(unfinished)
