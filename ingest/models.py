@@ -114,6 +114,17 @@ class Repository(models.Model):
         return f"https://{self.WEB_HOSTS[self.forge]}/{self.full_name}"
 
 
+# The states forges give an issue (GitHub and Gitee "open"/"closed", GitLab "opened"/"closed",
+# Gitee also "progressing"/"rejected"), shown in the reader's language; another stays as stored.
+FORGE_STATES = {
+    "open": pgettext_lazy("forge issue state", "open"),
+    "opened": pgettext_lazy("forge issue state", "open"),
+    "closed": pgettext_lazy("forge issue state", "closed"),
+    "progressing": pgettext_lazy("forge issue state", "in progress"),
+    "rejected": pgettext_lazy("forge issue state", "rejected"),
+}
+
+
 class Issue(models.Model):
     class FilterStatus(models.TextChoices):
         NOT_FILTERED = "not_filtered", _("not filtered (toolkit: every issue kept)")
@@ -166,6 +177,11 @@ class Issue(models.Model):
 
     def __str__(self) -> str:
         return f"{self.repository.full_name}#{self.number}"
+
+    @property
+    def state_shown(self) -> str:
+        """The forge's state in the reader's language (a state no forge documents: as stored)."""
+        return str(FORGE_STATES.get(self.state.lower(), self.state))
 
 
 class Comment(models.Model):
