@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils import translation
 from django.utils.translation import gettext_lazy as _
 
 
@@ -105,7 +106,10 @@ class UploadJob(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     progress = models.PositiveSmallIntegerField(default=0, help_text=_("percent"))
     step = models.CharField(max_length=200, blank=True)
+    # The problems in the language the job ran in, and in each language of the site (a reader
+    # reads them in theirs: `shown_problems`); a job of before has only the first.
     problems = models.JSONField(default=list, blank=True)
+    problems_by_language = models.JSONField(default=dict, blank=True)
     figures = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -125,6 +129,11 @@ class UploadJob(models.Model):
     @property
     def step_display(self) -> str:
         return str(UPLOAD_STEP_LABELS.get(self.step, self.step))
+
+    @property
+    def shown_problems(self) -> list[str]:
+        """The problems in the reader's language (as stored when the job has none in it)."""
+        return self.problems_by_language.get(translation.get_language() or "", self.problems)
 
     def labeled_figures(self) -> list[tuple[str, str, object]]:
         """(name, label, value) of the figures to show: the issue count, and those not 0."""

@@ -24,6 +24,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from labeling.models import LabelFields
+from lib import stored_messages
 
 
 class MachineRater(models.Model):
@@ -115,6 +116,11 @@ class RaterRun(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.pk} of {self.rater.name}: {self.status} {self.done}/{self.total}"
+
+    @property
+    def error_shown(self) -> str:
+        """The run's error in the reader's language (`lib.stored_messages`)."""
+        return stored_messages.shown(self.error)
 
     @property
     def percent(self) -> int:
