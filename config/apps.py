@@ -1,11 +1,5 @@
 from django.apps import AppConfig
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import gettext_noop
-
-# Django's form label suffix (`Form.label_suffix`, `_(":")`): Django's zh_Hans catalogue keeps
-# the ASCII colon after a Chinese label; marked here so that ours, which wins, holds the
-# full-width colon.
-gettext_noop(":")
 
 
 class SiteConfig(AppConfig):

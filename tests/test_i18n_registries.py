@@ -28,10 +28,13 @@ from annotator.links import GROUPS, registered
 # The project's own apps (Django's and third parties' come with their own catalogues).
 OURS = ("config", "taxonomy", "annotator", "ingest", "labeling", "agreement", "raters")
 OURS += ("dataset", "interviews")
+# Their model names are also checked (the admin lists them; `config.borrowed_messages` gives
+# those a third party leaves untranslated); their fields and forms are theirs.
 
 # Names that read the same in both languages: products, formats, codes and language names.
 SAME_IN_BOTH = frozenset(
     {"GitHub", "Gitee", "GitLab", "CSV", "JSON Lines", "JSON", "English", "简体中文", "URL", "ID"}
+    | {"Axes"}  # django-axes, a name
 )
 
 
@@ -55,13 +58,17 @@ def registered_strings() -> Iterator[tuple[str, object]]:
     for link in registered():
         yield f"ProjectLink {link.url_name}", link.label
     for config in apps.get_app_configs():
-        if config.label not in OURS:
-            continue
-        yield f"app {config.label}.verbose_name", config.verbose_name
+        # The admin's index names every app with models, Django's and third parties' too.
+        if config.label in OURS or any(config.get_models()):
+            yield f"app {config.label}.verbose_name", config.verbose_name
         for model in config.get_models():
             name = f"{config.label}.{model.__name__}"
             yield f"{name}.verbose_name", model._meta.verbose_name
             yield f"{name}.verbose_name_plural", model._meta.verbose_name_plural
+        if config.label not in OURS:
+            continue
+        for model in config.get_models():
+            name = f"{config.label}.{model.__name__}"
             for field in model._meta.get_fields():
                 if not isinstance(field, models.Field):
                     continue

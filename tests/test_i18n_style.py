@@ -19,6 +19,9 @@ import polib
 import pytest
 from django.urls import reverse
 
+from annotator.templatetags.symbols import symbols
+from raters.runs import RaterSettings, add_rater
+
 ROOT = Path(__file__).resolve().parent.parent
 CATALOGUE = ROOT / "locale" / "zh_Hans" / "LC_MESSAGES" / "django.po"
 
@@ -155,3 +158,34 @@ def test_a_lead_reads_each_page_in_chinese_with_chinese_punctuation(
 def test_the_page_check_sees_text_between_tags():
     assert ascii_punctuation(page_text("<p>导入后位于 <a href='x'>项目的议题</a>.</p>")) == ["题."]
     assert ascii_punctuation(page_text("<label>用户名:</label><code>a: 值</code>")) == ["名:"]
+
+
+# --- Greek letters in upper-cased headers ----------------------------------------------------
+
+
+def test_a_greek_letter_keeps_its_case_in_an_upper_cased_header():
+    """CSS upper-cases table headers (`.table th`): κ would become a capital kappa, read as a
+    Latin K. The letter is wrapped in a span the style sheet leaves as written."""
+    assert symbols("Fleiss' κ <b>") == 'Fleiss&#x27; <span class="sym">κ</span> &lt;b&gt;'
+    alpha = "\u03b1"
+    assert (
+        symbols(f"Krippendorff's {alpha}")
+        == f'Krippendorff&#x27;s <span class="sym">{alpha}</span>'
+    )
+    assert symbols("Kappa") == "Kappa"
+    css = (ROOT / "static" / "css" / "app.css").read_text()
+    assert "text-transform: uppercase" in css.split(".table th {", 1)[1].split("}", 1)[0]
+    assert re.search(r"\.table th \.sym \{[^}]*text-transform: none", css)
+
+
+@pytest.mark.django_db
+def test_the_agreement_and_raters_headers_keep_kappa_lower_case(client, project, lead):
+    add_rater(project, RaterSettings(name="tfidf", kind="classifier"), lead)  # a raters table
+    client.force_login(lead)
+    for name in ("agreement_report", "raters_page"):
+        page = client.get(
+            reverse(name, kwargs={"project_id": project.pk}), HTTP_ACCEPT_LANGUAGE="zh-hans"
+        ).content.decode()
+        headers = " ".join(re.findall(r"<th\b[^>]*>.*?</th>", page, re.S))
+        assert '<span class="sym">κ</span>' in headers, name
+        assert not re.findall(r'(?<!<span class="sym">)κ', headers), name  # each in its span

@@ -20,5 +20,5 @@ _GREEK = re.compile(r"([\u0370-\u03ff\u1f00-\u1fff]+)")
 
 @register.filter
 def symbols(text: object) -> SafeString:
-    escaped = str(conditional_escape(text))
+    escaped = str(conditional_escape(str(text)))
     return mark_safe(_GREEK.sub(r'<span class="sym">\1</span>', escaped))  # noqa: S308 (escaped)

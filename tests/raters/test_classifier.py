@@ -167,6 +167,7 @@ def test_the_reason_reads_in_the_readers_language(client, project, lead, reposit
         reverse("raters_page", args=[project.pk]), HTTP_ACCEPT_LANGUAGE="zh-hans"
     ).content.decode()
     assert "至少需要 20 个" in page and "at least 20 final issues" not in page
+    assert "（已标注 0 / " in page  # noqa: RUF001  (full-width, as Chinese is punctuated)
     english = client.get(reverse("raters_page", args=[project.pk]), HTTP_ACCEPT_LANGUAGE="en")
     assert "at least 20 final issues" in english.content.decode()
 
