@@ -175,7 +175,7 @@ def test_the_groups_read_in_chinese(client, project, lead):
     ).content.decode()
     actions = page.split('id="project-actions"', 1)[1].split("</nav>", 1)[0]
     headings = [heading.strip() for heading, _body in GROUP.findall(actions)]
-    assert headings == ["标注", "裁决与审查", "分析", "发布", "设置"]
+    assert headings == ["标注", "裁决与审查", "分析", "发布", "项目配置"]
     # The five links that stayed English (issue #28 item 5) read in Chinese, as every other.
     for english in ("Exports", "Releases", "Filter recall", "Upload issues", "Machine raters"):
         assert f">{english}<" not in actions
