@@ -23,7 +23,8 @@ from annotator.templatetags.symbols import symbols
 from raters.runs import RaterSettings, add_rater
 
 ROOT = Path(__file__).resolve().parent.parent
-CATALOGUE = ROOT / "locale" / "zh_Hans" / "LC_MESSAGES" / "django.po"
+MESSAGES = ROOT / "locale" / "zh_Hans" / "LC_MESSAGES"
+CATALOGUE = MESSAGES / "django.po"
 
 HAN = r"[\u3400-\u9fff\uf900-\ufaff]"
 # What is not prose: placeholders, tags, entities, code, URLs and quoted examples.
@@ -50,10 +51,11 @@ def _translations(entry: polib.POEntry) -> list[str]:
     return list(entry.msgstr_plural.values()) if entry.msgid_plural else [entry.msgstr]
 
 
-def test_the_catalogue_punctuates_chinese_sentences_in_full_width():
+@pytest.mark.parametrize("domain", ["django", "djangojs"])
+def test_the_catalogue_punctuates_chinese_sentences_in_full_width(domain):
     found = [
         f"{entry.msgid[:60]!r}: {marks}"
-        for entry in polib.pofile(str(CATALOGUE))
+        for entry in polib.pofile(str(MESSAGES / f"{domain}.po"))
         if not entry.obsolete
         for text in _translations(entry)
         if (marks := ascii_punctuation(text))
