@@ -18,8 +18,11 @@ from pathlib import Path
 import polib
 import pytest
 from django.urls import reverse
+from django.utils import translation
 
 from annotator.templatetags.symbols import symbols
+from ingest.models import Issue
+from labeling.models import ProjectIssue
 from raters.runs import RaterSettings, add_rater
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -191,3 +194,33 @@ def test_the_agreement_and_raters_headers_keep_kappa_lower_case(client, project,
         headers = " ".join(re.findall(r"<th\b[^>]*>.*?</th>", page, re.S))
         assert '<span class="sym">κ</span>' in headers, name
         assert not re.findall(r'(?<!<span class="sym">)κ', headers), name  # each in its span
+
+
+# --- Words the pages took from stored values -------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_dashboard_badge_and_the_forge_state_read_in_chinese(
+    client, project, issues_in_project, lead
+):
+    client.force_login(lead)
+    board = client.get(
+        reverse("lead_dashboard", args=[project.pk]), HTTP_ACCEPT_LANGUAGE="zh-hans"
+    ).content.decode()
+    assert '<span class="badge">负责人</span>' in board and '<span class="badge">lead' not in board
+    item = ProjectIssue.objects.get(project=project, issue=issues_in_project[0])
+    assert item.issue.state == "open"  # as the forge gave it
+    page = client.get(
+        reverse("issue_detail", args=[project.pk, item.pk]), HTTP_ACCEPT_LANGUAGE="zh-hans"
+    ).content.decode()
+    meta = page.split('class="issue-meta"', 1)[1].split("</p>", 1)[0]
+    assert "· 未关闭" in meta and "· open" not in meta
+    english = client.get(reverse("issue_detail", args=[project.pk, item.pk])).content.decode()
+    assert "· open" in english.split('class="issue-meta"', 1)[1].split("</p>", 1)[0]
+
+
+def test_a_forge_state_no_forge_documents_is_shown_as_stored():
+    with translation.override("zh-hans"):
+        assert Issue(state="opened").state_shown == "未关闭"  # GitLab's word
+        assert Issue(state="closed").state_shown == "已关闭"
+        assert Issue(state="locked").state_shown == "locked"
