@@ -8,12 +8,12 @@ class AgreementConfig(AppConfig):
 
     def ready(self) -> None:
         from agreement.permissions import AGREEMENT_ROLES, AUDIT_ROLES, TABLE_ONE_ROLES
-        from annotator.links import ProjectLink, register
+        from annotator.links import ANALYSE, RESOLVE, ProjectLink, register
         from annotator.models import LEAD_ROLES
 
         register(
-            ProjectLink(_("Agreement"), "agreement_report", AGREEMENT_ROLES, 50),
-            ProjectLink(_("Label audit"), "label_audit", AUDIT_ROLES, 55),
-            ProjectLink(_("Table I"), "table_one", TABLE_ONE_ROLES, 80),
-            ProjectLink(_("Policy simulator"), "policy_simulator", LEAD_ROLES, 55),
+            ProjectLink(_("Agreement"), "agreement_report", AGREEMENT_ROLES, 50, group=ANALYSE),
+            ProjectLink(_("Label audit"), "label_audit", AUDIT_ROLES, 55, group=RESOLVE),
+            ProjectLink(_("Table I"), "table_one", TABLE_ONE_ROLES, 80, group=ANALYSE),
+            ProjectLink(_("Policy simulator"), "policy_simulator", LEAD_ROLES, 55, group=ANALYSE),
         )

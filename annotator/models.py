@@ -254,5 +254,9 @@ class Preference(models.Model):
         _("language"), max_length=16, blank=True, choices=settings.LANGUAGES
     )
 
+    class Meta:
+        verbose_name = _("preference")
+        verbose_name_plural = _("preferences")
+
     def __str__(self) -> str:
         return f"preferences of {self.user}"

@@ -1,5 +1,5 @@
 """Saves screenshots of the lead's and the annotator's main pages on the demo project (the
-labeling page also in Chinese).
+labeling page and the lead's project page also in Chinese).
 
 Usage (from bin/screenshots): python bin/screenshots.py BASE_URL DEMO_PASSWORD OUT_DIR
 """
@@ -81,6 +81,11 @@ def main(base: str, password: str, out_dir: str) -> None:
         log_in(chinese, base, "demo-annotator-1", password)
         visit(chinese, f"{base}{project}label/")
         shot(chinese, out, "labeling-zh-hans")
+        # The lead's project page in Chinese: its pages grouped by what a lead does.
+        chinese_lead = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT}, locale="zh-CN")
+        log_in(chinese_lead, base, "demo-lead", password)
+        visit(chinese_lead, f"{base}{project}")
+        shot(chinese_lead, out, "project-zh-hans")
         browser.close()
 
 

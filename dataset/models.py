@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils import translation
 from django.utils.translation import gettext_lazy as _
 
 
@@ -26,7 +27,7 @@ class ExportJob(models.Model):
     # issue; the study CSVs then carry a Status column.
     everything = models.BooleanField(default=False)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
-    progress = models.PositiveSmallIntegerField(default=0, help_text="percent")
+    progress = models.PositiveSmallIntegerField(default=0, help_text=_("percent"))
     step = models.CharField(max_length=200, blank=True)
     error = models.TextField(blank=True)
     # Relative to settings.EXPORT_ROOT; never a user-supplied path.
@@ -38,6 +39,8 @@ class ExportJob(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = _("export job")
+        verbose_name_plural = _("export jobs")
         ordering = ["-created_at", "-pk"]
 
     def __str__(self) -> str:
@@ -90,25 +93,30 @@ class UploadJob(models.Model):
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.CASCADE, related_name="+"
     )
-    file_name = models.CharField(max_length=200, help_text="As uploaded, for messages only.")
+    file_name = models.CharField(max_length=200, help_text=_("As uploaded, for messages only."))
     # Relative to settings.UPLOAD_ROOT, made by the server; empty once the task deleted it.
     file_path = models.CharField(max_length=300, blank=True)
     kind = models.CharField(max_length=10, choices=Kind.choices)
     source = models.CharField(
-        max_length=200, help_text="The repository of issues whose URLs are not of a forge."
+        max_length=200, help_text=_("The repository of issues whose URLs are not of a forge.")
     )
     dry_run = models.BooleanField(default=True)
     add_to_queue = models.BooleanField(default=True)
-    fetch = models.BooleanField(default=False, help_text="Fetch URL-list issues from the forge.")
+    fetch = models.BooleanField(default=False, help_text=_("Fetch URL-list issues from the forge."))
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
-    progress = models.PositiveSmallIntegerField(default=0, help_text="percent")
+    progress = models.PositiveSmallIntegerField(default=0, help_text=_("percent"))
     step = models.CharField(max_length=200, blank=True)
+    # The problems in the language the job ran in, and in each language of the site (a reader
+    # reads them in theirs: `shown_problems`); a job of before has only the first.
     problems = models.JSONField(default=list, blank=True)
+    problems_by_language = models.JSONField(default=dict, blank=True)
     figures = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = _("upload job")
+        verbose_name_plural = _("upload jobs")
         ordering = ["-created_at", "-pk"]
 
     def __str__(self) -> str:
@@ -121,6 +129,11 @@ class UploadJob(models.Model):
     @property
     def step_display(self) -> str:
         return str(UPLOAD_STEP_LABELS.get(self.step, self.step))
+
+    @property
+    def shown_problems(self) -> list[str]:
+        """The problems in the reader's language (as stored when the job has none in it)."""
+        return self.problems_by_language.get(translation.get_language() or "", self.problems)
 
     def labeled_figures(self) -> list[tuple[str, str, object]]:
         """(name, label, value) of the figures to show: the issue count, and those not 0."""
@@ -196,7 +209,7 @@ class Release(models.Model):
     # The agreement table (type x level: Fleiss' kappa, Krippendorff's alpha) it was made with.
     agreement = models.JSONField(default=list, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
-    progress = models.PositiveSmallIntegerField(default=0, help_text="percent")
+    progress = models.PositiveSmallIntegerField(default=0, help_text=_("percent"))
     step = models.CharField(max_length=200, blank=True)
     error = models.TextField(blank=True)
     # Relative to settings.EXPORT_ROOT; never a user-supplied path.
@@ -209,6 +222,8 @@ class Release(models.Model):
     built_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = _("release")
+        verbose_name_plural = _("releases")
         ordering = ["-created_at", "-pk"]
         constraints = [
             # A failed build leaves no file: its version may be released again.
@@ -277,6 +292,8 @@ class RecallProbe(models.Model):
     drawn_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = _("recall probe")
+        verbose_name_plural = _("recall probes")
         ordering = ["project", "draw", "pk"]
         constraints = [
             models.UniqueConstraint(fields=["project", "issue"], name="one_probe_per_issue")
@@ -316,6 +333,8 @@ class PublishedRepeat(models.Model):
     is_false_positive = models.BooleanField(default=False)
 
     class Meta:
+        verbose_name = _("published repeated row")
+        verbose_name_plural = _("published repeated rows")
         ordering = ["project", "file_name", "line"]
         constraints = [
             models.UniqueConstraint(

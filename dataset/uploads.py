@@ -17,6 +17,7 @@ nothing is stored. The file is deleted when the task ends, whatever the outcome.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from django.conf import settings
@@ -24,7 +25,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone, translation
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop
 
 from annotator.models import Project
 from dataset.models import UploadJob
@@ -87,7 +88,8 @@ def _set(job: UploadJob, **fields) -> None:
 def run_upload_job(job_id: int, language: str | None = None) -> UploadJob | None:
     """Read, check and (unless a dry run) store a job's file; safe to run twice (a job that
     ended, or whose file is gone, is left as it is). The problems are written in `language`,
-    the uploader's (the page's language when the job was queued), else the default."""
+    the uploader's (the page's language when the job was queued), else the default, and in
+    each other language of the site for a reader of that language (`UploadJob.shown_problems`)."""
     with translation.override(language or settings.LANGUAGE_CODE):
         return _run_upload_job(job_id)
 
@@ -100,19 +102,16 @@ def _run_upload_job(job_id: int) -> UploadJob | None:
     try:
         if not job.file_path or not path.is_file():
             _set(job, status=UploadJob.Status.FAILED, step="", finished_at=timezone.now())
-            _set(
-                job,
-                problems=[
-                    f"{job.file_name}: " + gettext("the uploaded file is gone; upload it again")
-                ],
-            )
+            gone = gettext_noop("the uploaded file is gone; upload it again")
+            _set_problems(job, lambda: [f"{job.file_name}: " + gettext(gone)])
             return job
         _set(job, status=UploadJob.Status.RUNNING, step="reading", progress=0)
 
         def progress(done: int, total: int) -> None:
             _set(job, progress=min(READ_SHARE, READ_SHARE * done // max(total, 1)))
 
-        reading = read_issue_file(job.file_name, path.read_bytes(), job.kind, progress=progress)
+        data = path.read_bytes()
+        reading = read_issue_file(job.file_name, data, job.kind, progress=progress)
         _set(job, progress=READ_SHARE, step="checking" if job.dry_run else "storing")
         if job.dry_run:
             outcome = plan(reading, _target(job))
@@ -120,12 +119,15 @@ def _run_upload_job(job_id: int) -> UploadJob | None:
         else:
             outcome = _import(job, reading)
         refused = bool(outcome.problems) and not job.dry_run
+        if outcome.problems:
+            # Nothing was stored: the same file read and checked again gives the same problems,
+            # said in each other language of the site for readers of that language.
+            _set_problems(job, lambda: _problems(job, data), outcome.problems)
         _set(
             job,
             status=UploadJob.Status.FAILED if refused else UploadJob.Status.DONE,
             progress=100,
             step="",
-            problems=outcome.problems,
             figures={} if refused else outcome.figures(),
             finished_at=timezone.now(),
         )
@@ -133,17 +135,35 @@ def _run_upload_job(job_id: int) -> UploadJob | None:
     except Exception:
         # A fault of ours, not of the file: the transaction stored nothing; say so and re-raise.
         _set(job, status=UploadJob.Status.FAILED, step="", finished_at=timezone.now())
-        _set(
-            job,
-            problems=[
-                f"{job.file_name}: " + gettext("the upload failed on the server; nothing imported")
-            ],
-        )
+        failed = gettext_noop("the upload failed on the server; nothing imported")
+        _set_problems(job, lambda: [f"{job.file_name}: " + gettext(failed)])
         raise
     finally:
         path.unlink(missing_ok=True)
         if job.file_path:
             _set(job, file_path="")
+
+
+def _problems(job: UploadJob, data: bytes) -> list[str]:
+    """The file's problems in the active language: the reading's and those against what is
+    stored (as `ingest.uploads.store` finds them)."""
+    reading = read_issue_file(job.file_name, data, job.kind)
+    return reading.problems + plan(reading, _target(job)).problems
+
+
+def _set_problems(
+    job: UploadJob, problems: Callable[[], list[str]], known: list[str] | None = None
+) -> None:
+    """Store the problems as `problems()` says them in each language of the site, and in the
+    job's own (`known` when already found in it)."""
+    language = translation.get_language() or settings.LANGUAGE_CODE
+    own = known if known is not None else problems()
+    by_language = {language: own}
+    for code, _name in settings.LANGUAGES:
+        if code not in by_language:
+            with translation.override(code):
+                by_language[code] = problems()
+    _set(job, problems=own, problems_by_language=by_language)
 
 
 def _target(job: UploadJob) -> Target:

@@ -1,9 +1,10 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class IngestConfig(AppConfig):
     name = "ingest"
-    verbose_name = "Ingest"
+    verbose_name = _("Forge ingest")
 
     def ready(self) -> None:
         from ingest import checks  # noqa: F401  (registers system checks)

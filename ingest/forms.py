@@ -103,3 +103,8 @@ class RepositoryAdminForm(RepositoryForm):
 
     class Meta(RepositoryForm.Meta):
         fields = [*RepositoryForm.Meta.fields, "synced_until", "last_synced_at"]
+        labels = {
+            **RepositoryForm.Meta.labels,
+            "synced_until": _("Synced until"),
+            "last_synced_at": _("Last synced at"),
+        }

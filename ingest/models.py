@@ -8,7 +8,7 @@ ETags of pages already stored.
 from __future__ import annotations
 
 from django.db import models
-from django.utils.translation import gettext
+from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 
@@ -17,15 +17,17 @@ class KeywordSet(models.Model):
 
     name = models.CharField(max_length=100, unique=True)
     description = models.TextField(blank=True)
-    keywords = models.JSONField(default=list, help_text="A list of keywords or phrases.")
+    keywords = models.JSONField(default=list, help_text=_("A list of keywords or phrases."))
     default_for_group = models.CharField(
         max_length=100,
         blank=True,
-        help_text="Used by framework repositories of this study group that name no set.",
+        help_text=_("Used by framework repositories of this study group that name no set."),
     )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        verbose_name = _("keyword set")
+        verbose_name_plural = _("keyword sets")
         ordering = ["name"]
 
     def __str__(self) -> str:
@@ -55,15 +57,16 @@ class Repository(models.Model):
     forge = models.CharField(max_length=10, choices=Forge.choices)
     # Per repository, so GitHub Enterprise, a self-hosted GitLab or the test fake can be used.
     api_url = models.URLField(max_length=300)
-    owner = models.CharField(max_length=200, help_text="owner, or the GitLab group path")
+    owner = models.CharField(max_length=200, help_text=_("owner, or the GitLab group path"))
     name = models.CharField(max_length=200)
     group = models.CharField(
         max_length=100,
         blank=True,
-        help_text='The study group it belongs to, e.g. framework "PyTorch" or toolkit "vLLM".',
+        help_text=_('The study group it belongs to, e.g. framework "PyTorch" or toolkit "vLLM".'),
     )
     is_framework = models.BooleanField(
-        default=False, help_text="Framework repositories are keyword-filtered; toolkits keep all."
+        default=False,
+        help_text=_("Framework repositories are keyword-filtered; toolkits keep all."),
     )
     include_pull_requests = models.BooleanField(default=False)
     keyword_set = models.ForeignKey(
@@ -72,18 +75,19 @@ class Repository(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="repositories",
-        help_text="Empty: the default set of the repository's group, if any.",
+        help_text=_("Empty: the default set of the repository's group, if any."),
     )
     # Incremental sync: the newest forge update time stored so far (forge clock, UTC).
     synced_until = models.DateTimeField(null=True, blank=True)
     last_synced_at = models.DateTimeField(null=True, blank=True)
     sync_interval_hours = models.PositiveIntegerField(
-        default=0, help_text="Periodic re-sync through celery beat; 0 = never."
+        default=0, help_text=_("Periodic re-sync through celery beat; 0 = never.")
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        verbose_name_plural = "repositories"
+        verbose_name = _("repository")
+        verbose_name_plural = _("repositories")
         ordering = ["group", "owner", "name"]
         constraints = [
             models.UniqueConstraint(
@@ -108,6 +112,17 @@ class Repository(models.Model):
         if self.is_uploaded:
             return ""
         return f"https://{self.WEB_HOSTS[self.forge]}/{self.full_name}"
+
+
+# The states forges give an issue (GitHub and Gitee "open"/"closed", GitLab "opened"/"closed",
+# Gitee also "progressing"/"rejected"), shown in the reader's language; another stays as stored.
+FORGE_STATES = {
+    "open": pgettext_lazy("forge issue state", "open"),
+    "opened": pgettext_lazy("forge issue state", "open"),
+    "closed": pgettext_lazy("forge issue state", "closed"),
+    "progressing": pgettext_lazy("forge issue state", "in progress"),
+    "rejected": pgettext_lazy("forge issue state", "rejected"),
+}
 
 
 class Issue(models.Model):
@@ -143,10 +158,14 @@ class Issue(models.Model):
     study_year = models.PositiveSmallIntegerField(
         null=True,
         blank=True,
-        help_text="Year of the URL list it came from; Table I uses it until created_at is known.",
+        help_text=_(
+            "Year of the URL list it came from; Table I uses it until created_at is known."
+        ),
     )
 
     class Meta:
+        verbose_name = _("issue")
+        verbose_name_plural = _("issues")
         ordering = ["repository", "created_at"]
         constraints = [
             models.UniqueConstraint(fields=["repository", "number"], name="unique_issue_number")
@@ -159,6 +178,11 @@ class Issue(models.Model):
     def __str__(self) -> str:
         return f"{self.repository.full_name}#{self.number}"
 
+    @property
+    def state_shown(self) -> str:
+        """The forge's state in the reader's language (a state no forge documents: as stored)."""
+        return str(FORGE_STATES.get(self.state.lower(), self.state))
+
 
 class Comment(models.Model):
     issue = models.ForeignKey(Issue, on_delete=models.CASCADE, related_name="comments")
@@ -170,6 +194,8 @@ class Comment(models.Model):
     raw = models.JSONField(default=dict, blank=True)
 
     class Meta:
+        verbose_name = _("comment")
+        verbose_name_plural = _("comments")
         ordering = ["issue", "created_at", "id"]
         constraints = [
             models.UniqueConstraint(fields=["issue", "forge_id"], name="unique_comment_per_issue")
@@ -211,13 +237,13 @@ class SyncRun(models.Model):
 
     repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="sync_runs")
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.SYNC)
-    since = models.DateTimeField(null=True, blank=True, help_text="Issues updated since.")
-    until = models.DateTimeField(null=True, blank=True, help_text="Issues created until.")
+    since = models.DateTimeField(null=True, blank=True, help_text=_("Issues updated since."))
+    until = models.DateTimeField(null=True, blank=True, help_text=_("Issues created until."))
     keyword_set = models.ForeignKey(KeywordSet, null=True, blank=True, on_delete=models.SET_NULL)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     phase = models.CharField(max_length=10, choices=Phase.choices, default=Phase.ISSUES)
     parts_wanted = models.PositiveSmallIntegerField(
-        default=1, help_text="Into how many time slices a long listing is split (1 = one chain)."
+        default=1, help_text=_("Into how many time slices a long listing is split (1 = one chain).")
     )
     # Figures.
     pages = models.PositiveIntegerField(default=0)
@@ -247,6 +273,8 @@ class SyncRun(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = _("sync run")
+        verbose_name_plural = _("sync runs")
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["status", "heartbeat_at"])]
 
@@ -337,7 +365,10 @@ class SyncPart(models.Model):
     run = models.ForeignKey(SyncRun, on_delete=models.CASCADE, related_name="parts")
     listing = models.CharField(
         max_length=10,
-        choices=[(SyncRun.Phase.ISSUES, "issues"), (SyncRun.Phase.COMMENTS, "comments")],
+        choices=[
+            (SyncRun.Phase.ISSUES, pgettext_lazy("a forge listing", "issues")),
+            (SyncRun.Phase.COMMENTS, pgettext_lazy("a forge listing", "comments")),
+        ],
         default=SyncRun.Phase.ISSUES,
     )
     phase = models.CharField(
@@ -350,7 +381,7 @@ class SyncPart(models.Model):
     # first part has no start (the run's `since`); the last part of a split has no end.
     window_start = models.DateTimeField(null=True, blank=True)
     window_end = models.DateTimeField(null=True, blank=True)
-    next_url = models.TextField(blank=True, help_text="Next page of the part (no token).")
+    next_url = models.TextField(blank=True, help_text=_("Next page of the part (no token)."))
     notes_pending = models.JSONField(default=list, blank=True)
     chain = models.CharField(max_length=32, blank=True)
     pages = models.PositiveIntegerField(default=0)
@@ -359,6 +390,8 @@ class SyncPart(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = _("sync part")
+        verbose_name_plural = _("sync parts")
         ordering = ["run", "id"]
         indexes = [models.Index(fields=["status", "heartbeat_at"])]
 
@@ -374,7 +407,7 @@ class PageETag(models.Model):
     """The ETag of a page already stored, sent back as If-None-Match (a 304 costs no quota)."""
 
     repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="etags")
-    url = models.TextField(help_text="The page URL without any token.")
+    url = models.TextField(help_text=_("The page URL without any token."))
     etag = models.CharField(max_length=200)
     # A 304 has no body, so the page's own next link is kept with its ETag, and the newest
     # update on it (a time slice of a split run ends on the page that passes its end).
@@ -383,6 +416,8 @@ class PageETag(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        verbose_name = _("page ETag")
+        verbose_name_plural = _("page ETags")
         constraints = [
             models.UniqueConstraint(fields=["repository", "url"], name="unique_etag_per_page")
         ]

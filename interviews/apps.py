@@ -7,7 +7,7 @@ class InterviewsConfig(AppConfig):
     verbose_name = _("Interviews")
 
     def ready(self) -> None:
-        from annotator.links import ALL_ROLES, ProjectLink, register
+        from annotator.links import ALL_ROLES, ANALYSE, ProjectLink, register
 
         # Every member reads the codebook; leads and researchers edit it (interviews.views).
-        register(ProjectLink(_("Interviews"), "interviews", ALL_ROLES, 100))
+        register(ProjectLink(_("Interviews"), "interviews", ALL_ROLES, 100, group=ANALYSE))

@@ -26,6 +26,8 @@ class Participant(models.Model):
     experience = models.CharField(max_length=12, choices=Experience.choices, blank=True)
 
     class Meta:
+        verbose_name = _("participant")
+        verbose_name_plural = _("participants")
         ordering = ["project", "code"]
         constraints = [
             models.UniqueConstraint(fields=["project", "code"], name="unique_participant_code")
@@ -48,8 +50,9 @@ class CodebookEntry(models.Model):
     position = models.PositiveIntegerField(default=0)
 
     class Meta:
-        ordering = ["project", "position", "pk"]
+        verbose_name = _("codebook entry")
         verbose_name_plural = _("codebook entries")
+        ordering = ["project", "position", "pk"]
 
     def __str__(self) -> str:
         return f"{self.participant.code}: {self.quote[:40]}"
@@ -65,6 +68,8 @@ class Ranking(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = _("ranking")
+        verbose_name_plural = _("rankings")
         constraints = [
             models.UniqueConstraint(
                 fields=["participant", "issue_type"], name="one_ranking_per_participant_type"
@@ -81,6 +86,8 @@ class RankedTheme(models.Model):
     rank = models.PositiveSmallIntegerField(help_text=_("1 is the highest priority."))
 
     class Meta:
+        verbose_name = _("ranked theme")
+        verbose_name_plural = _("ranked themes")
         ordering = ["ranking", "rank"]
         constraints = [
             models.UniqueConstraint(fields=["ranking", "rank"], name="unique_rank"),

@@ -15,7 +15,7 @@ class LabelingConfig(AppConfig):
 
         post_migrate.connect(pg_functions.install, sender=self)
 
-        from annotator.links import ProjectLink, register
+        from annotator.links import LABEL, RESOLVE, SET_UP, ProjectLink, register
         from annotator.models import LEAD_ROLES
         from labeling.guideline import GUIDELINE_ROLES
         from labeling.permissions import ISSUE_LIST_ROLES, LABELER_ROLES, VOTING_ROLES
@@ -23,13 +23,21 @@ class LabelingConfig(AppConfig):
         register(
             # Lazy: the labels are made once, at start, and shown in each request's language.
             ProjectLink(
-                _("Label next issue"), "label_next", LABELER_ROLES, 10, True, "start-labeling"
+                _("Label next issue"),
+                "label_next",
+                LABELER_ROLES,
+                10,
+                True,
+                "start-labeling",
+                group=LABEL,
             ),
-            ProjectLink(_("My progress"), "my_progress", LABELER_ROLES, 20),
-            ProjectLink(_("Guideline"), "project_guideline", GUIDELINE_ROLES, 25),
-            ProjectLink(_("Setup"), "project_setup", LEAD_ROLES, 30),
-            ProjectLink(_("Dashboard"), "lead_dashboard", LEAD_ROLES, 35),
-            ProjectLink(_("Disagreements"), "disagreement_queue", LEAD_ROLES, 40),
-            ProjectLink(_("Issues"), "issue_list", ISSUE_LIST_ROLES, 45),
-            ProjectLink(_("Taxonomy proposals"), "taxonomy_proposals", VOTING_ROLES, 90),
+            ProjectLink(_("My progress"), "my_progress", LABELER_ROLES, 20, group=LABEL),
+            ProjectLink(_("Guideline"), "project_guideline", GUIDELINE_ROLES, 25, group=LABEL),
+            ProjectLink(_("Setup"), "project_setup", LEAD_ROLES, 30, group=SET_UP),
+            ProjectLink(_("Dashboard"), "lead_dashboard", LEAD_ROLES, 35, group=RESOLVE),
+            ProjectLink(_("Disagreements"), "disagreement_queue", LEAD_ROLES, 40, group=RESOLVE),
+            ProjectLink(_("Issues"), "issue_list", ISSUE_LIST_ROLES, 45, group=RESOLVE),
+            ProjectLink(
+                _("Taxonomy proposals"), "taxonomy_proposals", VOTING_ROLES, 90, group=LABEL
+            ),
         )

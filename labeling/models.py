@@ -77,6 +77,8 @@ class ProjectIssue(models.Model):
     added_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = _("issue in a project")
+        verbose_name_plural = _("issues in projects")
         db_table = "annotator_projectissue"
         ordering = ["project", "position"]
         constraints = [
@@ -169,6 +171,8 @@ class Annotation(LabelFields):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        verbose_name = _("annotation")
+        verbose_name_plural = _("annotations")
         db_table = "annotator_annotation"
         ordering = ["project", "issue", "annotator", "revision"]
         constraints = [
@@ -219,6 +223,8 @@ class Resolution(LabelFields):
     based_on = models.JSONField(default=list, blank=True)
 
     class Meta:
+        verbose_name = _("resolution")
+        verbose_name_plural = _("resolutions")
         db_table = "annotator_resolution"
         ordering = ["project", "issue", "-decided_at"]
         constraints = [
@@ -270,6 +276,8 @@ class QueueFrontier(models.Model):
     position = models.PositiveIntegerField(default=0)
 
     class Meta:
+        verbose_name = _("queue frontier")
+        verbose_name_plural = _("queue frontiers")
         db_table = "annotator_queuefrontier"
         constraints = [
             models.UniqueConstraint(
@@ -298,6 +306,8 @@ class Reservation(models.Model):
     skipped_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = _("reservation")
+        verbose_name_plural = _("reservations")
         db_table = "annotator_reservation"
         constraints = [
             models.UniqueConstraint(
@@ -328,6 +338,8 @@ class DiscussionMessage(models.Model):
     is_change_request = models.BooleanField(default=False)
 
     class Meta:
+        verbose_name = _("discussion message")
+        verbose_name_plural = _("discussion messages")
         db_table = "annotator_discussionmessage"
         ordering = ["project_issue", "created_at", "id"]
 
@@ -373,6 +385,8 @@ class Proposal(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = _("taxonomy proposal")
+        verbose_name_plural = _("taxonomy proposals")
         db_table = "taxonomy_proposal"
         ordering = ["-created_at"]
 
@@ -394,6 +408,8 @@ class ProposalVote(models.Model):
     voted_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        verbose_name = _("proposal vote")
+        verbose_name_plural = _("proposal votes")
         db_table = "taxonomy_proposalvote"
         constraints = [
             models.UniqueConstraint(fields=["proposal", "voter"], name="one_vote_per_voter")
@@ -432,9 +448,10 @@ class DetailEntry(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = _("detail entry")
+        verbose_name_plural = _("detail entries")
         db_table = "taxonomy_detailentry"
         ordering = ["project", "pk"]
-        verbose_name_plural = _("detail entries")
 
     def __str__(self) -> str:
         return f"{self.node.code}: {self.text[:40]}"

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 
 from annotator.accounts import create_volunteer, rename_pseudonym
 from annotator.forms import InviteForm, PseudonymForm, VolunteerForm, grantable_roles
-from annotator.links import visible_links
+from annotator.links import grouped_links
 from annotator.models import LEAD_ROLES, Invite, Membership, Project, Role
 from annotator.permissions import may_create_project, membership_or_404
 from ingest.permissions import is_ingest_admin, manageable_repositories
@@ -229,7 +229,7 @@ def _project_page(
         "is_lead": is_lead,
         "counts": counts,
         "percent": round(100 * shown / counts["total"]) if counts["total"] else 0,
-        "project_links": visible_links(membership),
+        "project_link_groups": grouped_links(membership),
     }
     if is_lead:
         # A refused rename comes back beside its member, with what the lead typed.

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from django.utils.module_loading import import_string
 
 from labeling.labels import FP
+from lib import stored_messages
 
 if TYPE_CHECKING:
     from raters.models import MachineRater
@@ -146,7 +147,24 @@ class Backend(Protocol):
 
 class BackendError(Exception):
     """A rater that cannot run (too few final labels, a missing setting, an endpoint that
-    refuses the key): said in words, never with a secret in them."""
+    refuses the key): said in words, never with a secret in them.
+
+    One made by `translatable` keeps its msgid and parameters, so the run stores it to be read
+    in each reader's language (`lib.stored_messages`); `str()` is its English text."""
+
+    def __init__(self, message: str, *, msgid: str = "", params: dict | None = None) -> None:
+        super().__init__(message)
+        self.msgid = msgid
+        self.params: dict = params or {}
+
+    @classmethod
+    def translatable(cls, msgid: str, **params: str | int | float) -> BackendError:
+        """`msgid` marked with `gettext_noop`, its `%(name)s` placeholders filled from params."""
+        return cls(msgid % params, msgid=msgid, params=params)
+
+    def stored(self) -> str:
+        """What a run stores as its error: the msgid and parameters when there are some."""
+        return stored_messages.dump(self.msgid, **self.params) if self.msgid else str(self)
 
 
 class KeyRefused(BackendError):

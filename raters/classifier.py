@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
+from django.utils.translation import gettext_noop
+
 from raters.backends import BackendError, LabelRequest, Prediction
 
 if TYPE_CHECKING:
@@ -210,9 +212,13 @@ class ClassifierBackend:
     def label(self, request: LabelRequest) -> Iterator[Prediction]:
         finals = request.finals
         if len(finals) < MIN_FINALS or len(set(finals.values())) < 2:
-            raise BackendError(
-                f"classifier: needs at least {MIN_FINALS} final issues with two different "
-                f"labels to train on (this project has {len(finals)})"
+            raise BackendError.translatable(
+                gettext_noop(
+                    "classifier: needs at least %(least)s final issues with two different "
+                    "labels to train on (this project has %(finals)s)"
+                ),
+                least=MIN_FINALS,
+                finals=len(finals),
             )
         texts = request.final_texts
         params = {**FEATURES, "trained_on": len(finals)}

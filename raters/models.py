@@ -24,6 +24,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from labeling.models import LabelFields
+from lib import stored_messages
 from raters import liveness
 
 
@@ -58,15 +59,19 @@ class MachineRater(models.Model):
     confidence_threshold = models.FloatField(null=True, blank=True)
     # The classifier: retrain (a Celery task) once this many new final labels have arrived.
     retrain_after = models.PositiveIntegerField(default=50)
-    trained_on = models.PositiveIntegerField(default=0, help_text="final issues at last training")
+    trained_on = models.PositiveIntegerField(
+        default=0, help_text=_("final issues at last training")
+    )
     trained_at = models.DateTimeField(null=True, blank=True)
-    version = models.PositiveIntegerField(default=0, help_text="incremented on each training")
+    version = models.PositiveIntegerField(default=0, help_text=_("incremented on each training"))
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        verbose_name = _("machine rater")
+        verbose_name_plural = _("machine raters")
         ordering = ["project", "name"]
         constraints = [
             models.UniqueConstraint(fields=["project", "name"], name="unique_rater_name")
@@ -131,10 +136,17 @@ class RaterRun(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = _("rater run")
+        verbose_name_plural = _("rater runs")
         ordering = ["-created_at", "-pk"]
 
     def __str__(self) -> str:
         return f"run {self.pk} of {self.rater.name}: {self.status} {self.done}/{self.total}"
+
+    @property
+    def error_shown(self) -> str:
+        """The run's error in the reader's language (`lib.stored_messages`)."""
+        return stored_messages.shown(self.error)
 
     @property
     def percent(self) -> int:
@@ -173,6 +185,8 @@ class MachineLabel(LabelFields):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        verbose_name = _("machine label")
+        verbose_name_plural = _("machine labels")
         ordering = ["rater", "issue", "-created_at"]
         constraints = [
             models.UniqueConstraint(

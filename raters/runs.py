@@ -28,13 +28,14 @@ from django.db import DatabaseError, transaction
 from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop
 from django.utils.translation import gettext_lazy as _
 
 from annotator.models import Project
 from ingest.hosts import MODEL_API_HOSTS, base_url_refused
 from ingest.models import Comment, Issue
 from labeling.models import ProjectIssue, Resolution
+from lib import stored_messages
 from raters import liveness
 from raters.alt_test import retest_enlisted
 from raters.backends import (
@@ -433,15 +434,27 @@ def _run(run: RaterRun) -> RaterRun:
     except (BackendError, DatabaseError) as exc:
         # A store that fails (e.g. `one_current_machine_label` against a run that overlapped)
         # ends the run failed, never left RUNNING; its labels stored so far stay.
-        error = str(exc) if isinstance(exc, BackendError) else f"storing labels failed: {exc}"
+        # A backend's error is stored to be read in each reader's language when it can be.
+        error = (
+            exc.stored()
+            if isinstance(exc, BackendError)
+            else stored_messages.dump(
+                gettext_noop("storing labels failed: %(error)s"), error=str(exc)
+            )
+        )
         if chunk and isinstance(exc, BackendError):
             try:
                 _store(run, chunk, nodes)
             except DatabaseError as store_exc:
-                error += f"; storing the last labels failed: {store_exc}"
+                error = stored_messages.dump(
+                    gettext_noop("%(error)s; storing the last labels failed: %(store_error)s"),
+                    error=str(exc),
+                    store_error=str(store_exc),
+                )
         RaterRun.objects.filter(pk=run.pk).update(
             status=RaterRun.Status.FAILED,
-            error=error[:10_000],
+            # Cut to length as read (a cut stored message would no longer be one).
+            error=error if len(error) <= 10_000 else stored_messages.shown(error)[:10_000],
             invalid=_invalid(run),
             done=MachineLabel.objects.filter(run=run).count(),
             finished_at=timezone.now(),

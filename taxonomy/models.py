@@ -13,6 +13,7 @@ what every signed-in user sees on the global taxonomy page.
 from __future__ import annotations
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class Taxonomy(models.Model):
@@ -21,7 +22,8 @@ class Taxonomy(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        verbose_name_plural = "taxonomies"
+        verbose_name = _("taxonomy")
+        verbose_name_plural = _("taxonomies")
 
     def __str__(self) -> str:
         return self.name
@@ -32,14 +34,14 @@ class Taxonomy(models.Model):
 
 class TaxonomyVersion(models.Model):
     class Origin(models.TextChoices):
-        STUDY = "study", "loaded from taxonomy detail CSV files (load_taxonomy)"
-        IMPORTED = "imported", "imported from a taxonomy JSON file"
-        EDITED = "edited", "made by an edit of a project's taxonomy"
+        STUDY = "study", _("loaded from taxonomy detail CSV files (load_taxonomy)")
+        IMPORTED = "imported", _("imported from a taxonomy JSON file")
+        EDITED = "edited", _("made by an edit of a project's taxonomy")
 
     taxonomy = models.ForeignKey(Taxonomy, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()
-    note = models.TextField(blank=True, help_text="What changed in this version and why.")
-    source = models.CharField(max_length=500, blank=True, help_text="Where the data came from.")
+    note = models.TextField(blank=True, help_text=_("What changed in this version and why."))
+    source = models.CharField(max_length=500, blank=True, help_text=_("Where the data came from."))
     parent = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="children"
     )
@@ -58,10 +60,12 @@ class TaxonomyVersion(models.Model):
     )
     is_published = models.BooleanField(
         default=False,
-        help_text="On the global taxonomy page for every user; set by an admin.",
+        help_text=_("On the global taxonomy page for every user; set by an admin."),
     )
 
     class Meta:
+        verbose_name = _("taxonomy version")
+        verbose_name_plural = _("taxonomy versions")
         ordering = ["taxonomy", "number"]
         constraints = [
             models.UniqueConstraint(fields=["taxonomy", "number"], name="unique_taxonomy_version")
@@ -76,16 +80,16 @@ class TaxonomyVersion(models.Model):
 
 class TaxonomyNode(models.Model):
     class Level(models.IntegerChoices):
-        TYPE = 1, "issue type"
-        THEME = 2, "theme"
-        SUB_THEME = 3, "sub-theme"
+        TYPE = 1, _("issue type")
+        THEME = 2, _("theme")
+        SUB_THEME = 3, _("sub-theme")
 
     version = models.ForeignKey(TaxonomyVersion, on_delete=models.CASCADE, related_name="nodes")
     parent = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children"
     )
     level = models.PositiveSmallIntegerField(choices=Level.choices)
-    code = models.CharField(max_length=32, help_text="A, A.1, A.1.i …")
+    code = models.CharField(max_length=32, help_text=_("A, A.1, A.1.i …"))
     name = models.CharField(max_length=300)
     description = models.TextField(blank=True)
     # The description in other languages, by language code ({"zh-hans": "…"}): an addition
@@ -101,6 +105,8 @@ class TaxonomyNode(models.Model):
     detail_cells = models.JSONField(default=list, blank=True)
 
     class Meta:
+        verbose_name = _("taxonomy node")
+        verbose_name_plural = _("taxonomy nodes")
         ordering = ["version", "level", "position"]
         constraints = [
             models.UniqueConstraint(fields=["version", "code"], name="unique_node_code_per_version")
@@ -128,12 +134,12 @@ class NodeLineage(models.Model):
     """
 
     class Kind(models.TextChoices):
-        COPY = "copy", "unchanged"
-        RENAME = "rename", "renamed"
-        MOVE = "move", "moved"
-        MERGE = "merge", "merged into"
-        SPLIT = "split", "split off into"
-        EDIT = "edit", "description or details changed"
+        COPY = "copy", _("unchanged")
+        RENAME = "rename", _("renamed")
+        MOVE = "move", _("moved")
+        MERGE = "merge", _("merged into")
+        SPLIT = "split", _("split off into")
+        EDIT = "edit", _("description or details changed")
 
     # The version the edge leads into (the new one); its parent is the old node's version.
     version = models.ForeignKey(TaxonomyVersion, on_delete=models.CASCADE, related_name="lineage")
@@ -144,6 +150,8 @@ class NodeLineage(models.Model):
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.COPY)
 
     class Meta:
+        verbose_name = _("node lineage")
+        verbose_name_plural = _("node lineages")
         constraints = [
             models.UniqueConstraint(fields=["old_node", "new_node"], name="unique_lineage_edge")
         ]

@@ -64,6 +64,29 @@ EXPECTED[Role.ADMIN] = EXPECTED[Role.LEAD]
 
 LINK = re.compile(r'<a href="([^"]+)"')
 
+# The lead's page by what a lead does (issue #28 item 7): each group's heading and its pages, in
+# page order. Written from the issue, not read from the registry.
+LEAD_GROUPS = [
+    ("Label", ["label_next", "my_progress", "project_guideline", "taxonomy_proposals"]),
+    ("Resolve and review", ["lead_dashboard", "disagreement_queue", "issue_list", "label_audit"]),
+    (
+        "Analyse",
+        [
+            "agreement_report",
+            "policy_simulator",
+            "raters_page",
+            "filter_recall",
+            "table_one",
+            "interviews",
+        ],
+    ),
+    ("Publish", ["exports", "releases"]),
+    ("Set up", ["project_setup", "upload_issues"]),
+]
+GROUP = re.compile(
+    r'<section class="link-group"[^>]*>\s*<h2[^>]*>([^<]+)</h2>(.*?)</section>', re.S
+)
+
 
 @pytest.fixture
 def members(project, lead, annotator, researcher):
@@ -115,6 +138,48 @@ def test_the_registry_knows_every_page_the_issue_names():
         "table_one",
         "interviews",
     ]
+
+
+def _groups(client, project) -> list[tuple[str, list[str]]]:
+    page = client.get(reverse("project_detail", args=[project.pk])).content.decode()
+    actions = page.split('id="project-actions"', 1)[1].split("</nav>", 1)[0]
+    return [(heading.strip(), LINK.findall(body)) for heading, body in GROUP.findall(actions)]
+
+
+def test_a_lead_finds_the_pages_grouped_by_what_a_lead_does(client, project, lead):
+    client.force_login(lead)
+    groups = _groups(client, project)
+    expected = [
+        (heading, [reverse(name, kwargs={"project_id": project.pk}) for name in names])
+        for heading, names in LEAD_GROUPS
+    ]
+    assert groups == expected
+    # One action stands out: labeling the next issue, the first button of the first group.
+    page = client.get(reverse("project_detail", args=[project.pk])).content.decode()
+    actions = page.split('id="project-actions"', 1)[1].split("</nav>", 1)[0]
+    assert re.findall(r'<a href="([^"]+)" class="primary"', actions) == [
+        reverse("label_next", kwargs={"project_id": project.pk})
+    ]
+
+
+def test_a_group_with_none_of_a_members_pages_is_left_out(client, project, annotator):
+    client.force_login(annotator)
+    headings = [heading for heading, _links in _groups(client, project)]
+    assert headings == ["Label", "Analyse"]
+
+
+def test_the_groups_read_in_chinese(client, project, lead):
+    client.force_login(lead)
+    page = client.get(
+        reverse("project_detail", args=[project.pk]), HTTP_ACCEPT_LANGUAGE="zh-hans"
+    ).content.decode()
+    actions = page.split('id="project-actions"', 1)[1].split("</nav>", 1)[0]
+    headings = [heading.strip() for heading, _body in GROUP.findall(actions)]
+    assert headings == ["标注", "裁决与审查", "分析", "发布", "项目配置"]
+    # The five links that stayed English (issue #28 item 5) read in Chinese, as every other.
+    for english in ("Exports", "Releases", "Filter recall", "Upload issues", "Machine raters"):
+        assert f">{english}<" not in actions
+    assert ">导出<" in actions and ">机器评分者<" in actions
 
 
 def test_a_researcher_reads_what_the_api_gives_them(client, project, researcher):

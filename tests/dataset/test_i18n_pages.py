@@ -122,6 +122,26 @@ def test_a_dry_run_asked_in_english_lists_its_problems_in_english(
 
 
 @pytest.mark.django_db
+def test_each_reader_reads_a_jobs_problems_in_their_own_language(
+    client, lead, project, upload_root, run_tasks_here, django_capture_on_commit_callbacks
+):
+    """Lena queued the dry run in Chinese; read in English (her colleague, or a job of the
+    command line) the same problems are English, and in Chinese still Chinese (issue #28)."""
+    client.force_login(lead)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = upload(client, project, "dry_run", **ZH)
+    english = client.get(response.url).content.decode()
+    assert "<li>archive.csv, line 4: url: empty</li>" in english
+    assert "第 4 行" not in english and "为空" not in english
+    chinese = client.get(response.url, **ZH).content.decode()
+    assert "<li>archive.csv，第 4 行: url: 为空</li>" in chinese
+    # A job stored before the problems were kept per language is read as it was written.
+    job = UploadJob.objects.get()
+    UploadJob.objects.filter(pk=job.pk).update(problems_by_language={})
+    assert "<li>archive.csv，第 4 行: url: 为空</li>" in client.get(response.url).content.decode()
+
+
+@pytest.mark.django_db
 def test_the_releases_page_and_a_refused_version_are_chinese(client, lead, project):
     client.force_login(lead)
     url = reverse("releases", args=[project.pk])

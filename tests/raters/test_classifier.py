@@ -6,6 +6,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from django.urls import reverse
+from django.utils import translation
 from sklearn.metrics import cohen_kappa_score
 
 from ingest.models import Issue
@@ -148,8 +150,26 @@ def test_too_few_finals_fail_the_run_with_a_reason(project, lead, repository):
     add_finals(project, repository, 5)
     run = _run(_classifier(project, lead))
     assert run.status == "failed"
-    assert "at least 20 final issues" in run.error
+    assert "at least 20 final issues" in run.error_shown
     assert not MachineLabel.objects.exists()
+
+
+def test_the_reason_reads_in_the_readers_language(client, project, lead, repository):
+    """The run stored its reason, not its words: a lead reading in Chinese reads it in Chinese,
+    whatever language the run ran in (here English, as a worker's)."""
+    add_finals(project, repository, 5)
+    with translation.override("en"):
+        run = _run(_classifier(project, lead))
+    with translation.override("zh-hans"):
+        assert "至少需要 20 个" in run.error_shown
+    client.force_login(lead)
+    page = client.get(
+        reverse("raters_page", args=[project.pk]), HTTP_ACCEPT_LANGUAGE="zh-hans"
+    ).content.decode()
+    assert "至少需要 20 个" in page and "at least 20 final issues" not in page
+    assert "（已标注 0 / " in page  # noqa: RUF001  (full-width, as Chinese is punctuated)
+    english = client.get(reverse("raters_page", args=[project.pk]), HTTP_ACCEPT_LANGUAGE="en")
+    assert "at least 20 final issues" in english.content.decode()
 
 
 def test_human_kappa_against_the_final_label_is_summarised(project, lead, finals, annotator):

@@ -59,7 +59,7 @@ class Command(BaseCommand):
         except RaterError as exc:
             raise CommandError(str(exc)) from exc
         if run.status == RaterRun.Status.FAILED:
-            raise CommandError(run.error)
+            raise CommandError(run.error_shown)
         tokens = (
             f", tokens {run.prompt_tokens} prompt + {run.completion_tokens} completion"
             if run.prompt_tokens or run.completion_tokens
