@@ -14,4 +14,13 @@ class RatersConfig(AppConfig):
         register(
             ProjectLink(_("Machine raters"), "raters_page", VALIDATION_ROLES, 57, group=ANALYSE)
         )
+        register(
+            ProjectLink(
+                _("Estimates with machine help"),
+                "estimates_page",
+                VALIDATION_ROLES,
+                58,
+                group=ANALYSE,
+            )
+        )
         signals.connect()

@@ -81,7 +81,7 @@ class EstimateForm(forms.Form):
         required=False,
     )
     by = forms.ChoiceField(
-        label=_("By"),
+        label=_("Grouped by"),
         choices=[("", _("the whole scope")), ("repository", _("repository")), ("year", _("year"))],
         required=False,
     )

@@ -61,7 +61,7 @@ def labeled(project, repository, annotator, other_annotator):
 
 def test_the_rater_is_tested_on_what_the_volunteers_and_the_machine_said(project, labeled):
     issues, said = labeled
-    rater = MachineRater.objects.create(project=project, name="clf", kind="classifier")
+    rater = MachineRater.objects.create(project=project, name="clf", kind="external")
     rng = random.Random(5)
     machine = {}
     rows = []
@@ -90,7 +90,7 @@ def test_the_rater_is_tested_on_what_the_volunteers_and_the_machine_said(project
 
 def test_the_projects_margin_is_used(project, labeled):
     issues, _ = labeled
-    rater = MachineRater.objects.create(project=project, name="clf", kind="classifier")
+    rater = MachineRater.objects.create(project=project, name="clf", kind="external")
     MachineLabel.objects.bulk_create(
         MachineLabel(rater=rater, issue=issue, **label_fields(project, "C.1")) for issue in issues
     )
@@ -101,7 +101,7 @@ def test_the_projects_margin_is_used(project, labeled):
 
 
 def test_a_rater_that_never_ran_has_not_enough_data(project, labeled):
-    rater = MachineRater.objects.create(project=project, name="clf", kind="classifier")
+    rater = MachineRater.objects.create(project=project, name="clf", kind="external")
     result = rater_alt_test(rater)
     assert result.enough_data is False
     assert result.n_items == 0
@@ -115,7 +115,7 @@ def test_raters_json_carries_each_raters_alt_test(project, labeled):
     from django.core.management import call_command
 
     issues, _ = labeled
-    rater = MachineRater.objects.create(project=project, name="clf", kind="classifier")
+    rater = MachineRater.objects.create(project=project, name="clf", kind="external")
     MachineLabel.objects.bulk_create(
         MachineLabel(rater=rater, issue=issue, **label_fields(project, "C.1")) for issue in issues
     )
