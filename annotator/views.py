@@ -126,18 +126,15 @@ def invite_sign_in(request, token: str):
     return start_invite_sign_in(request, token, form.cleaned_data["provider"])
 
 
-# Where the new key waits, server side, for the one page that shows it (POST, redirect, GET).
-_NEW_TOKEN = "new_api_token"
-
-
 @login_required
 @never_cache
 def api_token(request):
     """The signed-in user's API token: create (or replace) it, see it once, revoke it.
 
-    A POST answers with a redirect, as everywhere; the new key rides in the session to the next
-    page of this view, which shows it and drops it, so it is shown once. Later visits show only
-    when the token was made. The API reads it as `Authorization: Token <key>`.
+    Only the token's digest is stored (`annotator.tokens`), so the new key is shown in the
+    answer to the POST that made it, and nowhere after: not kept in the session for a redirect,
+    not on a later visit, which shows only when the token was made. (Reloading that answer asks
+    to post again, which makes another token.) The API reads it as `Authorization: Token <key>`.
     """
     if request.method == "POST":
         form = ApiTokenForm(request.POST)
@@ -152,18 +149,12 @@ def api_token(request):
                 status=400,
             )
         if form.cleaned_data["action"] == "revoke":
-            request.session.pop(_NEW_TOKEN, None)
             if revoke_api_token(request.user):
                 messages.success(request, gettext("Token revoked: it no longer opens the API."))
-        else:
-            request.session[_NEW_TOKEN] = create_api_token(request.user)
-        return redirect("api_token_page")
-    key = request.session.pop(_NEW_TOKEN, None)
-    return render(
-        request,
-        "annotator/api_token.html",
-        {"created": api_token_created(request.user), "key": key},
-    )
+            return redirect("api_token_page")
+        key, created = create_api_token(request.user)
+        return render(request, "annotator/api_token.html", {"created": created, "key": key})
+    return render(request, "annotator/api_token.html", {"created": api_token_created(request.user)})
 
 
 @require_POST
