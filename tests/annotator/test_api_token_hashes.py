@@ -46,7 +46,8 @@ def token_from_the_api(user: User) -> dict:
 
 def token_from_the_page(client, user: User) -> str:
     client.force_login(user)
-    page = client.post(reverse("api_token_page"), {"action": "create"}).content.decode()
+    page = client.post(reverse("api_token_page"), {"action": "create"}, follow=True)
+    page = page.content.decode()
     return page.split('<code id="new-token">')[1].split("</code>")[0]
 
 

@@ -60,7 +60,9 @@ def test_an_annotator_creates_sees_once_uses_and_revokes_an_api_token(
         script.close()
 
 
-def test_the_token_page_is_for_signed_in_users_and_refuses_an_unknown_action(client, annotator):
+def test_the_token_page_is_for_signed_in_users_and_refuses_an_unknown_action(
+    client, annotator, other_annotator
+):
     url = reverse("api_token_page")
     assert client.get(url).status_code == 302  # to the login page
     client.force_login(annotator)
@@ -69,17 +71,23 @@ def test_the_token_page_is_for_signed_in_users_and_refuses_an_unknown_action(cli
     assert "action: must be create or revoke" in response.content.decode()
     assert not AuthToken.objects.filter(user=annotator).exists()
     # Each creation replaces the one before: one token per user.
-    first = _shown_key(client.post(url, {"action": "create"}))
-    response = client.post(url, {"action": "create"})
+    first = _shown_key(client.post(url, {"action": "create"}, follow=True))
+    response = client.post(url, {"action": "create"}, follow=True)
     second = _shown_key(response)
     assert first != second
     assert list(AuthToken.objects.filter(user=annotator).values_list("digest", flat=True)) == [
         hash_token(second)
     ]
     assert "no-store" in response["Cache-Control"]
-    # Shown once, in the answer to the POST: not on the next visit, nor kept in the session.
+    # Shown once: not on the next visit, nor kept in the session (it rode in a cookie of that
+    # page, which the page deleted).
     assert second not in client.get(url).content.decode()
     assert all(second not in str(value) for value in client.session.values())
+    assert all(second not in morsel.value for morsel in client.cookies.values())
+    # Nor shown to another account signed in on the same browser meanwhile.
+    client.post(url, {"action": "create"})
+    client.force_login(other_annotator)
+    assert "new-token" not in client.get(url).content.decode()
 
 
 def _shown_key(response) -> str:
