@@ -33,7 +33,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models.signals import post_save, pre_save
 from django.utils import timezone
 from django.utils.translation import gettext
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
 
 from annotator.models import Invite, Membership, Project
 from lib.inputlimits import column_limit
@@ -302,7 +302,7 @@ def _before_user_save(sender, instance: Any, raw: bool = False, update_fields=No
 
 def _after_user_save(sender, instance: Any, created: bool, raw: bool = False, **kwargs):
     if getattr(instance, "_revoke_api_tokens", False):
-        Token.objects.filter(user=instance).delete()
+        AuthToken.objects.filter(user=instance).delete()
         instance._revoke_api_tokens = False
 
 
@@ -312,27 +312,37 @@ def connect_signals() -> None:
     post_save.connect(_after_user_save, sender=User, dispatch_uid="annotator.accounts.post_save")
 
 
-# API tokens on the account page (`annotator.views.api_token`); DRF's `TokenAuthentication`
-# reads them. One token per user: a new one replaces the old.
+# API tokens on the account page (`annotator.views.api_token`) and `/api/token/`
+# (`annotator.api.ObtainToken`); `annotator.tokens.TokenAuthentication` reads them. Only a digest
+# is stored (django-rest-knox): a key is returned once, when it is made, and never again. One
+# token per user: a new one replaces the old.
 
 
-def create_api_token(user: User) -> str:
-    """A new API token for `user`, replacing any older one; the key is returned once, for the
-    page to show once (it is never shown again)."""
+def create_api_token(user: User) -> tuple[str, datetime]:
+    """A new API token for `user`, replacing any older one: the key, returned this once for
+    the caller to show (only its digest is stored), and when it was made."""
     with transaction.atomic():
-        Token.objects.filter(user=user).delete()
-        return Token.objects.create(user=user).key
+        # The account's row locked: two requests at once still leave one token.
+        User.objects.select_for_update().filter(pk=user.pk).first()
+        AuthToken.objects.filter(user=user).delete()
+        token, key = AuthToken.objects.create(user=user, expiry=None)
+    return key, token.created
 
 
 def revoke_api_token(user: User) -> bool:
     """Delete the user's API token; whether there was one."""
-    deleted, _ = Token.objects.filter(user=user).delete()
+    deleted, _ = AuthToken.objects.filter(user=user).delete()
     return bool(deleted)
 
 
 def api_token_created(user: User) -> datetime | None:
     """When the user's current API token was made (None without one); never the key."""
-    return Token.objects.filter(user=user).values_list("created", flat=True).first()
+    return (
+        AuthToken.objects.filter(user=user)
+        .order_by("-created")
+        .values_list("created", flat=True)
+        .first()
+    )
 
 
 def welcome_message(membership: Membership) -> str:

@@ -126,8 +126,12 @@ def invite_sign_in(request, token: str):
     return start_invite_sign_in(request, token, form.cleaned_data["provider"])
 
 
-# Where the new key waits, server side, for the one page that shows it (POST, redirect, GET).
-_NEW_TOKEN = "new_api_token"
+# The new key's one trip from the POST that made it to the page that shows it: a signed cookie
+# for that page only, deleted by it. Never on the server (the session is stored): only the
+# key's digest is (`annotator.tokens`).
+_NEW_TOKEN_COOKIE = "new_api_token"
+_NEW_TOKEN_SALT = "annotator.api_token"
+_NEW_TOKEN_SECONDS = 120
 
 
 @login_required
@@ -135,10 +139,12 @@ _NEW_TOKEN = "new_api_token"
 def api_token(request):
     """The signed-in user's API token: create (or replace) it, see it once, revoke it.
 
-    A POST answers with a redirect, as everywhere; the new key rides in the session to the next
-    page of this view, which shows it and drops it, so it is shown once. Later visits show only
-    when the token was made. The API reads it as `Authorization: Token <key>`.
+    A POST answers with a redirect, as everywhere; the new key rides to the next page of this
+    view in a short-lived cookie of that page (signed, HttpOnly, SameSite=Strict), which the
+    page shows and deletes: the server keeps no copy, not even in the session. Later visits
+    show only when the token was made. The API reads it as `Authorization: Token <key>`.
     """
+    page = reverse("api_token_page")
     if request.method == "POST":
         form = ApiTokenForm(request.POST)
         if not form.is_valid():
@@ -151,19 +157,40 @@ def api_token(request):
                 },
                 status=400,
             )
+        response = redirect(page)
         if form.cleaned_data["action"] == "revoke":
-            request.session.pop(_NEW_TOKEN, None)
             if revoke_api_token(request.user):
                 messages.success(request, gettext("Token revoked: it no longer opens the API."))
-        else:
-            request.session[_NEW_TOKEN] = create_api_token(request.user)
-        return redirect("api_token_page")
-    key = request.session.pop(_NEW_TOKEN, None)
-    return render(
+            response.delete_cookie(_NEW_TOKEN_COOKIE, path=page)
+            return response
+        key, _created = create_api_token(request.user)
+        response.set_signed_cookie(
+            _NEW_TOKEN_COOKIE,
+            f"{request.user.pk}:{key}",
+            salt=_NEW_TOKEN_SALT,
+            max_age=_NEW_TOKEN_SECONDS,
+            path=page,
+            secure=settings.SESSION_COOKIE_SECURE,
+            httponly=True,
+            samesite="Strict",
+        )
+        return response
+    carried = request.get_signed_cookie(
+        _NEW_TOKEN_COOKIE, default=None, salt=_NEW_TOKEN_SALT, max_age=_NEW_TOKEN_SECONDS
+    )
+    owner, _, key = (carried or "").partition(":")
+    page_response = render(
         request,
         "annotator/api_token.html",
-        {"created": api_token_created(request.user), "key": key},
+        {
+            "created": api_token_created(request.user),
+            # Another account's key (signed in as someone else since) is not shown.
+            "key": key if owner == str(request.user.pk) else None,
+        },
     )
+    if carried is not None or _NEW_TOKEN_COOKIE in request.COOKIES:
+        page_response.delete_cookie(_NEW_TOKEN_COOKIE, path=page, samesite="Strict")
+    return page_response
 
 
 @require_POST

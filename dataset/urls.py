@@ -1,7 +1,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView
-from rest_framework.authtoken.views import obtain_auth_token
 
+from annotator.api import ObtainToken
 from dataset import (
     api,
     docs,
@@ -30,7 +30,7 @@ urlpatterns = [
     path("api/", api.ApiRoot.as_view(), name="api_root"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
     path("api/docs/", docs.api_docs, name="api_docs"),
-    path("api/token/", obtain_auth_token, name="api_token"),
+    path("api/token/", ObtainToken.as_view(), name="api_token"),
     path("api/projects/", api.ProjectList.as_view(), name="api_projects"),
     path("api/projects/<int:project_id>/", api.ProjectDetail.as_view(), name="api_project"),
     path("api/projects/<int:project_id>/issues/", api.IssueList.as_view(), name="api_issues"),

@@ -134,7 +134,9 @@ class Issue(models.Model):
     repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="issues")
     # Text, since Gitee numbers look like IBD6YU (and are case-sensitive).
     number = models.CharField(max_length=32)
-    url = models.URLField(max_length=500, unique=True)
+    # Unique within its repository, not across them: a project's uploaded issue may carry the
+    # URL of another project's (docs/SECURITY.md, #28 L2), never its text or its labels.
+    url = models.URLField(max_length=500, db_index=True)
     title = models.TextField(blank=True)
     body = models.TextField(blank=True)
     author = models.CharField(max_length=200, blank=True)
@@ -168,7 +170,8 @@ class Issue(models.Model):
         verbose_name_plural = _("issues")
         ordering = ["repository", "created_at"]
         constraints = [
-            models.UniqueConstraint(fields=["repository", "number"], name="unique_issue_number")
+            models.UniqueConstraint(fields=["repository", "number"], name="unique_issue_number"),
+            models.UniqueConstraint(fields=["repository", "url"], name="unique_issue_url"),
         ]
         indexes = [
             models.Index(fields=["repository", "updated_at"]),

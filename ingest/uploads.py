@@ -11,11 +11,12 @@ upload gave them.
 
 Who may upload what (docs/SECURITY.md, #24 review H1 and H2):
 
-* A row of a forge repository that is stored already is refused on its line unless the
-  uploader may put that repository in the project's scope (`ingest.permissions.
-  scope_repositories`: one they manage, or one the project holds); a new forge repository only
-  if they may add one for the project (`may_add_repository`). Admins, and the operator's
-  `manage.py upload_issues` (no user), may upload to any repository.
+* A row of a forge repository is refused on its line unless the uploader may put that
+  repository in the project's scope (`ingest.permissions.scope_repositories`: one they manage,
+  or one the project holds), with one answer whether the repository is stored for another
+  project or not stored at all (#28 review, L2); a lead adds a new one on the Repositories page
+  first. Admins, and the operator's `manage.py upload_issues` (no user), may upload to any
+  repository, new or stored.
 * An upload updates only issues of the project's own upload repository (the same file again
   updates them). An issue already stored anywhere else (fetched from its forge, or uploaded
   into a forge repository) is never rewritten, and its comments are left alone: it is linked
@@ -23,9 +24,14 @@ Who may upload what (docs/SECURITY.md, #24 review H1 and H2):
   would make a file that overlaps the project's fetched issues unusable; keeping it loses
   nothing.
 
-`plan` checks the file against what is stored (a URL already stored as another issue, a
-repository the uploader may not use) and counts what would change: the dry run stops there;
-`store` checks again and writes everything in one transaction.
+An issue's URL is unique within its repository only: a URL stored in a repository the uploader
+may not use is answered as a new URL is, and the project's upload repository gets its own issue
+of it (never the other one's text or labels).
+
+`plan` checks the file against what is stored (a URL already stored as another issue of a
+repository the uploader may use, a repository the uploader may not use) and counts what would
+change: the dry run stops there; `store` checks again and writes everything in one
+transaction.
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ from ingest.filtering import classify, matcher_for
 from ingest.issue_files import IssueRow, Reading
 from ingest.issue_urls import MAX_NAME
 from ingest.models import Comment, Issue, Repository
-from ingest.permissions import may_add_repository, scope_repositories
+from ingest.permissions import is_ingest_admin, scope_repositories
 from ingest.urllists import at_line, import_refs
 from lib import sql
 
@@ -121,8 +127,13 @@ def _repo_key(row: IssueRow, target: Target) -> RepoKey:
 
 
 def _refused(repos: dict[tuple, Repository | None], target: Target) -> dict[tuple, str]:
-    """The repositories of the file the uploader may not upload to, with the reason."""
-    if target.user is None:
+    """The repositories of the file the uploader may not upload to, with the reason.
+
+    One reason for a forge repository outside the uploader's scope whether it is stored (for
+    another project) or not stored at all (#28 review, L2): the answer must not tell a lead
+    which repositories the server holds. A lead adds a new one on the Repositories page first;
+    admins and the operator may upload to any, new or stored."""
+    if target.user is None or is_ingest_admin(target.user):
         return {}
     existing = {repo.pk for key, repo in repos.items() if repo is not None}
     allowed = set(
@@ -130,24 +141,15 @@ def _refused(repos: dict[tuple, Repository | None], target: Target) -> dict[tupl
         .filter(pk__in=existing)
         .values_list("pk", flat=True)
     )
-    may_add: bool | None = None
-    refused: dict[tuple, str] = {}
-    for key, repo in repos.items():
-        if key == target.upload_key:
-            continue  # the project's own
-        if repo is not None:
-            if repo.pk not in allowed:
-                refused[key] = gettext("repository %(repository)s: not one you manage") % {
-                    "repository": repo
-                }
-            continue
-        if may_add is None:
-            may_add = may_add_repository(target.user, target.project)
-        if not may_add:
-            refused[key] = gettext("repository %(repository)s: only an admin may add it") % {
-                "repository": f"{key[0]}:{key[1]}/{key[2]}"
-            }
-    return refused
+    return {
+        key: gettext(
+            "repository %(repository)s: not one of this project's repositories; add it on the "
+            "Repositories page first"
+        )
+        % {"repository": f"{key[0]}:{key[1]}/{key[2]}"}
+        for key, repo in repos.items()
+        if key != target.upload_key and (repo is None or repo.pk not in allowed)
+    }
 
 
 def _find_repositories(keys: Iterable[tuple[str, str, str]]) -> dict[tuple, Repository | None]:
@@ -177,9 +179,13 @@ def plan(reading: Reading, target: Target) -> Outcome:
             if ref.repo_key in refused:
                 at = reading.urls.places.get(ref, reading.name)
                 outcome.problems.append(f"{at}: url: {refused[ref.repo_key]}")
-        outcome.new_repositories = sum(repo is None for repo in repos.values())
-        known = _stored_numbers(repos)
-        repo_ids = {key: repo.pk for key, repo in repos.items() if repo is not None}
+        # Counted without the refused rows: their figures would tell a stored repository
+        # (some issues kept) from a new one (#28 review, L2).
+        usable = {key: repo for key, repo in repos.items() if key not in refused}
+        outcome.new_repositories = sum(repo is None for repo in usable.values())
+        known = _stored_numbers(usable)
+        repo_ids = {key: repo.pk for key, repo in usable.items() if repo is not None}
+        refs = [ref for ref in refs if ref.repo_key not in refused]
         outcome.issues = len(refs)
         outcome.new_issues = sum(
             (repo_ids.get(ref.repo_key), ref.number) not in known for ref in refs
@@ -189,18 +195,21 @@ def plan(reading: Reading, target: Target) -> Outcome:
     rows = reading.rows
     repos = _find_repositories(_repo_key(row, target) for row in rows)
     refused = _refused(repos, target)
-    outcome.new_repositories = sum(repo is None for repo in repos.values())
-    # A URL is unique among the stored issues: one stored as another issue cannot be this one.
-    stored: dict[str, tuple[int, str]] = {}
+    outcome.new_repositories = sum(
+        repo is None for key, repo in repos.items() if key not in refused
+    )
+    # A URL is unique within a repository. Stored in one the uploader may use (or the row's
+    # own), as another issue, it cannot be this one; stored only in repositories the uploader
+    # may not use, it is answered as a new URL is (#28 review, L2): the project's upload
+    # repository gets its own issue of that URL.
+    stored: dict[str, list[tuple[int, str]]] = {}
     for chunk in _chunks([row.url for row in rows]):
-        stored.update(
-            (url, (repo_id, number))
-            for url, repo_id, number in Issue.objects.filter(url__in=chunk).values_list(
-                "url", "repository_id", "number"
-            )
-        )
+        for url, repo_id, number in Issue.objects.filter(url__in=chunk).values_list(
+            "url", "repository_id", "number"
+        ):
+            stored.setdefault(url, []).append((repo_id, number))
     known = _stored_numbers(repos)
-    names = _names_shown({place[0] for place in stored.values()}, target)
+    names = _names_shown({place[0] for places in stored.values() for place in places}, target)
     first_line: dict[tuple[tuple[str, str, str], str], int] = {}
     for row in rows:
         key = _repo_key(row, target)
@@ -208,14 +217,18 @@ def plan(reading: Reading, target: Target) -> Outcome:
             outcome.problems.append(f"{at_line(reading.name, row.line)}: url: {refused[key]}")
             continue
         repo = repos[key]
-        place = stored.get(row.url)
-        if place is not None and (repo is None or place != (repo.pk, row.number)):
-            where = names.get(place[0])
-            stored_as = (
-                gettext("already stored as issue %(issue)s") % {"issue": f"{where}#{place[1]}"}
-                if where
-                else gettext("already stored as an issue of a repository you do not manage")
-            )
+        here = (repo.pk, row.number) if repo is not None else None
+        taken = [
+            place
+            for place in stored.get(row.url, [])
+            if place != here and (place[0] in names or (repo is not None and place[0] == repo.pk))
+        ]
+        if taken:
+            place = taken[0]
+            where = names.get(place[0]) or str(repo)
+            stored_as = gettext("already stored as issue %(issue)s") % {
+                "issue": f"{where}#{place[1]}"
+            }
             outcome.problems.append(f"{at_line(reading.name, row.line)}: url: {stored_as}")
             continue
         seen = first_line.setdefault((key, row.number), row.line)

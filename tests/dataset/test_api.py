@@ -10,9 +10,11 @@ from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.test import override_settings
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
+from knox.crypto import hash_token
+from knox.models import AuthToken
 from rest_framework.test import APIClient
 
+from annotator.accounts import create_api_token
 from annotator.models import Membership, Project, Role
 from dataset.exports import run_export_job
 from dataset.models import ExportJob
@@ -28,8 +30,7 @@ PERSONAS = ["lead", "annotator", "other_annotator", "researcher", "outsider"]
 
 def api(user) -> APIClient:
     client = APIClient()
-    token, _ = Token.objects.get_or_create(user=user)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {create_api_token(user)[0]}")
     return client
 
 
@@ -296,7 +297,7 @@ def test_token_is_obtained_with_a_password(world, lead):
         reverse("api_token"), {"username": lead.username, "password": PASSWORD}
     )
     assert response.status_code == 200
-    assert response.json()["token"] == Token.objects.get(user=lead).key
+    assert AuthToken.objects.get(user=lead).digest == hash_token(response.json()["token"])
 
 
 def test_schema_and_docs(client, world, lead):

@@ -177,6 +177,16 @@ def test_a_url_list_makes_issues_known_by_url_in_the_forges_repository(
             "https://github.com/vllm-project/vllm/issues/1",  # a repeat is one issue
         ]
     )
+    # Lena added both repositories for her project first (the Repositories page); an upload
+    # takes only repositories the project uses (docs/SECURITY.md, #28 L2).
+    added = [
+        Repository.objects.create(forge=forge, api_url=Repository.DEFAULT_API_URLS[forge],
+                                  owner=owner, name=name)
+        for forge, owner, name in [("github", "vllm-project", "vllm"),
+                                   ("gitee", "mindspore", "mindspore")]
+    ]  # fmt: skip
+    project.scope = {"repository_ids": [repo.pk for repo in added]}
+    project.save(update_fields=["scope"])
     client.force_login(lead)
     with django_capture_on_commit_callbacks(execute=True):
         post(client, project, "urls.txt", urls.encode(), "import")
