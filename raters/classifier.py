@@ -168,6 +168,7 @@ def fit(texts: Sequence[str], targets: Sequence[str]) -> Model:
     from sklearn.feature_selection import SelectKBest, VarianceThreshold, chi2
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
+    from threadpoolctl import threadpool_limits
 
     classes = sorted(set(targets))
     if len(classes) < 2:
@@ -190,7 +191,10 @@ def fit(texts: Sequence[str], targets: Sequence[str]) -> Model:
         LogisticRegression(C=FEATURES["C"], max_iter=300),
     )
     try:
-        with warnings.catch_warnings():
+        # One BLAS thread: lbfgs's steps are small matrix products, and OpenBLAS's threads
+        # spinning on them cost 10x the CPU of one thread on the loaded 2-core host (a fit of
+        # 960 short texts: 2.9 s of CPU against 0.26 s; bench/RESULTS.md).
+        with warnings.catch_warnings(), threadpool_limits(1, user_api="blas"):
             # A small project uses fewer columns than the budget: all are kept, as wanted.
             warnings.filterwarnings("ignore", message=r"k=\d+ is greater than n_features")
             pipeline.fit(list(texts), list(targets))

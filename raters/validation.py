@@ -88,9 +88,9 @@ def rater_figures(rater: MachineRater, finals: dict[int, str]) -> dict[str, Any]
             ]
         )
     scored = [
-        (float(valid[i][1]), hit)
+        (float(confidence), hit)
         for i, hit in zip(ids, hits, strict=True)
-        if valid[i][1] is not None
+        if (confidence := valid[i][1]) is not None
     ]
     bins = reliability([c for c, _ in scored], [hit for _, hit in scored])
     return {
