@@ -1,5 +1,6 @@
 """Saves screenshots of the lead's and the annotator's main pages on the demo project (the
-labeling page also in Chinese).
+labeling page also in Chinese; the raters page after the lead trained a classifier, with its
+reliability diagram).
 
 Usage (from bin/screenshots): python bin/screenshots.py BASE_URL DEMO_PASSWORD OUT_DIR
 """
@@ -42,6 +43,28 @@ def shot(page: Page, out: Path, name: str) -> None:
     print(f"saved {out / name}.png")
 
 
+def raters(page: Page, base: str, project: str, out: Path) -> None:
+    """The raters page with a classifier's reliability diagram: the lead adds a classifier (once)
+    and runs it over every issue (in the request, on the embedded setup), then the page is
+    taken with the validation, the coverage table and the diagram."""
+    visit(page, f"{base}{project}raters/")
+    if page.locator("#rater-figures tr[data-rater='tfidf']").count() == 0:
+        page.fill("#id_name", "tfidf")
+        page.select_option("#id_kind", "classifier")
+        page.click("#add-rater-button")
+        page.wait_for_load_state("load")
+    row = page.locator("#rater-figures tr[data-rater='tfidf']")
+    row.locator("select[name=only]").select_option("all")
+    row.locator("button.run-rater").click()
+    page.wait_for_selector("#runs .job .badge.ok, #runs .job .badge.bad", timeout=300_000)
+    if page.locator("#runs .job .badge.bad").count():
+        error = page.locator("#runs .job .error").first.inner_text()
+        raise SystemExit(f"raters: the classifier's run failed: {error}")
+    visit(page, f"{base}{project}raters/")
+    page.wait_for_selector("svg.reliability-chart")
+    shot(page, out, "raters")
+
+
 def main(base: str, password: str, out_dir: str) -> None:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -67,6 +90,7 @@ def main(base: str, password: str, out_dir: str) -> None:
         lead.locator("#simulator button[type=submit]").click()
         lead.wait_for_selector("#tradeoff-chart circle", timeout=60_000)
         shot(lead, out, "simulator")
+        raters(lead, base, project, out)
 
         annotator = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
         log_in(annotator, base, "demo-annotator-1", password)

@@ -9,7 +9,7 @@ for a final label without a theme). The label is the most probable class.
 
 Its confidence is calibrated (`raters.calibration`): log-loss does not make the model's
 probability of its chosen class the chance that the label is right (on 1,200 synthetic issues
-it said 0.63 on average and was right 78 % of the time, bench/RESULTS.md). A map from that raw
+it said 0.64 on average and was right 80 % of the time, bench/RESULTS.md). A map from that raw
 probability to the share of labels right (`raters.calibration.Calibrator`: scikit-learn's
 isotonic or sigmoid calibration) is fitted on the cross-fitted out-of-fold labels of the final
 issues below, and applied to every label; it is monotone, so no label changes. The raw

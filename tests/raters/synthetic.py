@@ -9,7 +9,7 @@ order). An issue's 40 words are one of its label's own words with probability 0.
 type's with 0.08, and otherwise any word of the vocabulary; 8 % of the issues are written with
 a random label's words (no classifier can be right on them unless it is that label). The
 classifier is right on about 0.8 of them out of sample, and its uncalibrated confidences
-say less than that (a mean of about 0.63): the case #28 measured.
+say less than that (a mean of about 0.64): the case #28 measured.
 
 `add_texted_finals` stores them as final issues of a project (rows in bulk, as
 `tests/raters/conftest.add_finals` does: no submission makes 1,200 finals in a second).
