@@ -54,11 +54,15 @@ def raters(page: Page, base: str, project: str, out: Path) -> None:
         page.click("#add-rater-button")
         page.wait_for_load_state("load")
     row = page.locator("#rater-figures tr[data-rater='tfidf']")
+    runs = page.locator("#runs .job")
+    before = runs.count()
     row.locator("select[name=only]").select_option("all")
     row.locator("button.run-rater").click()
-    page.wait_for_selector("#runs .job .badge.ok, #runs .job .badge.bad", timeout=300_000)
-    if page.locator("#runs .job .badge.bad").count():
-        error = page.locator("#runs .job .error").first.inner_text()
+    runs.nth(before).wait_for(state="attached")  # one more run in the list
+    run = f"#{runs.first.get_attribute('id')}"  # htmx puts the new run first
+    page.wait_for_selector(f"{run} .badge.ok, {run} .badge.bad", timeout=300_000)
+    if page.locator(f"{run} .badge.bad").count():
+        error = page.locator(f"{run} .error").inner_text()
         raise SystemExit(f"raters: the classifier's run failed: {error}")
     visit(page, f"{base}{project}raters/")
     page.wait_for_selector("svg.reliability-chart")
@@ -90,7 +94,6 @@ def main(base: str, password: str, out_dir: str) -> None:
         lead.locator("#simulator button[type=submit]").click()
         lead.wait_for_selector("#tradeoff-chart circle", timeout=60_000)
         shot(lead, out, "simulator")
-        raters(lead, base, project, out)
 
         annotator = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
         log_in(annotator, base, "demo-annotator-1", password)
@@ -105,6 +108,9 @@ def main(base: str, password: str, out_dir: str) -> None:
         log_in(chinese, base, "demo-annotator-1", password)
         visit(chinese, f"{base}{project}label/")
         shot(chinese, out, "labeling-zh-hans")
+        # Last: the classifier trains on the demo's final issues (20 at least), and a run that
+        # fails stops the script with its reason after every other page was saved.
+        raters(lead, base, project, out)
         browser.close()
 
 
