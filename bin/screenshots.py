@@ -1,5 +1,6 @@
 """Saves screenshots of the lead's and the annotator's main pages on the demo project (the
-labeling page and the lead's project page also in Chinese).
+labeling page and the lead's project page also in Chinese; the raters page after the lead trained
+a classifier, with its reliability diagram).
 
 Usage (from bin/screenshots): python bin/screenshots.py BASE_URL DEMO_PASSWORD OUT_DIR
 """
@@ -40,6 +41,32 @@ def shot(page: Page, out: Path, name: str) -> None:
     page.wait_for_load_state("networkidle")
     page.screenshot(path=str(out / f"{name}.png"), full_page=True)
     print(f"saved {out / name}.png")
+
+
+def raters(page: Page, base: str, project: str, out: Path) -> None:
+    """The raters page with a classifier's reliability diagram: the lead adds a classifier (once)
+    and runs it over every issue (in the request, on the embedded setup), then the page is
+    taken with the validation, the coverage table and the diagram."""
+    visit(page, f"{base}{project}raters/")
+    if page.locator("#rater-figures tr[data-rater='tfidf']").count() == 0:
+        page.fill("#id_name", "tfidf")
+        page.select_option("#id_kind", "classifier")
+        page.click("#add-rater-button")
+        page.wait_for_load_state("load")
+    row = page.locator("#rater-figures tr[data-rater='tfidf']")
+    runs = page.locator("#runs .job")
+    before = runs.count()
+    row.locator("select[name=only]").select_option("all")
+    row.locator("button.run-rater").click()
+    runs.nth(before).wait_for(state="attached")  # one more run in the list
+    run = f"#{runs.first.get_attribute('id')}"  # htmx puts the new run first
+    page.wait_for_selector(f"{run} .badge.ok, {run} .badge.bad", timeout=300_000)
+    if page.locator(f"{run} .badge.bad").count():
+        error = page.locator(f"{run} .error").inner_text()
+        raise SystemExit(f"raters: the classifier's run failed: {error}")
+    visit(page, f"{base}{project}raters/")
+    page.wait_for_selector("svg.reliability-chart")
+    shot(page, out, "raters")
 
 
 def main(base: str, password: str, out_dir: str) -> None:
@@ -86,6 +113,9 @@ def main(base: str, password: str, out_dir: str) -> None:
         log_in(chinese_lead, base, "demo-lead", password)
         visit(chinese_lead, f"{base}{project}")
         shot(chinese_lead, out, "project-zh-hans")
+        # Last: the classifier trains on the demo's final issues (20 at least), and a run that
+        # fails stops the script with its reason after every other page was saved.
+        raters(lead, base, project, out)
         browser.close()
 
 

@@ -296,6 +296,8 @@ def machine_raters(facts: ReleaseFacts) -> list[str]:
             f"{_fmt(v['kappa_type'])} (type), {_fmt(v['kappa_theme'])} (theme); accuracy at "
             f"theme level {_fmt(v['accuracy_theme'])}; invalid outputs "
             f"{_fmt(v['invalid_rate'])}.",
+            f"- Calibration of its confidences on those issues: expected calibration error "
+            f"{_fmt(v.get('ece'))} (10 equal-width bins; none without confidences).",
             f"- Parameters: `{_cell(json.dumps(r['parameters'], sort_keys=True))}`",
             f"- {r['prompt']['kind'].capitalize()} (SHA-256 `{r['prompt']['sha256']}`; its "
             f"labels carry {r['distinct_prompt_hashes']} distinct full prompt hashes):",

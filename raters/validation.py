@@ -3,7 +3,9 @@
 Per rater, on the final issues it labeled: n (valid labels), Cohen's kappa against the final
 label at type and theme level, accuracy at theme level, the invalid-output rate (invalid
 labels among all its current labels on final issues), and an accuracy-coverage curve: for each
-confidence threshold, the share of the n labels at or above it and their accuracy. Beside them
+confidence threshold, the share of the n labels at or above it and their accuracy; and how
+well its confidences are calibrated (`raters.calibration`): the reliability bins and the
+expected calibration error over the labels that have a confidence. Beside them
 the human annotators' kappa against the final label at theme level (median, min and max over
 annotators, from `agreement.measures`), and Cohen's kappa between every pair of machine raters
 on the issues both labeled validly.
@@ -31,6 +33,7 @@ from agreement.measures import cohen, load_labels
 from annotator.models import Project
 from raters.alt_test import human_theme_codes, rater_alt_test
 from raters.backends import theme_code, type_code
+from raters.calibration import expected_calibration_error, reliability
 from raters.models import MachineLabel, MachineRater
 from raters.runs import final_codes
 
@@ -87,6 +90,12 @@ def rater_figures(rater: MachineRater, finals: dict[int, str]) -> dict[str, Any]
                 sum(kept) / len(kept) if kept else None,
             ]
         )
+    scored = [
+        (float(confidence), hit)
+        for i, hit in zip(ids, hits, strict=True)
+        if (confidence := valid[i][1]) is not None
+    ]
+    bins = reliability([c for c, _ in scored], [hit for _, hit in scored])
     return {
         "name": rater.name,
         "kind": rater.kind,
@@ -100,6 +109,8 @@ def rater_figures(rater: MachineRater, finals: dict[int, str]) -> dict[str, Any]
         "accuracy_theme": sum(hits) / len(hits) if hits else None,
         "invalid_rate": (len(on_final) - len(valid)) / len(on_final) if on_final else None,
         "coverage": coverage,
+        "ece": expected_calibration_error(bins),
+        "reliability": bins,
     }
 
 

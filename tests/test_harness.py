@@ -62,6 +62,7 @@ WRITES_FINALS_BY_HAND = {
     "tests/dataset/test_filters.py": "two projects' rows tripled to count queries",
     "tests/labeling/test_final_agreement.py": "type-only labels the picker does not submit",
     "tests/raters/conftest.py": "synthetic corpora of hundreds of finals for the classifier",
+    "tests/raters/synthetic.py": "1,200 synthetic texted finals for the calibration (#28)",
     "tests/raters/test_classifier.py": "a unique-token final the in-sample model memorizes",
     "tests/raters/test_retrain.py": "finals without a code, which no submission makes",
 }

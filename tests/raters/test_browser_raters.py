@@ -5,11 +5,13 @@ the rater enlisted beside the human-only rule."""
 from __future__ import annotations
 
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 from django.urls import reverse
 
 from raters.models import MachineRater, RaterRun
 from raters.runs import run_rater
 from raters.validation import validation_report
+from tests.axe import blocking_violations
 from tests.conftest import first_saved, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -50,6 +52,13 @@ def test_a_lead_adds_runs_and_reads_a_classifier(page, live_server, project, lea
     assert row.locator("td.kappa-theme").inner_text() == f"{figures['kappa_theme']:.3f}"
     assert row.locator("td.kappa-type").inner_text() == f"{figures['kappa_type']:.3f}"
     assert "median" in page.locator("#human-kappa").inner_text()
+    # The reliability diagram, its table for screen readers, and nothing axe-core refuses.
+    figure = page.locator('#reliability figure[data-rater="tfidf"]')
+    assert figure.locator("svg.reliability-chart").is_visible()
+    assert f"{figures['ece']:.3f}" in figure.locator("figcaption").inner_text()
+    figure.locator("summary").click()
+    assert figure.locator("table tbody tr").count() == 10
+    assert not blocking_violations(page, Axe(), "raters page")
 
     # The trade-off: the simulator replays the labels with the rater's confident labels as a vote.
     page.goto(live_server.url + reverse("policy_simulator", args=[project.pk]))

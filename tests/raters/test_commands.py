@@ -39,14 +39,18 @@ def test_the_lead_adds_runs_and_reads_a_classifier_from_the_command_line(project
         "invalid_rate",
         "coverage",
         "alt_test",
+        "ece",
+        "reliability",
     }
     assert (row["name"], row["kind"], row["n"]) == ("tfidf", "classifier", 60)
     assert all(len(point) == 3 for point in row["coverage"])
+    assert 0 <= row["ece"] <= 1 and sum(b[2] for b in row["reliability"]) == 60
     assert set(report["human"]) == {"kappa_theme_median", "kappa_theme_min", "kappa_theme_max"}
     assert report["model_model"] == []
 
     text = _call("raters", "--project", project.name)
     assert f"tfidf (classifier): n 60, kappa type {row['kappa_type']:.3f}" in text
+    assert f"calibration: expected calibration error {row['ece']:.3f} (10 bins)" in text
     assert "human annotators, kappa theme: median" in text
 
 

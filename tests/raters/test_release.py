@@ -23,6 +23,7 @@ from labeling.models import Resolution
 from raters import prompt
 from raters.models import MachineLabel, MachineRater
 from raters.runs import create_run, run_rater
+from raters.validation import validation_report
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fit_once")]
 
@@ -91,6 +92,8 @@ def test_the_datasheet_describes_each_machine_rater(rated, lead, export_root):
     assert "Kind: classifier; model: `tfidf-logreg`; version 1" in classifier
     assert f"{kappa_type:.3f} (type), {kappa_theme:.3f} (theme)" in classifier
     assert "Validation on 60 final issues" in classifier
+    ece = validation_report(rated)["raters"][0]["ece"]
+    assert f"expected calibration error {ece:.3f} (10 equal-width bins" in classifier
     assert "Enlisted in the stopping rule: no (confidence threshold 0.900)" in classifier
     assert '"chi2_best_columns": 5000' in classifier and '"C": 10.0' in classifier
     assert "trained" in classifier and "on 60 final issues" in classifier
@@ -114,6 +117,8 @@ def test_the_metadata_lists_the_machine_labels_and_describes_the_raters(rated, l
     described = {r["name"]: r for r in package["machine_raters"]}
     assert set(described) == {"bag-of-words", "local-llm"}
     assert described["bag-of-words"]["validation"]["n"] == 60
+    assert described["bag-of-words"]["validation"]["ece"] is not None
+    assert sum(b[2] for b in described["bag-of-words"]["validation"]["reliability"]) == 60
     assert described["local-llm"]["enlisted"] is True
     assert json.loads(files["machine_raters.json"])["machine_raters"] == package["machine_raters"]
     assert files["machine_labels.csv"].decode().count("bag-of-words") == 60

@@ -42,6 +42,14 @@ class Command(BaseCommand):
                 "  coverage: "
                 + ", ".join(f">={t}: {c:.2f} at {_f(a)}" for t, c, a in row["coverage"])
             )
+            self.stdout.write(
+                f"  calibration: expected calibration error {_f(row['ece'])} (10 bins); "
+                + ", ".join(
+                    f"({low}, {high}]: n {n}, confidence {_f(mean)}, accuracy {_f(accuracy)}"
+                    for low, high, n, mean, accuracy in row["reliability"]
+                    if n
+                )
+            )
         human = report["human"]
         self.stdout.write(
             f"human annotators, kappa theme: median {_f(human['kappa_theme_median'])}, "
