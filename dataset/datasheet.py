@@ -401,7 +401,8 @@ def write_datasheet(facts: ReleaseFacts, out: TextIO) -> None:
         "(text, comments, every label revision), the taxonomy detail CSVs (`taxonomy/`), "
         "`table_one.csv`, `agreement.csv`, `changes.csv`, the machine raters' labels and "
         "descriptions (`machine_labels.csv`, `machine_raters.json`); `datapackage.json` and "
-        "`croissant.json` describe them, `manifest.json` lists each file's SHA-256.",
+        "`croissant.json` describe them, `README.md` (a HuggingFace dataset card) names the "
+        "tables `datasets.load_dataset` reads, `manifest.json` lists each file's SHA-256.",
         "",
     ]
     lines += sources(facts)

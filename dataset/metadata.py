@@ -12,6 +12,15 @@
   `machine_raters.json` (`raters.describe`) describes every rater, and datapackage.json carries
   the same list as its `machine_raters` property; croissant.json's machine-labels record set
   names each rater, model, version and whether it is enlisted.
+- A HuggingFace dataset card (`README.md`): its YAML `configs` make `datasets.load_dataset(
+  <release directory>, <config>)` read every CSV table, one config per table with rows (its name
+  the Data Package resource name; `final-labels` the default). A table without rows (a header
+  alone: no machine rater, no change since the previous release) is left out of the configs,
+  since `load_dataset` refuses a file with no data ("corresponds to no data"), and the card names
+  it as empty; datapackage.json and croissant.json still describe its columns. `datasets` reads
+  every config of a directory with the one builder it infers from the first config's files (the
+  csv builder here), so `issues.jsonl` is no config: the card shows how to load it with the json
+  builder.
 - CITATION.cff 1.2.0: title, version, date, authors and licence as the release was made with
   them (`Release.title`, `.authors`, `.licence`, prefilled from the project). Authors one per
   line: "Family, Given[, ORCID]" is a person, "Name[, ORCID]" an organisation
@@ -406,6 +415,123 @@ def data_package(facts: ReleaseFacts, directory: Path) -> dict[str, Any]:
 def write_datapackage(facts: ReleaseFacts, directory: Path, out: TextIO) -> None:
     json.dump(data_package(facts, directory), out, indent=2, ensure_ascii=False)
     out.write("\n")
+
+
+# -- The HuggingFace dataset card ---------------------------------------------------------------
+
+DEFAULT_CONFIG = "final_labels.csv"
+ISSUES = "issues.jsonl"
+
+
+def data_rows(path: Path) -> int:
+    """The data rows of a written table: a CSV's rows after its header (none without a header),
+    a JSON Lines file's non-blank lines."""
+    if path.suffix == ".jsonl":
+        with open(path, encoding="utf-8") as fh:
+            return sum(1 for line in fh if line.strip())
+    _, rows, _ = read_csv(path)
+    return len(rows)
+
+
+def hf_configs(facts: ReleaseFacts, directory: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """(the dataset card's `configs`, the tables left out because they have no rows): one
+    config per CSV table with rows, named as its Data Package resource, the final labels first
+    and the default (`datasets` reads all configs with the builder of the first)."""
+    configs: list[dict[str, Any]] = []
+    empty: list[str] = []
+    for entry in facts.files:
+        name = entry["name"]
+        if Path(name).suffix != ".csv":
+            continue
+        if data_rows(directory / name) == 0:
+            empty.append(name)
+            continue
+        config: dict[str, Any] = {
+            "config_name": resource_name(name),
+            "data_files": [{"split": "train", "path": name}],
+        }
+        if name == DEFAULT_CONFIG:
+            config["default"] = True
+        configs.append(config)
+    configs.sort(key=lambda c: not c.get("default", False))
+    return configs, empty
+
+
+def _empty_reason(name: str, facts: ReleaseFacts) -> str:
+    if name == "machine_labels.csv":
+        return "no machine rater has labeled an issue of this release"
+    if name == "changes.csv":
+        return "first release" if facts.previous is None else "no change since the last release"
+    return "no rows in this release"
+
+
+def dataset_card(facts: ReleaseFacts, directory: Path) -> str:
+    """`README.md`: a HuggingFace dataset card whose YAML says which files `load_dataset` reads."""
+    configs, empty = hf_configs(facts, directory)
+    header: dict[str, Any] = {
+        "pretty_name": f"{title_of(facts)} {facts.release.version}",
+        "license": licence_of(facts).lower(),
+        "tags": ["issue reports", "labeled dataset", "taxonomy"],
+        "configs": configs,
+    }
+    default = next(
+        (c["config_name"] for c in configs if c.get("default")), configs[0]["config_name"]
+    )
+    lines = [
+        "---",
+        yaml.safe_dump(header, sort_keys=False, allow_unicode=True, width=100).rstrip(),
+        "---",
+        "",
+        f"# {title_of(facts)} {facts.release.version}",
+        "",
+        facts.project.description or f"The labeled issues of {facts.project.name}.",
+        "",
+        "`DATASHEET.md` says how the data were made and `CITATION.cff` how to cite them; every "
+        "file is described in `datapackage.json` (Frictionless Data Package, with a Table Schema "
+        "per table) and `croissant.json` (ML Croissant), and listed with its SHA-256 in "
+        "`manifest.json`.",
+        "",
+        "## Loading",
+        "",
+        "```python",
+        "from datasets import load_dataset",
+        "",
+        f'table = load_dataset("path/to/this/directory", "{default}", split="train")',
+        f'issues = load_dataset("json", data_files="path/to/this/directory/{ISSUES}", '
+        'split="train")',
+        "```",
+        "",
+        "Every table with rows is a config (the CSV files; the JSON Lines through the json "
+        "builder, as above):",
+        "",
+        "| config | file | rows | what |",
+        "| --- | --- | --- | --- |",
+    ]
+    for config in configs:
+        path = config["data_files"][0]["path"]
+        lines.append(
+            f"| `{config['config_name']}` | `{path}` | {data_rows(directory / path)} "
+            f"| {_description(path)} |"
+        )
+    if (directory / ISSUES).exists():
+        lines.append(
+            f"| (json builder) | `{ISSUES}` | {data_rows(directory / ISSUES)} "
+            f"| {_description(ISSUES)} |"
+        )
+    if empty:
+        lines += [
+            "",
+            "Tables without rows in this release hold their header alone; `datapackage.json` and "
+            "`croissant.json` describe their columns, but they are not configs, since "
+            "`load_dataset` cannot load a file without data:",
+            "",
+        ]
+        lines += [f"- `{name}`: {_empty_reason(name, facts)}" for name in empty]
+    return "\n".join(lines) + "\n"
+
+
+def write_dataset_card(facts: ReleaseFacts, directory: Path, out: TextIO) -> None:
+    out.write(dataset_card(facts, directory))
 
 
 def bibtex(facts: ReleaseFacts) -> str:

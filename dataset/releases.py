@@ -13,7 +13,8 @@ writers) plus:
   raters' current labels and what each rater is (header / empty list without raters);
 - `datapackage.json` (Frictionless Data Package, a Table Schema per CSV with the taxonomy's
   codes as enums), `croissant.json` (ML Croissant 1.0), `CITATION.cff`, `DATASHEET.md`
-  (`dataset.datasheet`);
+  (`dataset.datasheet`), `README.md` (a HuggingFace dataset card whose `configs` are the tables
+  with rows: `datasets.load_dataset` refuses a header-only file);
 - `manifest.json`: every other file with its SHA-256 and size.
 
 Immutability: the files are built in a private directory, zipped to a temporary name and
@@ -90,6 +91,8 @@ FINAL_LABELS = "final_labels.csv"
 CHANGES = "changes.csv"
 MACHINE_LABELS = "machine_labels.csv"
 MACHINE_RATERS = "machine_raters.json"
+# The HuggingFace dataset card: which tables `datasets.load_dataset` reads (`metadata`).
+DATASET_CARD = "README.md"
 FINAL_COLUMNS = [
     "issue_url",
     "repository",
@@ -461,7 +464,7 @@ def _write_files(
     machine_raters = describe_raters(project)
     steps.append((MACHINE_LABELS, lambda out: write_machine_labels_csv(ctx, out)))
     steps.append((MACHINE_RATERS, lambda out: write_machine_raters(machine_raters, out)))
-    total = len(steps) + 5
+    total = len(steps) + 6
     for n, (name, write) in enumerate(steps):
         progress(name, n, total)
         _write(directory, name, write)
@@ -511,10 +514,18 @@ def _write_files(
     _write(directory, "CITATION.cff", lambda out: metadata.write_citation(facts, out))
     progress("DATASHEET.md", len(steps) + 4, total)
     _write(directory, "DATASHEET.md", lambda out: datasheet.write_datasheet(facts, out))
+    progress(DATASET_CARD, len(steps) + 5, total)
+    _write(directory, DATASET_CARD, lambda out: metadata.write_dataset_card(facts, directory, out))
 
     files = data_files + [
         _file_entry(directory, name)
-        for name in ("datapackage.json", "croissant.json", "CITATION.cff", "DATASHEET.md")
+        for name in (
+            "datapackage.json",
+            "croissant.json",
+            "CITATION.cff",
+            "DATASHEET.md",
+            DATASET_CARD,
+        )
     ]
     manifest = {
         "project": project.name,

@@ -1,8 +1,12 @@
 """A small demo project so a newcomer has something to label at once.
 
 The issues are invented (the forges are out of reach offline) but shaped like real reports to
-LLM frameworks: environment, code blocks, tracebacks, maintainers' replies. The demo accounts fill
-every labeling role; they share one generated password kept in DATA_DIR, never in code.
+LLM frameworks: environment, code blocks, tracebacks, maintainers' replies. Each carries in the
+data file (`demo_data/issues.json`) the `label` its volunteers give it in the demo's history (a
+sub-theme code, or `FP:<reason>` for an issue that is not LLM-related), and the issues of a theme
+are written with that theme's own words, so that a classifier rater trained on the history's
+final issues learns something. The demo accounts fill every labeling role, and demo-lead may
+create projects; they share one generated password kept in DATA_DIR, never in code.
 """
 
 from __future__ import annotations
@@ -15,9 +19,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.db import transaction
-from django.db.models import Max
 from django.utils import timezone
 
 from annotator.models import Membership, Project, Role
@@ -52,6 +55,9 @@ DEMO_ACCOUNTS = [
     ("demo-annotator-3", Role.ANNOTATOR),
     ("demo-researcher", Role.RESEARCHER),
 ]
+# The demo account an admin gave `annotator.add_project`, so a newcomer can try *New project*
+# (annotator.permissions.may_create_project) without the admin account.
+DEMO_PROJECT_CREATOR = "demo-lead"
 
 
 @dataclass
@@ -160,85 +166,124 @@ def load_demo(seed: int = 7, history: bool = False) -> DemoResult:
         Membership.objects.get_or_create(
             project=project, user=user, defaults={"role": role, "pseudonym": f"rater-{n}"}
         )
+        if username == DEMO_PROJECT_CREATOR:
+            user.user_permissions.add(
+                Permission.objects.get(content_type__app_label="annotator", codename="add_project")
+            )
     if history:
         add_history(project, seed)
     return DemoResult(project, True, password_file)
 
 
-# The demo's history: the other two volunteers have labeled the first issues of the queue over
-# the last days, and demo-annotator-1 some of them, so the dashboard, the issue list, the
-# disagreement queue and the agreement report have something to show on first look, and
-# demo-annotator-1's first labels complete issues.
-HISTORY_ISSUES = 12
-HISTORY_COMPLETE = 8
-HISTORY_DAYS = 10
+# The demo's history: the three volunteers have labeled the first issues of the queue over the
+# last weeks, enough final issues for a classifier rater to train and validate on
+# (`raters.classifier.MIN_FINALS`; cross-fitted, so each final is labeled by a model that did
+# not see it). A few complete issues wait in the lead's disagreement queue, and on the next few
+# two volunteers have labeled, so demo-annotator-1's first labels complete issues. The rest of
+# the queue is open.
+HISTORY_COMPLETE = 76
+HISTORY_WAITING = 6
+HISTORY_ISSUES = HISTORY_COMPLETE + HISTORY_WAITING
+HISTORY_DAYS = 21
 # Of the complete issues, these (by queue position) get a dissenting label.
-HISTORY_DISAGREEMENTS = (1, 4, 6)
-# Type codes of the study's taxonomy by the words of an issue's forge labels.
-_TYPE_WORDS = (("B", ("feature", "requirement", "rfc")), ("A", ("question", "usage", "docs")))
+HISTORY_DISAGREEMENTS = (1, 4, 6, 23, 41, 58)
+# Who labels a history issue: the volunteers who came first, then demo-annotator-1.
+_HISTORY_LABELERS = ("demo-annotator-2", "demo-annotator-3", "demo-annotator-1")
 
 
-def _type_code(forge_labels: list[str]) -> str:
-    text = " ".join(forge_labels).lower()
-    for code, words in _TYPE_WORDS:
-        if any(word in text for word in words):
-            return code
-    return "C"  # a bug
-
-
-def _label(nodes: list[TaxonomyNode], type_code: str, rng: random.Random) -> Label:
-    sub_theme = rng.choice([n for n in nodes if n.code.startswith(type_code + ".")])
+def _label(code: str, nodes: dict[str, TaxonomyNode]) -> Label:
+    """The label of an issue's `label` in the data file: a sub-theme code, or `FP:<reason>`."""
+    if code.startswith("FP:"):
+        return Label(is_false_positive=True, false_positive_reason=code.removeprefix("FP:"))
+    sub_theme = nodes[code]
     theme = sub_theme.parent
     assert theme is not None and theme.parent_id is not None
     return Label(issue_type_id=theme.parent_id, theme_id=theme.pk, sub_theme_id=sub_theme.pk)
 
 
+def _dissent(code: str, nodes: dict[str, TaxonomyNode], rng: random.Random) -> str:
+    """A plausible other label: a sibling sub-theme if the theme has one, else a sub-theme of
+    another theme of the same type (a bug for a false positive)."""
+    prefix = "C." if code.startswith("FP:") else code.rsplit(".", 1)[0] + "."
+    siblings = sorted(c for c in nodes if c.startswith(prefix) and c.count(".") == 2 and c != code)
+    if not siblings:
+        kind = code.split(".", 1)[0] + "."
+        siblings = sorted(c for c in nodes if c.startswith(kind) and c.count(".") == 2)
+        siblings.remove(code)
+    return rng.choice(siblings)
+
+
 def add_history(project: Project, seed: int = 7) -> int:
-    """Label the first issues of a fresh demo project through the queue, as volunteers would,
-    and spread the labels over the last days. Returns the number of labels given."""
-    annotators = {
+    """Label the first issues of a fresh demo project through the queue, as volunteers would
+    (each issue with the label its data gives, one volunteer dissenting on the
+    `HISTORY_DISAGREEMENTS`), and spread the labels over the last days. Returns the number of
+    labels given."""
+    members = {
         m.user.username: m.user
         for m in Membership.objects.filter(project=project, role=Role.ANNOTATOR).select_related(
             "user"
         )
     }
-    others = [annotators[name] for name in ("demo-annotator-2", "demo-annotator-3")]
-    first = annotators["demo-annotator-1"]
-    sub_themes = list(
-        TaxonomyNode.objects.filter(
+    labelers = [members[name] for name in _HISTORY_LABELERS]
+    nodes = {
+        node.code: node
+        for node in TaxonomyNode.objects.filter(
             version=project.taxonomy_version, level=TaxonomyNode.Level.SUB_THEME
         ).select_related("parent")
-    )
+    }
+    codes = {
+        (spec["repo"], spec["number"]): spec["label"]
+        for spec in json.loads(DATA_FILE.read_text(encoding="utf-8"))["issues"]
+    }
     rng = random.Random(seed)
     items = list(
         ProjectIssue.objects.filter(project=project)
-        .select_related("issue")
+        .select_related("issue__repository")
         .order_by("position")[:HISTORY_ISSUES]
     )
-    chosen = {item.pk: _label(sub_themes, _type_code(item.issue.labels), rng) for item in items}
     given = 0
     for position, item in enumerate(items):
-        labelers = others + ([first] if position < HISTORY_COMPLETE else [])
-        for n, user in enumerate(labelers):
+        repo = item.issue.repository
+        code = codes[(f"{repo.owner}/{repo.name}", item.issue.number)]
+        dissenter = None
+        if position in HISTORY_DISAGREEMENTS:
+            dissenter = HISTORY_DISAGREEMENTS.index(position) % len(labelers)
+        count = len(labelers) if position < HISTORY_COMPLETE else len(labelers) - 1
+        for n, user in enumerate(labelers[:count]):
             served = queue.next_issue_id_for(user, project)
             if served != item.pk:
                 raise RuntimeError(f"demo history: {user.username} was served {served}")
-            label = chosen[item.pk]
-            if n == len(labelers) - 1 and position in HISTORY_DISAGREEMENTS:
-                label = _label(sub_themes, _type_code(item.issue.labels), rng)
+            label = _label(_dissent(code, nodes, rng) if n == dissenter else code, nodes)
             submission.submit(user, project, item.pk, label)
             given += 1
-    # Spread the labels over the last days (oldest issue first) for the pace and the charts.
+    _spread_over_days(project, items)
+    return given
+
+
+def _spread_over_days(project: Project, items: list[ProjectIssue]) -> None:
+    """Date the labels over the last HISTORY_DAYS (oldest issue first, a few minutes between
+    an issue's labels) for the pace and the charts; a final label is decided with the last."""
     now = timezone.now()
+    annotations = list(
+        Annotation.objects.filter(project=project, issue__in=[item.issue_id for item in items])
+        .order_by("id")
+        .only("id", "issue_id", "created_at")
+    )
+    by_issue: dict[int, list[Annotation]] = {}
+    for annotation in annotations:
+        by_issue.setdefault(annotation.issue_id, []).append(annotation)
+    last: dict[int, datetime] = {}
     for position, item in enumerate(items):
         day = now - timedelta(days=HISTORY_DAYS * (len(items) - position) / len(items))
-        for n, annotation in enumerate(
-            Annotation.objects.filter(project=project, issue=item.issue).order_by("id")
-        ):
+        for n, annotation in enumerate(by_issue.get(item.issue_id, [])):
             annotation.created_at = day + timedelta(minutes=7 * n)
-            annotation.save(update_fields=["created_at"])
-        last = Annotation.objects.filter(project=project, issue=item.issue).aggregate(
-            t=Max("created_at")
-        )["t"]
-        Resolution.objects.filter(project=project, issue=item.issue).update(decided_at=last)
-    return given
+            last[item.issue_id] = annotation.created_at
+    Annotation.objects.bulk_update(annotations, ["created_at"], batch_size=500)
+    resolutions = list(
+        Resolution.objects.filter(project=project, issue_id__in=list(last)).only(
+            "id", "issue_id", "decided_at"
+        )
+    )
+    for resolution in resolutions:
+        resolution.decided_at = last[resolution.issue_id]
+    Resolution.objects.bulk_update(resolutions, ["decided_at"], batch_size=500)

@@ -4,8 +4,10 @@ compares and downloads, the annotator and the outsider find nothing (404)."""
 from __future__ import annotations
 
 import hashlib
+import html
 import io
 import json
+import re
 import zipfile
 
 import pytest
@@ -39,6 +41,29 @@ def study(taxonomy_version, lead, annotator, researcher, outsider, export_root):
 
 def _done(project: Project, user, version: str, note: str = "") -> Release:
     return build_release(create_release(project, user, version, note).pk)
+
+
+def test_a_researcher_on_an_empty_releases_page_is_told_who_makes_releases(
+    client, project, lead, researcher
+):
+    """Rita (researcher) finds no release yet and no form: the page says the project's leads
+    make releases. Lena (lead) gets the form instead, and not that sentence."""
+
+    def who_releases(page: str) -> str | None:
+        found = re.search(r'<p class="hint" id="who-releases">(.*?)</p>', page, re.S)
+        return html.unescape(found.group(1)) if found else None
+
+    url = reverse("releases", args=[project.pk])
+    client.force_login(lead)
+    page = client.get(url).content.decode()
+    assert 'id="release-form"' in page and who_releases(page) is None
+    client.force_login(researcher)
+    page = client.get(url).content.decode()
+    assert 'id="no-releases"' in page and 'id="release-form"' not in page
+    assert "made by the project's leads" in (who_releases(page) or "")
+    # The same in Chinese.
+    page = client.get(url, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "负责人" in (who_releases(page) or "")
 
 
 def test_the_lead_freezes_a_release_on_the_page_and_watches_it_build(client, study, lead):
