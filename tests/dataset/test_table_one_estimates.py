@@ -77,13 +77,18 @@ def test_rita_reads_estimated_shares_beside_the_counts(client, project, research
         e for e in by_repository["estimates"] if e["by"] == "vllm-project/vllm" and e["code"] == "C"
     )
     shown = re.search(
-        r'data-code="C">([0-9.]+) %</span> <span class="estimated-interval">\(([0-9.]+)–([0-9.]+)\)',
+        r'data-code="C">([0-9.]+) %</span><br><span class="estimated-interval">\(([0-9.]+)–([0-9.]+)\)',
         vllm_row,
     )
     assert shown is not None
     share, low, high = (float(x) for x in shown.groups())
     assert share == pytest.approx(100 * bug["share"], abs=0.051)
     assert (low, high) == pytest.approx((100 * bug["ci_low"], 100 * bug["ci_high"]), abs=0.051)
+
+    # In Chinese, the note and the columns' headings are Chinese.
+    chinese = client.get(reverse("table_one", args=[project.pk]), HTTP_ACCEPT_LANGUAGE="zh-hans")
+    text = chinese.content.decode()
+    assert "问题（估计）" in text and "误报（估计）" in text and "预测驱动推断" in text
 
 
 def test_an_annotator_sees_the_counts_alone(client, project, annotator, enlisted):
@@ -119,8 +124,9 @@ def test_the_better_rater_is_taken_and_another_may_be_chosen(
 
     other = Project.objects.create(name="Other study", taxonomy_version=taxonomy_version)
     foreign = MachineRater.objects.create(project=other, name="theirs", kind="classifier")
-    bad = _api(researcher, project, rater=foreign.pk)
-    assert bad.status_code == 400 and "rater" in bad.json()
+    for wrong in (foreign.pk, "x", "99999999999999999999999"):
+        bad = _api(researcher, project, rater=wrong)
+        assert bad.status_code == 400 and "rater" in bad.json(), wrong
     client.force_login(researcher)
     page = client.get(reverse("table_one", args=[project.pk]), {"rater": "x"})
     assert page.status_code == 400 and b'id="rater-errors"' in page.content
@@ -136,7 +142,7 @@ def test_a_project_whose_every_issue_is_final_has_nothing_to_estimate(
     client.force_login(researcher)
     page = client.get(reverse("table_one", args=[project.pk]), {"rater": rater.pk})
     assert b"there is nothing to estimate" in page.content
-    assert b"estimated share (95" not in page.content
+    assert b"estimated-share" not in page.content
 
 
 def test_a_row_of_several_repositories_has_no_estimate(project, repository, researcher, enlisted):
