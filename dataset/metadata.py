@@ -466,16 +466,23 @@ def rater_summary(facts: ReleaseFacts) -> str:
     )
 
 
+ALT_TEST_BRIEF = ("epsilon", "enough_data", "passed", "winning_rate", "advantage_probability")
+
+
 def estimated_with_machine_help(facts: ReleaseFacts) -> list[dict[str, Any]]:
-    """The raters whose estimates a release carries (`raters.reporting`), in brief."""
+    """The raters whose estimates a release carries (`raters.reporting`), in brief: the rater,
+    its version and alternative annotator test, the method and the human sample."""
     out = []
     for r in facts.machine_raters:
         found = r.get("estimates") or {}
         if found.get("status") == "estimated":
             overall = found["type"]
+            test = (r.get("validation") or {}).get("alt_test") or {}
             out.append(
                 {
                     "rater": r["name"],
+                    "rater_version": overall["rater_version"],
+                    "alt_test": {k: test.get(k) for k in ALT_TEST_BRIEF},
                     "method": overall["method"],
                     "sample": overall["sample"],
                     "n_human": overall["n_human"],

@@ -119,6 +119,9 @@ def test_a_release_of_a_sampled_project_carries_the_estimates(
     [brief] = package["estimates_with_machine_help"]
     assert brief["rater"] == "their-model" and brief["n_human"] == 70
     assert brief["sample"]["seed"] == project.queue_seed
+    assert brief["sample"]["rule"].startswith("the longest prefix of the seeded queue order")
+    assert brief["alt_test"]["passed"] is True
+    assert brief["alt_test"]["advantage_probability"] == test["advantage_probability"]
     assert "estimated with machine help" in package["description"]
     croissant = json.loads(files["croissant.json"])
     assert "estimated with machine help" in croissant["description"]
