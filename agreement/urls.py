@@ -3,7 +3,6 @@ from django.urls import path
 from agreement import views
 
 urlpatterns = [
-    path("projects/<int:project_id>/table-one/", views.table_one_page, name="table_one"),
     path(
         "projects/<int:project_id>/agreement/",
         views.agreement_report_page,

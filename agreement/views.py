@@ -1,5 +1,6 @@
-"""The agreement report page (leads, admins and researchers, as the API), Table I, the
-label audit (leads and admins) and the policy simulator (leads)."""
+"""The agreement report page (leads, admins and researchers, as the API), the label audit
+(leads and admins) and the policy simulator (leads). Table I's page is `dataset.table_one_views`
+(its estimated columns come from `raters`)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,10 @@ from agreement.forms import (
     MAX_AUDIT_ROWS,
     AuditForm,
     SimulatorForm,
-    TableOneForm,
 )
-from agreement.permissions import AGREEMENT_ROLES, AUDIT_ROLES, TABLE_ONE_ROLES
+from agreement.permissions import AGREEMENT_ROLES, AUDIT_ROLES
 from agreement.report_page import report_page
 from agreement.simulation import SimulationError, cached_tradeoff, chart, machine_tradeoff
-from agreement.table_one import COUNT_ISSUES, TYPE_COLUMNS, YEARS, table_one, table_one_records
 from annotator.models import LEAD_ROLES
 from annotator.permissions import membership_or_404
 from labeling import taxonomy_history as history
@@ -58,26 +57,6 @@ def label_audit_page(request, project_id: int):
         accuracy_definition=gettext(ACCURACY_DEFINITION),
     )
     return render(request, "agreement/audit.html", context)
-
-
-@login_required
-def table_one_page(request, project_id: int):
-    membership = membership_or_404(request.user, project_id, roles=TABLE_ONE_ROLES)
-    form = TableOneForm(request.GET)
-    valid = form.is_valid()
-    counting = form.counting() if valid else COUNT_ISSUES
-    records = table_one_records(*table_one(membership.project, counting))
-    context = {
-        "project": membership.project,
-        "membership": membership,
-        "form": form,
-        "counting": counting,
-        "rows": records[:-1],
-        "total": records[-1],
-        "years": YEARS,
-        "type_labels": [label for _, label in TYPE_COLUMNS],
-    }
-    return render(request, "agreement/table_one.html", context, status=200 if valid else 400)
 
 
 @login_required

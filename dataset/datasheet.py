@@ -2,8 +2,11 @@
 Datasets"): what it holds, where the issues come from and over which time windows, the keyword
 filter and its measured recall, how the labels were made (K or the adaptive stopping rule, the
 pilot, the resolution policy), agreement per type and level, the machine raters (model,
-version, prompt or configuration and its hash, parameters, dates, validation, enlisted), known
-limitations and what changed since the previous release.
+version, prompt or configuration and its hash, parameters, dates, validation, the alternative
+annotator test, enlisted), the estimates with machine help (`raters.reporting`: per rater the
+method, the human sample, the rater's test and a table of type shares with the PPI++ and the
+human-only intervals, or why there is nothing to estimate), known limitations and what changed
+since the previous release.
 
 The text is Markdown written for people; values that come from users (project description,
 release note, keyword lists) are quoted as they are — the file is never rendered by this site.
@@ -298,6 +301,7 @@ def machine_raters(facts: ReleaseFacts) -> list[str]:
             f"{_fmt(v['invalid_rate'])}.",
             f"- Calibration of its confidences on those issues: expected calibration error "
             f"{_fmt(v.get('ece'))} (10 equal-width bins; none without confidences).",
+            f"- {alt_test_line(v.get('alt_test'))}",
             f"- Parameters: `{_cell(json.dumps(r['parameters'], sort_keys=True))}`",
             f"- {r['prompt']['kind'].capitalize()} (SHA-256 `{r['prompt']['sha256']}`; its "
             f"labels carry {r['distinct_prompt_hashes']} distinct full prompt hashes):",
@@ -305,6 +309,124 @@ def machine_raters(facts: ReleaseFacts) -> list[str]:
             *(f"    {line}" for line in r["prompt"]["text"].splitlines()),
             "",
         ]
+    return lines
+
+
+def alt_test_line(test: dict[str, Any] | None) -> str:
+    """The alternative annotator test in one sentence (`agreement.alt_test`'s `as_json`)."""
+    if not test:
+        return "Alternative annotator test: not run."
+    head = f"Alternative annotator test (ε = {_fmt(test['epsilon'], 2)}): "
+    if not test["enough_data"]:
+        return head + (
+            f"not enough data ({test['n_items']} issues with at least "
+            f"{test['min_humans_per_item']} human labels, {test['n_annotators']} annotators with "
+            f"at least {test['min_items_per_annotator']} of them)."
+        )
+    verdict = "passed" if test["passed"] else "not passed"
+    return head + (
+        f"{verdict}; winning rate ω {_fmt(test['winning_rate'])}, advantage probability ρ "  # noqa: RUF001
+        f"{_fmt(test['advantage_probability'])}, on {test['n_items']} issues and "
+        f"{test['n_annotators']} annotators."
+    )
+
+
+def _interval_cell(low: float, high: float) -> str:
+    return f"[{low:.3f}, {high:.3f}]"
+
+
+def share_table(report: dict[str, Any], grouped: bool) -> list[str]:
+    """One `estimate(...).as_json()` as a Markdown table: the PPI++ share and interval beside
+    the human sample's alone, and the effective sample size."""
+    head = "| repository " if grouped else ""
+    rule = "| --- " if grouped else ""
+    lines = [
+        f"{head}| code | share with the rater | 95 % interval | human sample alone | "
+        "95 % interval | effective sample size |",
+        f"{rule}| --- | ---: | --- | ---: | --- | ---: |",
+    ]
+    for row in report["estimates"]:
+        group = f"| {_cell(row['by'] or '-')} " if grouped else ""
+        code = row["code"] + (" (few in sample)" if row["sparse"] else "")
+        effective = "-" if row["effective_n"] is None else f"{row['effective_n']:.0f}"
+        lines.append(
+            f"{group}| {_cell(code)} | {row['share']:.3f} | "
+            f"{_interval_cell(row['ci_low'], row['ci_high'])} | {row['classical_share']:.3f} | "
+            f"{_interval_cell(row['classical_ci_low'], row['classical_ci_high'])} | {effective} |"
+        )
+    return lines
+
+
+def estimates(facts: ReleaseFacts) -> list[str]:
+    """Each rater's estimates of the project's shares (`raters.reporting.release_estimates`,
+    the same as `machine_raters.json`'s `estimates`)."""
+    lines = ["## Estimates with machine help", ""]
+    if not facts.machine_raters:
+        return [
+            *lines,
+            "No machine rater: every share in this release is counted from final labels.",
+            "",
+        ]
+    lines += [
+        "With a machine rater, the project's shares can be estimated from a random sample of "
+        "issues with human final labels and the rater's labels on every issue in scope: "
+        "prediction-powered inference (PPI++; Angelopoulos et al., Science 2023; Angelopoulos, "
+        "Duchi & Zrnic 2023), computed by `ppi-python`. A rater that labels badly cannot bias "
+        "the estimate, only widen its interval back toward the human sample's alone, shown "
+        "beside it. The human sample is the longest front part of the project's seeded random "
+        "queue in which every issue is final: an issue in dispute holds it back, because "
+        "leaving hard issues out would bias it. The scope is every issue of the project's queue "
+        "(recall probes aside), final or not; this release holds the final ones. Computed when "
+        "the release was made; every figure is in `machine_raters.json` under `estimates` "
+        "(type shares over the scope and per repository, theme shares over the scope).",
+        "",
+    ]
+    for r in facts.machine_raters:
+        found = r.get("estimates") or {}
+        status = found.get("status")
+        lines += [f"### {_cell(r['name'])}", ""]
+        if status == "nothing_to_estimate":
+            lines += [
+                f"Nothing to estimate: every one of the {found['n_total']} issues in scope is "
+                "final and in the human sample, so the shares are counted (Table I, "
+                "`table_one.csv`), not estimated.",
+                "",
+            ]
+            continue
+        if status != "estimated":
+            reason = {
+                "no_sample": "no human sample yet",
+                "no_machine_labels": "the rater has no current valid label",
+            }.get(str(status), str(status))
+            lines += [f"Not estimated: {reason} ({_cell(found.get('note', ''))}).", ""]
+            continue
+        overall, by_repository = found["type"], found["type_by_repository"]
+        sample = overall["sample"]
+        validation = r.get("validation") or {}
+        lines += [
+            f"- Rater: {_cell(r['name'])} ({r['kind']}), version {overall['rater_version']}; "
+            f"enlisted: {'yes' if r['enlisted'] else 'no'}.",
+            f"- {alt_test_line(validation.get('alt_test'))}",
+            f"- Method: {overall['method']}.",
+            f"- Human sample: {sample['size']} of the {overall['n_total']} issues in scope; "
+            f"{sample['rule']} ({sample['method']}, seed {sample['seed']}); "
+            f"{sample['held_back']} disputed issues hold it back.",
+            "",
+            "Type shares over the scope (a share is of every issue in scope, false positives "
+            '(`FP`) included; "few in sample": fewer than 10 sampled issues have the code or '
+            "lack it, and the interval may be too narrow):",
+            "",
+            *share_table(overall, grouped=False),
+            "",
+        ]
+        if by_repository["estimates"]:
+            lines += [
+                "Type shares per repository (a repository the sample has reached with fewer "
+                "than 2 issues is left out):",
+                "",
+                *share_table(by_repository, grouped=True),
+                "",
+            ]
     return lines
 
 
@@ -334,6 +456,13 @@ def limitations(facts: ReleaseFacts, recall_measured: bool) -> list[str]:
     unmapped = len(unmapped_labels(facts.context))
     if unmapped:
         lines.append(f"- {unmapped} labels have no counterpart in the taxonomy version.")
+    if metadata.estimated_with_machine_help(facts):
+        lines.append(
+            "- The estimates with machine help read the raters' labels on every issue in scope, "
+            "and `machine_labels.csv` holds them on the released (final) issues only: the "
+            "estimates are recorded as computed when the release was made, not recomputable "
+            "from this release's files alone."
+        )
     lines += [
         "- Only final issues are released; issues still being labeled or in disagreement are not.",
         "- Issue text and comments belong to their authors on the forges and may change or "
@@ -410,6 +539,7 @@ def write_datasheet(facts: ReleaseFacts, out: TextIO) -> None:
     lines += annotation_process(facts)
     lines += agreement(facts)
     lines += machine_raters(facts)
+    lines += estimates(facts)
     lines += limitations(facts, summary is not None)
     lines += changes(facts)
     out.write("\n".join(lines))

@@ -5,11 +5,13 @@ from __future__ import annotations
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from agreement.forms import TableOneForm
 from dataset.models import RecallProbe, UploadJob
 from dataset.recall import MAX_SAMPLE
 from ingest.models import Repository
 from ingest.uploads import DEFAULT_SOURCE, source_problem
 from lib.inputlimits import column_limit, integer_range, upload_too_large
+from raters.models import MachineRater
 
 
 class ReleaseForm(forms.Form):
@@ -159,3 +161,27 @@ class AddDroppedIssueForm(forms.Form):
     """A dropped issue a lead adds to the queue from the classifier's ranking."""
 
     issue = forms.IntegerField(min_value=1, max_value=2**63 - 1)
+
+
+class TableOneEstimateForm(TableOneForm):
+    """Table I's query with the machine rater whose estimates stand beside the counts (#29):
+    for the roles that may read machine labels only (`with_rater`); blank, the enlisted rater
+    with the best alternative annotator test (`raters.reporting.table_one_rater`)."""
+
+    rater = forms.ModelChoiceField(
+        label=_("Estimates with the machine rater"),
+        queryset=MachineRater.objects.none(),
+        required=False,
+        empty_label=_("the enlisted rater with the best alternative annotator test"),
+    )
+
+    def __init__(self, *args, project=None, with_rater: bool = False, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["rater"]
+        assert isinstance(field, forms.ModelChoiceField)
+        field.queryset = MachineRater.objects.filter(project=project).order_by("name")
+        if not with_rater or not field.queryset.exists():
+            del self.fields["rater"]
+
+    def requested_rater(self) -> MachineRater | None:
+        return self.cleaned_data.get("rater") if "rater" in self.fields else None

@@ -10,8 +10,11 @@
   files as FileObjects with SHA-256, a RecordSet per table whose fields map to its columns.
 - Machine raters (#23): `machine_labels.csv` is a table of both (its key: issue URL and rater);
   `machine_raters.json` (`raters.describe`) describes every rater, and datapackage.json carries
-  the same list as its `machine_raters` property; croissant.json's machine-labels record set
-  names each rater, model, version and whether it is enlisted.
+  the same list as its `machine_raters` property (each rater's alternative annotator test under
+  `validation.alt_test`, its estimates of the project's shares under `estimates`, #29);
+  croissant.json's machine-labels record set names each rater, model, version, whether it is
+  enlisted, its alt-test and its estimates' human sample, and both files' descriptions say when
+  shares were estimated with machine help.
 - A HuggingFace dataset card (`README.md`): its YAML `configs` make `datasets.load_dataset(
   <release directory>, <config>)` read every CSV table, one config per table with rows (its name
   the Data Package resource name; `final-labels` the default). A table without rows (a header
@@ -361,7 +364,9 @@ def _description(name: str) -> str:
         "(out of sample on final issues), its confidence and where the confidence comes from "
         "(confidence_from: logprobs, samples, probability); never part of the final labels",
         "machine_raters.json": "every machine rater: model, version, prompt template or "
-        "configuration and its SHA-256, parameters, dates, validation figures, enlisted or not",
+        "configuration and its SHA-256, parameters, dates, validation figures and the "
+        "alternative annotator test, enlisted or not, and the project's shares estimated with "
+        "its help (PPI++) from the human sample",
     }.get(name, "")
 
 
@@ -400,7 +405,7 @@ def data_package(facts: ReleaseFacts, directory: Path) -> dict[str, Any]:
         "profile": "data-package",
         "name": slug(project.name),
         "title": title_of(facts),
-        "description": project.description or f"The labeled issues of {project.name}.",
+        "description": dataset_description(facts),
         "version": release.version,
         "created": facts.released_at.isoformat(),
         "licenses": [{"name": licence, "path": licence_url(licence), "title": licence}],
@@ -408,6 +413,8 @@ def data_package(facts: ReleaseFacts, directory: Path) -> dict[str, Any]:
         "keywords": ["issue reports", "labeled dataset", "taxonomy"],
         "taxonomy_version": str(facts.context.version),
         "machine_raters": facts.machine_raters,
+        # Each rater's estimates in brief; the figures are under machine_raters[].estimates.
+        "estimates_with_machine_help": estimated_with_machine_help(facts),
         "resources": resources,
     }
 
@@ -552,15 +559,77 @@ def bibtex(facts: ReleaseFacts) -> str:
     return f"@misc{{{key},\n  " + ",\n  ".join(parts) + "\n}"
 
 
+def _alt_test_word(rater: dict[str, Any]) -> str:
+    test = (rater.get("validation") or {}).get("alt_test")
+    if not test:
+        return "alt-test not run"
+    if not test["enough_data"]:
+        return "alt-test: not enough data"
+    return "alt-test passed" if test["passed"] else "alt-test not passed"
+
+
+def _estimates_words(rater: dict[str, Any]) -> str:
+    found = rater.get("estimates") or {}
+    if found.get("status") != "estimated":
+        return f"estimates: {str(found.get('status', 'none')).replace('_', ' ')}"
+    sample = found["type"]["sample"]
+    return (
+        f"estimates: PPI++ from a human sample of {sample['size']} of "
+        f"{found['type']['n_total']} issues (seed {sample['seed']})"
+    )
+
+
 def rater_summary(facts: ReleaseFacts) -> str:
-    """One line naming each machine rater: name, kind, model, version, enlisted or not."""
+    """One line naming each machine rater: name, kind, model, version, enlisted or not, its
+    alternative annotator test and its estimates' human sample."""
     if not facts.machine_raters:
         return "no machine raters"
     return "; ".join(
         f"{r['name']}: {r['kind']}, model {r['model'] or '-'} version {r['version']}, "
         + ("enlisted" if r["enlisted"] else "not enlisted")
+        + f", {_alt_test_word(r)}, {_estimates_words(r)}"
         for r in facts.machine_raters
     )
+
+
+ALT_TEST_BRIEF = ("epsilon", "enough_data", "passed", "winning_rate", "advantage_probability")
+
+
+def estimated_with_machine_help(facts: ReleaseFacts) -> list[dict[str, Any]]:
+    """The raters whose estimates a release carries (`raters.reporting`), in brief: the rater,
+    its version and alternative annotator test, the method and the human sample."""
+    out = []
+    for r in facts.machine_raters:
+        found = r.get("estimates") or {}
+        if found.get("status") == "estimated":
+            overall = found["type"]
+            test = (r.get("validation") or {}).get("alt_test") or {}
+            out.append(
+                {
+                    "rater": r["name"],
+                    "rater_version": overall["rater_version"],
+                    "alt_test": {k: test.get(k) for k in ALT_TEST_BRIEF},
+                    "method": overall["method"],
+                    "sample": overall["sample"],
+                    "n_human": overall["n_human"],
+                    "n_total": overall["n_total"],
+                }
+            )
+    return out
+
+
+def dataset_description(facts: ReleaseFacts) -> str:
+    """The project's description; a sentence more when shares were estimated with a rater."""
+    text = facts.project.description or f"The labeled issues of {facts.project.name}."
+    estimated = estimated_with_machine_help(facts)
+    if estimated:
+        text += (
+            " Shares of the scope estimated with machine help (PPI++, prediction-powered "
+            "inference, from a random human sample and a machine rater's labels; rater "
+            + ", ".join(e["rater"] for e in estimated)
+            + "): see DATASHEET.md, section Estimates with machine help, and machine_raters.json."
+        )
+    return text
 
 
 def croissant(facts: ReleaseFacts, directory: Path | None = None) -> dict[str, Any]:
@@ -625,7 +694,7 @@ def croissant(facts: ReleaseFacts, directory: Path | None = None) -> dict[str, A
         "@context": CROISSANT_CONTEXT,
         "@type": "sc:Dataset",
         "name": slug(project.name),
-        "description": project.description or f"The labeled issues of {project.name}.",
+        "description": dataset_description(facts),
         "conformsTo": "http://mlcommons.org/croissant/1.0",
         "citeAs": bibtex(facts),
         "creator": [

@@ -10,6 +10,7 @@ from dataset import (
     release_api,
     release_views,
     table_one_api,
+    table_one_views,
     upload_views,
     views,
 )
@@ -112,8 +113,10 @@ urlpatterns += [
     ),
 ]
 
-# Table I as JSON (issue #21): the page's records, by issue or by published row.
+# Table I as JSON (issue #21): the page's records, by issue or by published row; the page
+# here too since #29 (its estimated columns come from raters, which agreement may not import).
 urlpatterns += [
+    path("projects/<int:project_id>/table-one/", table_one_views.table_one_page, name="table_one"),
     path(
         "api/projects/<int:project_id>/table-one/",
         table_one_api.TableOne.as_view(),

@@ -9,10 +9,13 @@ prompt also hashes the guideline, taxonomy version and few-shot ids; a classifie
 training set), the parameters, the dates (created, last trained, first and last current
 label), the validation figures of `raters.validation.validation_report` (the raters page's
 function: kappa at type and theme level, accuracy, invalid rate, coverage), and whether it is
-enlisted in the stopping rule, with its confidence threshold. For an llm rater also where its
-current labels' confidences come from (`confidence_from`: "logprobs", "samples") and the forms
-of structured output its endpoint accepted (`output_formats`: `raters.prompt.FORMATS`); a
-classifier's confidence is its class probability.
+enlisted in the stopping rule, with its confidence threshold; its alternative annotator test
+(under `validation`, `alt_test`) and the estimates of the project's shares with its help
+(`estimates`, `raters.reporting.release_estimates`: type shares over the scope and per
+repository, theme shares over the scope, or why there is nothing to estimate). For an llm
+rater also where its current labels' confidences come from (`confidence_from`: "logprobs",
+"samples") and the forms of structured output its endpoint accepted (`output_formats`:
+`raters.prompt.FORMATS`); a classifier's confidence is its class probability.
 
 Never the endpoint's key, nor the name of the variable that holds it, nor the endpoint URL
 (a URL may carry a token in its query).
@@ -29,6 +32,7 @@ from annotator.models import Project
 from raters import prompt
 from raters.classifier import FEATURES, MODEL_NAME, config_text
 from raters.models import MachineLabel, MachineRater
+from raters.reporting import release_estimates
 from raters.validation import validation_report
 
 
@@ -112,6 +116,7 @@ def describe_raters(project: Project) -> list[dict[str, Any]]:
                 "confidence_threshold": rater.confidence_threshold,
                 "confidence_from": sorted(sources),
                 "output_formats": sorted(str(f) for f in forms if f),
+                "estimates": release_estimates(rater),
             }
         )
     return out
