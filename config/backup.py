@@ -300,7 +300,8 @@ def create_backup(destination: Path, pg_bin: str | None = None, report: Report =
         raise BackupError(f"{final} already exists; a backup is never overwritten")
     work = destination / f".{name}.partial-{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)
-    work.mkdir()
+    # Personal data (accounts, who labeled what): readable by the app's user only.
+    work.mkdir(mode=0o700)
     try:
         major, server_version = _server_major()
         pg_dump, pg_dump_version = find_tool("pg_dump", major, pg_bin)
@@ -315,6 +316,7 @@ def create_backup(destination: Path, pg_bin: str | None = None, report: Report =
         )
         if applied_migrations() != before:
             raise BackupError("migrations were applied during the backup; run it again")
+        os.chmod(dump, 0o600)
         with open(dump, "rb") as fh:
             os.fsync(fh.fileno())
         files = [_entry(work, dump, sha256_of(dump))]
