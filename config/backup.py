@@ -117,9 +117,12 @@ def _server_major(alias: str = "default") -> tuple[int, str]:
 
 def _tool_major(path: str) -> tuple[int, str]:
     # The tool found by find_tool (a path, no shell); nothing of a user's on the line.
-    out = subprocess.run(  # noqa: S603
-        [path, "--version"], capture_output=True, text=True, check=True
-    ).stdout
+    try:
+        out = subprocess.run(  # noqa: S603
+            [path, "--version"], capture_output=True, text=True, check=True, timeout=60
+        ).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise BackupError(f"{path} --version failed: {exc}") from None
     found = re.search(r"(\d+)(?:\.(\d+))?", out)
     if not found:
         raise BackupError(f"{path} --version said {out.strip()!r}; no version in it")

@@ -27,7 +27,7 @@ import psycopg
 import pytest
 import redis
 from django.core.management import CommandError, call_command
-from django.db import connection
+from django.db import connection, connections
 
 from config import backup as backups
 from dataset.exports import build_zip, run_export_job
@@ -332,3 +332,11 @@ def test_the_password_reaches_pg_dump_only_through_its_environment(tmp_path, dat
     assert env["PGPASSWORD"] == "s3cret-pw-7f3c"  # the probe: the password is passed on
     assert not any("s3cret-pw-7f3c" in part for part in command)
     assert env["PGDATABASE"] == connection.settings_dict["NAME"]
+
+
+@pytest.mark.django_db
+def test_the_embedded_sqlite_set_up_is_told_what_to_do_instead(tmp_path, monkeypatch):
+    monkeypatch.setattr(connections["default"], "vendor", "sqlite")
+    with pytest.raises(CommandError, match=r"need PostgreSQL .* docs/OPERATIONS\.md"):
+        call_command("backup", str(tmp_path / "backups"), stdout=io.StringIO(), verbosity=0)
+    assert not (tmp_path / "backups").exists()
