@@ -2,7 +2,10 @@
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 DATA_DIR=/data
 WORKDIR /app
-RUN apt-get update && apt-get install -y --no-install-recommends curl && rm -rf /var/lib/apt/lists/*
+# postgresql-client: pg_dump / pg_restore for manage.py backup and restore (docs/OPERATIONS.md);
+# it must be of the server's major version or newer, which the command checks.
+RUN apt-get update && apt-get install -y --no-install-recommends curl postgresql-client \
+    && rm -rf /var/lib/apt/lists/*
 COPY pyproject.toml README.md requirements.lock ./
 RUN pip install --no-cache-dir -c requirements.lock .
 COPY . .
