@@ -23,3 +23,4 @@ if os.environ.get("LOG_FORMAT") == "json":
         from django.conf import settings
 
         logging.config.dictConfig(settings.LOGGING)
+        logging.captureWarnings(True)  # a warning too is a JSON line, not free text

@@ -164,7 +164,7 @@ def exposition(scrape_gauges: bool = True) -> tuple[bytes, str]:
     from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
     from prometheus_client.registry import CollectorRegistry
 
-    _metrics()  # every metric is listed, at zero, before anything has been counted
+    _metrics()  # made in this process too (in multiprocess mode, the scraping one)
     directory = multiprocess_dir()
     if directory:
         from prometheus_client import multiprocess
