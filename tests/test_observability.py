@@ -204,9 +204,7 @@ def test_a_sane_incoming_request_id_is_kept_and_an_odd_one_replaced(settings, js
 
 
 @pytest.mark.django_db
-def test_the_query_string_and_the_authorization_header_stay_out_of_the_log(
-    settings, json_lines
-):
+def test_the_query_string_and_the_authorization_header_stay_out_of_the_log(settings, json_lines):
     settings.LOG_REQUESTS = True
     settings.METRICS_TOKEN = TOKEN
     client = Client()

@@ -110,9 +110,7 @@ def test_a_task_started_by_a_request_logs_the_requests_id(
     )
     assert response.status_code == 302 and response["X-Request-ID"] == REQUEST_ID
     job = ExportJob.objects.get()
-    _wait(
-        lambda: ExportJob.objects.get(pk=job.pk).status in ("done", "failed"), 60, "the export"
-    )
+    _wait(lambda: ExportJob.objects.get(pk=job.pk).status in ("done", "failed"), 60, "the export")
     assert ExportJob.objects.get(pk=job.pk).status == "done"
 
     def task_lines() -> list[dict]:

@@ -94,9 +94,6 @@ def test_queue_depth_per_project(
     assert value(text, QUEUE, project=str(project.pk), status="open") == 4
     assert value(text, QUEUE, project=str(project.pk), status="disagreement") == 1
     # An empty queue is a series at zero, not a missing one.
-    assert (QUEUE, frozenset({"project": str(quiet.pk), "status": "open"}.items())) in samples(
-        text
-    )
+    assert (QUEUE, frozenset({"project": str(quiet.pk), "status": "open"}.items())) in samples(text)
     assert value(text, QUEUE, project=str(quiet.pk), status="open") == 0
     assert value(text, QUEUE, project=str(quiet.pk), status="disagreement") == 0
-
