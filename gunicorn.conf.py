@@ -17,3 +17,23 @@ import os
 workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count() + 1))
 worker_class = "sync"
 timeout = 60
+
+
+# Prometheus (lib.metrics): with PROMETHEUS_MULTIPROC_DIR each worker writes its values to
+# files there and /metrics adds them up. The directory is emptied when the server starts (old
+# files would count twice) and a dead worker's gauges are dropped. It must be this service's
+# own directory: a Celery worker on the same host uses another one (docs/OPERATIONS.md).
+def on_starting(server):
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+        for name in os.listdir(directory):
+            if name.endswith(".db"):
+                os.remove(os.path.join(directory, name))
+
+
+def child_exit(server, worker):
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)

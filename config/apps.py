@@ -7,4 +7,14 @@ class SiteConfig(AppConfig):
     verbose_name = _("Site")
 
     def ready(self) -> None:
-        from config import checks  # noqa: F401  (registers system checks)
+        from django.conf import settings
+
+        from config import (
+            checks,  # noqa: F401  (registers system checks)
+            observability,
+        )
+
+        # A bad network in a metrics setting stops start-up, naming the setting.
+        observability.parse_networks(settings.METRICS_ALLOWED_IPS, "METRICS_ALLOWED_IPS")
+        observability.parse_networks(settings.METRICS_TRUSTED_PROXIES, "METRICS_TRUSTED_PROXIES")
+        observability.connect_celery_signals()

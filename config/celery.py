@@ -9,3 +9,18 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 app = Celery("annotator")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+if os.environ.get("LOG_FORMAT") == "json":
+    from celery.signals import setup_logging
+
+    @setup_logging.connect(weak=False)
+    def _site_logging(**_: object) -> None:
+        """A worker logs JSON lines through the site's LOGGING (config.jsonlog), not in
+        Celery's own format: with a receiver of this signal Celery leaves logging alone."""
+        import logging.config
+
+        from django.conf import settings
+
+        logging.config.dictConfig(settings.LOGGING)
+        logging.captureWarnings(True)  # a warning too is a JSON line, not free text

@@ -77,6 +77,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: the request's id (X-Request-ID) and its latency by view (config.observability).
+    "config.observability.RequestMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -346,18 +348,46 @@ if not DEBUG:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
 
+# Logs: plain text, or with LOG_FORMAT=json one JSON object a line (config.jsonlog) carrying
+# the request id (config.requestid), which also travels into the tasks a request queues.
+# LOG_REQUESTS: one line per request (path, status, duration); on by default in JSON mode.
+LOG_FORMAT = env_str("LOG_FORMAT", "text") or "text"
+if LOG_FORMAT not in ("text", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r}: use text or json")
+LOG_REQUESTS = env_bool("LOG_REQUESTS", LOG_FORMAT == "json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"request_id": {"()": "config.requestid.RequestIdFilter"}},
+    "formatters": {"json": {"()": "config.jsonlog.JsonFormatter"}} if LOG_FORMAT == "json" else {},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["request_id"],
+            **({"formatter": "json"} if LOG_FORMAT == "json" else {}),
+        }
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {
         # urllib3 logs full request URLs at DEBUG, and Gitee's token travels in the query.
         "urllib3": {"level": "WARNING"},
     },
 }
+
+# Prometheus (/metrics, config.observability; docs/OPERATIONS.md "Metrics and logs"): clients
+# from these networks (CIDRs), or any client presenting `Authorization: Bearer METRICS_TOKEN`.
+# Behind a reverse proxy, list it in METRICS_TRUSTED_PROXIES: the client's address is then read
+# from what it appended to X-Forwarded-For, never from what the client wrote there.
+# Several processes (gunicorn's workers) add up their values through PROMETHEUS_MULTIPROC_DIR,
+# an environment variable prometheus_client reads itself.
+METRICS_ALLOWED_IPS = env_list("METRICS_ALLOWED_IPS", ["127.0.0.1/32", "::1/128"])
+METRICS_TOKEN = env_str("METRICS_TOKEN", "") or ""
+METRICS_TRUSTED_PROXIES = env_list("METRICS_TRUSTED_PROXIES")
+# A Celery worker answers Prometheus on this port (0: not), at this address.
+WORKER_METRICS_PORT = env_int("WORKER_METRICS_PORT", 0)
+WORKER_METRICS_ADDR = env_str("WORKER_METRICS_ADDR", "127.0.0.1") or "127.0.0.1"
 
 # Input limits (config.middleware.InputLimitsMiddleware, lib/inputlimits.py): a request body,
 # an uploaded file or an imported file above MAX_UPLOAD_BYTES is refused unread; JSON nested

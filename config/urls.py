@@ -4,11 +4,13 @@ from django.contrib import admin
 from django.urls import include, path
 from django.views.i18n import JavaScriptCatalog
 
-from config import views
+from config import observability, views
 
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("favicon.ico", views.favicon, name="favicon"),
+    # Prometheus's scrape, for allowed addresses or a token (config.observability).
+    path("metrics", observability.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     # The interface's JavaScript strings in the reader's language (gettext() in static/js).
     path("jsi18n/", JavaScriptCatalog.as_view(), name="javascript-catalog"),

@@ -48,6 +48,7 @@ from django.utils import timezone
 
 from ingest.hosts import ForgeSession, HostRefused, same_origin, token_allowed
 from ingest.models import Repository
+from lib import metrics
 
 log = logging.getLogger(__name__)
 
@@ -478,16 +479,21 @@ class ForgeClient:
         except HostRefused as exc:
             raise FatalForgeError(f"{exc} (at {where})") from None
         except requests.Timeout as exc:
+            metrics.forge_response(self.forge, "timeout", None)
             log.warning("forge request timed out, will retry: %s", where)
             return None, f"{type(exc).__name__} at {where}", True
         except requests.ConnectionError as exc:
+            metrics.forge_response(self.forge, "connection", None)
             log.warning("forge request failed, will retry: %s at %s", type(exc).__name__, where)
             return None, f"{type(exc).__name__} at {where}", False
         except requests.RequestException as exc:
+            metrics.forge_response(self.forge, "error", None)
             # Its text may hold the URL with Gitee's token: name the kind of failure only.
             raise FatalForgeError(f"{type(exc).__name__} at {where}") from None
         self._read_quota(response)
         status = response.status_code
+        # Per forge and status, and the quota left as the forge last stated it (lib.metrics).
+        metrics.forge_response(self.forge, status, self.quota_remaining)
         if status == 304:
             return Page(url=url, not_modified=True, etag=etag), "", False
         if 300 <= status < 400:

@@ -15,6 +15,12 @@ class LabelingConfig(AppConfig):
 
         post_migrate.connect(pg_functions.install, sender=self)
 
+        # The queue's depth per project, read at each scrape of /metrics.
+        from labeling.monitoring import QUEUE_DEPTH
+        from lib.metrics import register_gauge
+
+        register_gauge(QUEUE_DEPTH)
+
         from annotator.links import LABEL, RESOLVE, SET_UP, ProjectLink, register
         from annotator.models import LEAD_ROLES
         from labeling.guideline import GUIDELINE_ROLES

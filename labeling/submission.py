@@ -36,7 +36,7 @@ from labeling.models import Annotation, FalsePositiveReason, ProjectIssue, Reser
 from labeling.proposals import proposal_from_annotation
 from labeling.queue import _SLOTS_SQL, slot_state
 from labeling.stopping import AdaptiveRule
-from lib import sql
+from lib import metrics, sql
 from taxonomy.models import TaxonomyNode
 
 # Table names from the models (`Meta.db_table`), never spelled out in the SQL below.
@@ -360,6 +360,7 @@ def submit(user, project: Project, project_issue: ProjectIssue | int, label: Lab
         raise NotYours
     annotation = _submit_first(user, project, item_id, label)
     if annotation is not None:
+        _count(project.pk, "first")
         return annotation
     with transaction.atomic():
         # Same lock as the queue takes, so the K-slot count below cannot race a reservation.
@@ -388,6 +389,7 @@ def submit(user, project: Project, project_issue: ProjectIssue | int, label: Lab
             current.save(update_fields=["is_current"])
         annotation = _new_annotation(pi, user, label, current)
         sql.insert(annotation)
+        _count(project.pk, "revision" if current is not None else "first")
         if slots.reservation is not None:
             sql.execute(_DELETE_RESERVATION_SQL, {"item": pi.pk, "user": user.pk})
         if current is None:
@@ -404,6 +406,12 @@ def submit(user, project: Project, project_issue: ProjectIssue | int, label: Lab
             # (once: a revision that keeps the same text does not propose it again).
             proposal_from_annotation(annotation)
     return annotation
+
+
+def _count(project_id: int, kind: str) -> None:
+    """Count a stored label (lib.metrics) once its transaction commits: at once outside one
+    (the one-call path), else when the outermost atomic block does, never if it rolls back."""
+    transaction.on_commit(functools.partial(metrics.label_submitted, project_id, kind))
 
 
 LOCKED_MESSAGE = _(
