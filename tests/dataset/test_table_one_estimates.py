@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001 (the pages show intervals with an en dash and Chinese punctuation)
 """Table I with estimated shares beside its counts (#29): Lena's project labels the front of its
 seeded queue with an enlisted external rater's help. Rita (researcher) opens Table I and reads,
 beside each repository's counts, the estimated type shares with their 95 % intervals; the API
@@ -77,7 +78,8 @@ def test_rita_reads_estimated_shares_beside_the_counts(client, project, research
         e for e in by_repository["estimates"] if e["by"] == "vllm-project/vllm" and e["code"] == "C"
     )
     shown = re.search(
-        r'data-code="C">([0-9.]+) %</span><br><span class="estimated-interval">\(([0-9.]+)–([0-9.]+)\)',
+        r'data-code="C">([0-9.]+) %</span><br>'
+        r'<span class="estimated-interval">\(([0-9.]+)–([0-9.]+)\)',
         vllm_row,
     )
     assert shown is not None
@@ -109,10 +111,13 @@ def test_the_better_rater_is_taken_and_another_may_be_chosen(
     guesser = MachineRater.objects.create(
         project=project, name="a-guesser", kind="external", enlisted=True
     )
+    labeled = MachineLabel.objects.filter(rater=enlisted).values_list("issue_id", flat=True)
     MachineLabel.objects.bulk_create(
-        MachineLabel(rater=guesser, issue_id=issue_id, **label_fields(project, rng.choice(list(WORDS))))
-        for issue_id in MachineLabel.objects.filter(rater=enlisted).values_list("issue_id", flat=True)
-    )  # fmt: skip
+        MachineLabel(
+            rater=guesser, issue_id=issue_id, **label_fields(project, rng.choice(list(WORDS)))
+        )
+        for issue_id in labeled
+    )
     rho = {r.name: rater_alt_test(r).advantage_probability for r in (enlisted, guesser)}
     assert rho["their-model"] > rho["a-guesser"]  # the probe: the choice is not by name
     assert _api(researcher, project).json()["estimates"]["rater"] == "their-model"

@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001 (the page shows intervals with an en dash)
 """Chromium: Rita (researcher) reads the estimates page. Lena's project has labeled the front
 of its seeded queue (70 of 80 issues final) and an external rater labeled every issue. Rita
 signs in, opens the project page, follows "Estimates with machine help", chooses the rater and
