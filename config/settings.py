@@ -100,6 +100,9 @@ MIDDLEWARE = [
     # Inside the language: the page for an empty 405 speaks the person's language.
     "config.middleware.MethodNotAllowedPage",
     "django_htmx.middleware.HtmxMiddleware",
+    # A view that lost the database answers 503 with Retry-After, not 500 (the site's
+    # handler500 does the same for an error raised in a middleware).
+    "config.unavailable.DatabaseUnavailableMiddleware",
     # Last, as django-axes asks: it inspects the response of a failed login.
     "axes.middleware.AxesMiddleware",
 ]
@@ -144,12 +147,19 @@ if DATABASE_URL:
         # whatever this says; annotator/sql.py asks for each of its statements.
         if DB_PREPARED_STATEMENTS:
             options["prepare_threshold"] = 5
+    # A persistent connection that died while idle (PostgreSQL restarted) is replaced before
+    # its first query of a request: one `SELECT 1` per request that reuses a connection.
+    # Off, the first request of each process after a restart answers 503 instead.
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = env_bool("DB_HEALTH_CHECKS", True)
 else:
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
         "default": {"ENGINE": "django.db.backends.sqlite3", "NAME": str(DATA_DIR / "db.sqlite3")}
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# Seconds a client is told to wait (Retry-After) while the database is away
+# (config.unavailable).
+UNAVAILABLE_RETRY_AFTER = env_int("UNAVAILABLE_RETRY_AFTER", 5)
 
 REDIS_URL = env_str("REDIS_URL")
 if REDIS_URL:
