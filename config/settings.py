@@ -170,6 +170,9 @@ if REDIS_URL:
             # Each test run gets its own prefix (bin/test): cached rows keyed by database ids
             # must not outlive the test database they were read from.
             "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "annotator"),
+            # Redis away: a call gives up quickly and the site goes on without the cache
+            # (config.cache).
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 2},
         }
     }
 else:
@@ -189,9 +192,19 @@ CELERY_TIMEZONE = "UTC"
 # behind the others (ingest/tasks.py).
 INGEST_SYNC_PARTS = env_int("INGEST_SYNC_PARTS", 4)
 INGEST_TASK_SECONDS = env_int("INGEST_TASK_SECONDS", 2)
+# The outbox's sweep, and how long a task handed to Redis may stay unstarted before it is
+# taken to have been lost with the broker's queue and handed over again (annotator.outbox).
+OUTBOX_SWEEP_SECONDS = env_int("OUTBOX_SWEEP_SECONDS", 10)
+OUTBOX_REPUBLISH_SECONDS = env_int("OUTBOX_REPUBLISH_SECONDS", 15 * 60)
+# A broker that does not answer is given up on quickly (the outbox keeps the task).
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2}
 CELERY_BEAT_SCHEDULE: dict = {
     # Ingest: resume runs whose worker died; start the periodic re-syncs that are due.
     "ingest-resync-due": {"task": "ingest.tasks.resync_due", "schedule": 15 * 60},
+    # The outbox (annotator.outbox): tasks that could not reach Redis, handed over once it is
+    # back; tasks lost with a Redis that restarted empty, handed over again.
+    "outbox-sweep": {"task": "annotator.tasks.sweep_outbox", "schedule": OUTBOX_SWEEP_SECONDS},
 }
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -55,7 +55,9 @@ def _run(sql: str, params: dict[str, Any], fetch: str) -> Any:
         if db.vendor == "postgresql":
             # CONN_HEALTH_CHECKS, as Django's own cursor does: a persistent connection that
             # died while idle (the server restarted) is replaced before this statement.
-            if not db.health_check_done:
+            # (`health_check_done` is Django's, which django-stubs does not declare.)
+            wrapper: Any = db
+            if not wrapper.health_check_done:
                 db.close_if_health_check_failed()
             if db.connection is None:
                 db.ensure_connection()
