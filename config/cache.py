@@ -156,6 +156,7 @@ class RedisCache(django_redis.RedisCache):
 
     @cached_property
     def _cache(self):
-        client = self._class(self._servers, **self._options)
+        base: Any = self  # Django's private attributes, which django-stubs does not declare
+        client = self._class(base._servers, **base._options)
         client.key_prefix = self.key_prefix
         return client

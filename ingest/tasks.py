@@ -48,9 +48,8 @@ def sync_part(self, part_id: int, chain: str | None = None) -> None:
             # Two parts' pages crossed (PostgreSQL chose this one to undo): nothing was
             # stored, the cursor is where it was; the same step again in a moment.
             log.warning("sync part %s: %s; trying the page again", part_id, exc)
-            runs.enqueue_part(
-                part_id, chain, eta=timezone.now() + timedelta(seconds=1), queue=queue
-            )
+            again = timezone.now() + timedelta(seconds=1)
+            outbox.enqueue(runs.SYNC_PART_TASK, [part_id, chain], eta=again, queue=queue)
             return
         for spawned_id, spawned_chain in result.spawned:
             runs.enqueue_part(spawned_id, spawned_chain, queue=queue)
