@@ -7,7 +7,8 @@ class AnnotatorConfig(AppConfig):
     verbose_name = _("Projects and members")
 
     def ready(self) -> None:
-        from annotator import accounts, language
+        from annotator import accounts, language, outbox
 
         accounts.connect_signals()  # username rules and API token revocation on every User save
         language.connect_signals()  # the saved interface language, remembered at login
+        outbox.connect_signals()  # a worker deletes the row of the task it starts

@@ -260,3 +260,33 @@ class Preference(models.Model):
 
     def __str__(self) -> str:
         return f"preferences of {self.user}"
+
+
+class QueuedTask(models.Model):
+    """A Celery task asked for but not yet started by a worker: the outbox (annotator.outbox).
+
+    Written in the transaction that records its job, so a job and its task are both stored or
+    neither; handed to the broker after the commit, and deleted by the worker that starts it.
+    While Redis is away the row waits (the job "waiting for a worker"), and the sweep hands it
+    over once the broker is back; a task handed over but lost with a Redis that restarted
+    empty is handed over again after OUTBOX_REPUBLISH_SECONDS (tasks are safe to run twice).
+    """
+
+    task = models.CharField(max_length=200)
+    args = models.JSONField(default=list)
+    kwargs = models.JSONField(default=dict)
+    queue = models.CharField(max_length=100, blank=True)
+    eta = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    # When the broker last took it (null: never yet).
+    published_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["published_at", "created_at"])]
+        verbose_name = _("queued task")
+        verbose_name_plural = _("queued tasks")
+
+    def __str__(self) -> str:
+        return f"{self.task}{tuple(self.args)}"

@@ -102,6 +102,9 @@ MIDDLEWARE = [
     # Inside the language: the page for an empty 405 speaks the person's language.
     "config.middleware.MethodNotAllowedPage",
     "django_htmx.middleware.HtmxMiddleware",
+    # A view that lost the database answers 503 with Retry-After, not 500 (the site's
+    # handler500 does the same for an error raised in a middleware).
+    "config.unavailable.DatabaseUnavailableMiddleware",
     # Last, as django-axes asks: it inspects the response of a failed login.
     "axes.middleware.AxesMiddleware",
 ]
@@ -146,12 +149,19 @@ if DATABASE_URL:
         # whatever this says; annotator/sql.py asks for each of its statements.
         if DB_PREPARED_STATEMENTS:
             options["prepare_threshold"] = 5
+    # A persistent connection that died while idle (PostgreSQL restarted) is replaced before
+    # its first query of a request: one `SELECT 1` per request that reuses a connection.
+    # Off, the first request of each process after a restart answers 503 instead.
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = env_bool("DB_HEALTH_CHECKS", True)
 else:
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
         "default": {"ENGINE": "django.db.backends.sqlite3", "NAME": str(DATA_DIR / "db.sqlite3")}
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# Seconds a client is told to wait (Retry-After) while the database is away
+# (config.unavailable).
+UNAVAILABLE_RETRY_AFTER = env_int("UNAVAILABLE_RETRY_AFTER", 5)
 
 REDIS_URL = env_str("REDIS_URL")
 if REDIS_URL:
@@ -162,6 +172,9 @@ if REDIS_URL:
             # Each test run gets its own prefix (bin/test): cached rows keyed by database ids
             # must not outlive the test database they were read from.
             "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "annotator"),
+            # Redis away: a call gives up quickly and the site goes on without the cache
+            # (config.cache).
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 2},
         }
     }
 else:
@@ -181,9 +194,19 @@ CELERY_TIMEZONE = "UTC"
 # behind the others (ingest/tasks.py).
 INGEST_SYNC_PARTS = env_int("INGEST_SYNC_PARTS", 4)
 INGEST_TASK_SECONDS = env_int("INGEST_TASK_SECONDS", 2)
+# The outbox's sweep, and how long a task handed to Redis may stay unstarted before it is
+# taken to have been lost with the broker's queue and handed over again (annotator.outbox).
+OUTBOX_SWEEP_SECONDS = env_int("OUTBOX_SWEEP_SECONDS", 10)
+OUTBOX_REPUBLISH_SECONDS = env_int("OUTBOX_REPUBLISH_SECONDS", 15 * 60)
+# A broker that does not answer is given up on quickly (the outbox keeps the task).
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2}
 CELERY_BEAT_SCHEDULE: dict = {
     # Ingest: resume runs whose worker died; start the periodic re-syncs that are due.
     "ingest-resync-due": {"task": "ingest.tasks.resync_due", "schedule": 15 * 60},
+    # The outbox (annotator.outbox): tasks that could not reach Redis, handed over once it is
+    # back; tasks lost with a Redis that restarted empty, handed over again.
+    "outbox-sweep": {"task": "annotator.tasks.sweep_outbox", "schedule": OUTBOX_SWEEP_SECONDS},
 }
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -6,6 +6,9 @@ from django.views.i18n import JavaScriptCatalog
 
 from config import observability, views
 
+# The database away is a 503 with Retry-After wherever it is noticed (config.unavailable).
+handler500 = "config.unavailable.server_error"
+
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("favicon.ico", views.favicon, name="favicon"),

@@ -56,7 +56,7 @@ from dataset.models import ExportJob
 from ingest.models import Comment, Issue, Repository
 from labeling.labels import KEY_FIELDS, LABEL_FIELDS, NODE_FIELDS
 from labeling.models import Annotation, ProjectIssue, Resolution
-from lib import csvsafe
+from lib import csvsafe, diskspace
 from raters.models import MachineLabel
 from taxonomy.detail_files import study_file_name, write_detail_csv
 from taxonomy.lineage import LabelInVersion, Translator
@@ -754,7 +754,7 @@ def _run_export_job(job_id: int) -> ExportJob:
         os.replace(partial, path)
     except Exception as exc:
         partial.unlink(missing_ok=True)
-        job.status, job.error = ExportJob.Status.FAILED, f"{type(exc).__name__}: {exc}"
+        job.status, job.error = ExportJob.Status.FAILED, diskspace.job_error(exc)
         job.finished_at = timezone.now()
         job.save(update_fields=["status", "error", "finished_at"])
         raise

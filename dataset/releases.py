@@ -71,7 +71,7 @@ from dataset.models import Release
 from dataset.release_diff import ReleaseDiff, diff_labels, write_changes
 from labeling.labels import KEY_FIELDS, LABEL_FIELDS
 from labeling.models import Annotation, DiscussionMessage, ProjectIssue, Resolution
-from lib import csvsafe
+from lib import csvsafe, diskspace
 from raters.describe import describe_raters
 from taxonomy.detail_files import (
     BOM,
@@ -612,7 +612,7 @@ def _build_release(release_id: int, progress: Progress | None) -> Release:
         partial.unlink(missing_ok=True)
         shutil.rmtree(work, ignore_errors=True)
         Release.objects.filter(pk=release.pk).update(
-            status=Release.Status.FAILED, error=f"{type(exc).__name__}: {exc}", built_at=None
+            status=Release.Status.FAILED, error=diskspace.job_error(exc), built_at=None
         )
         cache.delete(progress_key(release_id))
         raise

@@ -12,6 +12,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils.translation import get_language
 
+from annotator import outbox
 from annotator.models import Project
 from dataset.exports import run_export_job
 from dataset.models import ExportJob, Release, UploadJob
@@ -28,11 +29,13 @@ def run_export(job_id: int) -> None:
 def start_export(
     project: Project, user, real_names: bool = False, everything: bool = False
 ) -> ExportJob:
-    """Create a job and queue it once the transaction commits."""
-    job = ExportJob.objects.create(
-        project=project, requested_by=user, real_names=real_names, everything=everything
-    )
-    transaction.on_commit(lambda: run_export.delay(job.pk))
+    """Create a job and queue it once the transaction commits (through the outbox, so a
+    broker that is away leaves it waiting for a worker, not lost)."""
+    with transaction.atomic():
+        job = ExportJob.objects.create(
+            project=project, requested_by=user, real_names=real_names, everything=everything
+        )
+        outbox.enqueue(run_export.name, [job.pk])
     return job
 
 
@@ -46,8 +49,9 @@ def run_release(release_id: int) -> None:
 def start_release(project: Project, user, version: str, note: str = "", **citation) -> Release:
     """Validate and record a release (ReleaseError naming the field), and queue its build once
     the transaction commits. `citation`: title, authors, licence (`create_release`)."""
-    release = create_release(project, user, version, note, **citation)
-    transaction.on_commit(lambda: run_release.delay(release.pk))
+    with transaction.atomic():
+        release = create_release(project, user, version, note, **citation)
+        outbox.enqueue(run_release.name, [release.pk])
     return release
 
 
@@ -75,8 +79,9 @@ def start_upload(
     data = upload.read()
     if not kind:
         kind = guess_kind(name, data[:64].decode("utf-8", "replace"))
-    job = keep_file(project, user, name, data, kind, source, dry_run, add_to_queue, fetch)
     # The problems are read on the page in the uploader's language: the task writes them in it.
     language = get_language()
-    transaction.on_commit(lambda: run_upload.delay(job.pk, language))
+    with transaction.atomic():
+        job = keep_file(project, user, name, data, kind, source, dry_run, add_to_queue, fetch)
+        outbox.enqueue(run_upload.name, [job.pk, language])
     return job

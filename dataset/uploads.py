@@ -27,6 +27,7 @@ from django.db.models import Max
 from django.utils import timezone, translation
 from django.utils.translation import gettext, gettext_noop
 
+from annotator import outbox
 from annotator.models import Project
 from dataset.models import UploadJob
 from ingest.issue_files import PREVIEW_ROWS, Reading, read_issue_file
@@ -186,7 +187,7 @@ def _import(job: UploadJob, reading: Reading) -> Outcome:
         if to_fetch:
             from ingest.tasks import hydrate_issues
 
-            transaction.on_commit(lambda: hydrate_issues.delay(to_fetch))
+            outbox.enqueue(hydrate_issues.name, [to_fetch])
         outcome.queued_for_fetching = len(to_fetch)
     return outcome
 

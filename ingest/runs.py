@@ -26,6 +26,7 @@ from django.conf import settings
 from django.db import connections, transaction
 from django.utils import timezone
 
+from annotator import outbox
 from ingest.filtering import keyword_set_for
 from ingest.forges import ForgeClient, ForgeError, Page, RateLimited, client_for, redact
 from ingest.models import KeywordSet, Repository, SyncPart, SyncRun
@@ -92,10 +93,9 @@ def enqueue_part(
     if settings.CELERY_TASK_ALWAYS_EAGER:
         transaction.on_commit(lambda: _run_in_thread(part_id, chain, eta))
         return
-    options = {"queue": queue} if queue else {}
-    transaction.on_commit(
-        lambda: current_app.send_task(SYNC_PART_TASK, (part_id, chain), eta=eta, **options)
-    )
+    # Through the outbox: recorded with the step that asks for it, handed to the broker on
+    # commit, and kept while the broker is away.
+    outbox.enqueue(SYNC_PART_TASK, [part_id, chain], eta=eta, queue=queue)
 
 
 def _run_in_thread(part_id: int, chain: str, eta: datetime | None) -> None:

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import logging
 import time
+from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
 from django.db import OperationalError
+from django.utils import timezone
 
+from annotator import outbox
 from ingest import hydration, runs, steps
 from ingest.models import SyncPart
 
@@ -27,10 +30,6 @@ log = logging.getLogger(__name__)
 
 
 RETRIED_SQLSTATES = {"40P01", "40001"}  # deadlock detected, serialization failure
-
-
-def _on(queue: str | None) -> dict[str, str]:
-    return {"queue": queue} if queue else {}
 
 
 @shared_task(acks_late=True, bind=True)
@@ -49,7 +48,8 @@ def sync_part(self, part_id: int, chain: str | None = None) -> None:
             # Two parts' pages crossed (PostgreSQL chose this one to undo): nothing was
             # stored, the cursor is where it was; the same step again in a moment.
             log.warning("sync part %s: %s; trying the page again", part_id, exc)
-            sync_part.apply_async((part_id, chain), countdown=1, **_on(queue))
+            again = timezone.now() + timedelta(seconds=1)
+            outbox.enqueue(runs.SYNC_PART_TASK, [part_id, chain], eta=again, queue=queue)
             return
         for spawned_id, spawned_chain in result.spawned:
             runs.enqueue_part(spawned_id, spawned_chain, queue=queue)
@@ -67,7 +67,7 @@ def sync_page(run_id: int, chain: str | None = None) -> None:
     """A task queued before runs had parts: the run's part that took over its chain token."""
     part = SyncPart.objects.filter(run_id=run_id, chain=chain or "").first()
     if part is not None:
-        sync_part.delay(part.pk, part.chain)
+        runs.enqueue_part(part.pk, part.chain)
 
 
 @shared_task(acks_late=True)
@@ -76,7 +76,7 @@ def hydrate_issues(issue_ids: list[int], run_ids: list[int] | None = None) -> No
     after a rate limit, the rest comes back at the reset time."""
     result = hydration.hydrate_issues(issue_ids, run_ids or ())
     if result.wait_until is not None:
-        hydrate_issues.apply_async((result.rest, result.run_ids), eta=result.wait_until)
+        outbox.enqueue(hydrate_issues.name, [result.rest, result.run_ids], eta=result.wait_until)
 
 
 @shared_task

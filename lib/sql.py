@@ -53,6 +53,12 @@ def _run(sql: str, params: dict[str, Any], fetch: str) -> Any:
     # check at the end of the request, as through Django's own cursor.
     with db.wrap_database_errors:
         if db.vendor == "postgresql":
+            # CONN_HEALTH_CHECKS, as Django's own cursor does: a persistent connection that
+            # died while idle (the server restarted) is replaced before this statement.
+            # (`health_check_done` is Django's, which django-stubs does not declare.)
+            wrapper: Any = db
+            if not wrapper.health_check_done:
+                db.close_if_health_check_failed()
             if db.connection is None:
                 db.ensure_connection()
             # A plain psycopg cursor binds on the server (Django's default one quotes on the

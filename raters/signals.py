@@ -3,9 +3,9 @@ but only where the project has a trained classifier (one indexed look-up per fin
 
 from __future__ import annotations
 
-from django.db import transaction
 from django.db.models.signals import post_save
 
+from annotator import outbox
 from labeling.models import Resolution
 from raters.models import MachineRater
 from raters.tasks import retrain_due
@@ -19,7 +19,7 @@ def _after_resolution(sender, instance: Resolution, created: bool, **kwargs) -> 
         project_id=project_id, kind=MachineRater.Kind.CLASSIFIER, version__gt=0
     ).exists():
         return
-    transaction.on_commit(lambda: retrain_due.delay(project_id))
+    outbox.enqueue(retrain_due.name, [project_id])
 
 
 def connect() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.db import transaction
 
+from annotator import outbox
 from raters.models import MachineRater, RaterRun
 from raters.runs import RaterBusy, begin_run, raters_due, run_rater
 
@@ -25,14 +26,15 @@ def run_rater_task(run_id: int) -> None:
 def start_run(rater: MachineRater, only: str = RaterRun.Scope.ALL, user=None) -> RaterRun:
     """Record a run (RaterError naming the field; RaterBusy while one of the rater's runs is
     queued or running) and queue it once the transaction commits."""
-    run = begin_run(rater, only, user)
-    transaction.on_commit(lambda: run_rater_task.delay(run.pk))
+    with transaction.atomic():
+        run = begin_run(rater, only, user)
+        outbox.enqueue(run_rater_task.name, [run.pk])
     return run
 
 
 def resume_run(run: RaterRun) -> RaterRun:
     """Queue a run that stopped again (it goes on from the issues not labeled yet)."""
-    transaction.on_commit(lambda: run_rater_task.delay(run.pk))
+    outbox.enqueue(run_rater_task.name, [run.pk])
     return run
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from dataset import tasks
+from annotator import outbox
 from ingest.models import Issue
 from labeling.models import ProjectIssue
 from tests.conftest import log_in
@@ -27,9 +27,7 @@ def test_a_lead_uploads_a_csv_previews_dry_runs_imports_and_sees_the_issues(
 ):
     settings.UPLOAD_ROOT = tmp_path / "uploads"
     # No worker in this test: the queued task runs in the server's thread, as a worker would.
-    monkeypatch.setattr(
-        tasks.run_upload, "delay", lambda job_id, language=None: tasks.run_upload(job_id, language)
-    )
+    monkeypatch.setattr(outbox, "publish", lambda row_id: outbox.run_here(row_id))
     path = tmp_path / "threads.csv"
     path.write_text(CSV, encoding="utf-8")
 

@@ -10,7 +10,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from dataset import tasks
+from annotator import outbox
 from dataset.models import UploadJob
 
 ZH = {"HTTP_ACCEPT_LANGUAGE": "zh-hans"}
@@ -32,9 +32,7 @@ def upload_root(settings, tmp_path):
 @pytest.fixture
 def run_tasks_here(monkeypatch):
     """The page queues the task on commit; run it in this process, as a worker would."""
-    monkeypatch.setattr(
-        tasks.run_upload, "delay", lambda job_id, language=None: tasks.run_upload(job_id, language)
-    )
+    monkeypatch.setattr(outbox, "publish", lambda row_id: outbox.run_here(row_id))
 
 
 def upload(client, project, action: str, **headers):

@@ -12,6 +12,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from annotator import outbox
 from dataset import tasks
 from dataset.models import UploadJob
 from dataset.uploads import keep_file
@@ -40,9 +41,7 @@ def upload_root(settings, tmp_path):
 @pytest.fixture
 def run_tasks_here(monkeypatch):
     """The page queues the task on commit; run it in this process, as a worker would."""
-    monkeypatch.setattr(
-        tasks.run_upload, "delay", lambda job_id, language=None: tasks.run_upload(job_id, language)
-    )
+    monkeypatch.setattr(outbox, "publish", lambda row_id: outbox.run_here(row_id))
 
 
 def use(project, repository) -> None:

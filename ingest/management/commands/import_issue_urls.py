@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import transaction
 
+from annotator import outbox
 from ingest.urllists import check_year, import_refs, parse_files
 
 
@@ -60,8 +60,7 @@ class Command(BaseCommand):
         if result.issue_ids and not no_fetch:
             from ingest.tasks import hydrate_issues
 
-            ids = result.issue_ids
-            transaction.on_commit(lambda: hydrate_issues.delay(ids))
+            outbox.enqueue(hydrate_issues.name, [result.issue_ids])
         self.stdout.write(
             f"{len(result.refs)} issue URLs ({result.duplicates} repeated), "
             f"{result.created_issues} new issues, {result.created_repositories} new "
