@@ -85,7 +85,9 @@ def draw_sample(
     scope = scope_of(project)
     _check(project, rater, len(scope.issue_ids), size, seed, uniform_share)
     confidence = rater_confidences(rater)
-    ids = scope.issue_ids
+    # Issue id order, not queue order: a draw moves the queue, and the same seed must draw the
+    # same issues again.
+    ids = sorted(scope.issue_ids)
     conf = [confidence.get(i) for i in ids]
     pi = inclusion_probabilities([uncertainty(q) for q in conf], size, uniform_share)
     drawn = bernoulli_draw(pi, seed)

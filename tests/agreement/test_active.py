@@ -1,4 +1,4 @@
-# ruff: noqa: RUF002, RUF003 (the method is written in its paper's symbols)
+# ruff: noqa: RUF003 (the method is written in its paper's symbols)
 """Active sampling (`agreement.active`, Zrnic & Candès 2024): the weighted estimate is the
 paper's formula, computed here by hand; inclusion probabilities spend the budget and keep a
 floor; the draw is the seed's; over 300 seeded simulated studies with a rater whose confidence
