@@ -12,6 +12,7 @@ import json
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.urls import reverse
 
 from agreement.active import bernoulli_draw, estimate_shares_active, inclusion_probabilities
 from ingest.models import Issue
@@ -134,7 +135,7 @@ def test_drawn_issues_go_first_and_served_ones_stay(project, queue, annotator):
 
 
 def test_the_estimate_uses_the_draw_weighted_and_held_back_by_a_dispute(
-    project, queue, annotator, other_annotator, lead
+    client, project, queue, annotator, other_annotator, lead, researcher
 ):
     items, rater = queue
     draw = draw_sample(project, rater, size=14, seed=5)
@@ -177,6 +178,14 @@ def test_the_estimate_uses_the_draw_weighted_and_held_back_by_a_dispute(
     for row, share in zip(report["estimates"], expected, strict=True):
         assert row["share"] == pytest.approx(share.share, abs=1e-12)
         assert (row["ci_low"], row["ci_high"]) == pytest.approx((share.ci_low, share.ci_high))
+    # The researcher's page says what the sample is.
+    client.force_login(researcher)
+    url = reverse("estimates_page", args=[project.pk])
+    page = client.get(url, {"rater": rater.pk}).content.decode()
+    assert 'id="active-sample"' in page
+    assert f"An active sample: {len(drawn)} issues drawn" in page
+    chinese = client.get(url, {"rater": rater.pk}, HTTP_ACCEPT_LANGUAGE="zh-hans")
+    assert "这是主动抽取的样本" in chinese.content.decode()
     # A replay still asks for a uniform draw, whatever the project's sample.
     assert estimate(project, rater, replay=4, seed=1).as_json()["sample"]["method"] == "replay"
     with pytest.raises(EstimateError) as no_plan:
