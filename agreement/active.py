@@ -1,4 +1,4 @@
-# ruff: noqa: RUF002, RUF003 (the method is written in its paper's symbols)
+# ruff: noqa: RUF002 (the method is written in its paper's symbols)
 """Active sampling of the human sample (Zrnic & Candès, "Active statistical inference", ICML
 2024): each issue i of the N in scope is drawn for human labeling with its own probability π_i,
 larger where the machine rater is unsure, and the estimate weights the drawn issues by 1/π_i.
@@ -25,7 +25,12 @@ paper's estimator, λ = 0 the weighted human-only one).
 `compare_sampling` is the simulator: on a population whose every label is known (a finished
 project), it replays seeded uniform and active samples of each size and reports the mean
 interval width of each, and how many uniformly drawn human labels the active sample's width
-would take (width ∝ 1/√n): the labels saved.
+would take: read off the uniform widths measured at the sizes asked for (linear in log width
+against log n between two sizes; none beyond the largest), since the width does not fall as
+1/√n all the way: `ppi_py` adds the machine labels' own variance, λ²·Var(Ŷ)/N, a floor that no
+number of human labels removes and that both designs share. The labels saved are that number
+less the active draws' mean size. `width_ratio` (W_u/W_a)² at the same n is the gain without
+the floor's dilution (the labels saved if the width fell as 1/√n).
 """
 
 from __future__ import annotations
@@ -113,8 +118,10 @@ class SamplingComparison:
     active_mean_drawn: float  # the active draws' mean size
     uniform_width: float  # mean over draws and codes of the PPI interval's width
     active_width: float
-    uniform_equivalent: float  # uniform labels for the active width: n·(W_u / W_a)²
-    saved: float  # uniform_equivalent − active_mean_drawn
+    # Uniform labels for the active width, read off the uniform widths (None: beyond the
+    # largest size); the labels saved are that less the active draws' mean size.
+    uniform_equivalent: float | None
+    saved: float | None
     uniform_coverage: float  # share of (draw, code) intervals that held the true share
     active_coverage: float
 
@@ -124,10 +131,15 @@ class SamplingComparison:
             "active_mean_drawn": round(self.active_mean_drawn, 1),
             "uniform_mean_width": self.uniform_width,
             "active_mean_width": self.active_width,
-            "uniform_labels_for_active_width": round(self.uniform_equivalent, 1),
-            "human_labels_saved": round(self.saved, 1),
-            "saved_share": round(self.saved / self.uniform_equivalent, 4)
-            if self.uniform_equivalent
+            "uniform_labels_for_active_width": None
+            if self.uniform_equivalent is None
+            else round(self.uniform_equivalent, 1),
+            "human_labels_saved": None if self.saved is None else round(self.saved, 1),
+            "saved_share": None
+            if self.saved is None or not self.uniform_equivalent
+            else round(self.saved / self.uniform_equivalent, 4),
+            "width_ratio": round((self.uniform_width / self.active_width) ** 2, 4)
+            if self.active_width
             else None,
             "uniform_coverage": self.uniform_coverage,
             "active_coverage": self.active_coverage,
@@ -142,6 +154,27 @@ def _covered(estimates: list[ShareEstimate], truth: dict[str, float]) -> int:
     return sum(e.ci_low <= truth[e.code] <= e.ci_high for e in estimates)
 
 
+def uniform_size_for(width: float, sizes: Sequence[int], widths: Sequence[float]) -> float | None:
+    """The uniform sample size whose mean width is `width`, on the measured curve (sizes
+    ascending): linear in log width against log size between neighbours; a width at or above
+    the smallest size's is that size's share by 1/√n; below the largest size's, None."""
+    import math
+    from itertools import pairwise
+
+    if width <= 0:
+        return None
+    if width >= widths[0]:
+        return sizes[0] * (widths[0] / width) ** 2
+    points = list(zip(sizes, widths, strict=True))
+    for (n0, w0), (n1, w1) in pairwise(points):
+        if w1 <= width <= w0:
+            if w0 == w1:
+                return float(n0)
+            step = (math.log(w0) - math.log(width)) / (math.log(w0) - math.log(w1))
+            return math.exp(math.log(n0) + step * (math.log(n1) - math.log(n0)))
+    return None
+
+
 def compare_sampling(
     codes: Sequence[str],
     truth: Sequence[str],
@@ -154,7 +187,7 @@ def compare_sampling(
 ) -> list[SamplingComparison]:
     """Uniform against active samples of each size on a population of known labels (`truth`,
     with the machine's label and confidence on each issue): `draws` seeded samples of each
-    kind per size, the same seeds for every size."""
+    kind per size, the same seeds for every size. Sizes are taken in ascending order."""
     import numpy as np
 
     big_n = len(truth)
@@ -164,7 +197,8 @@ def compare_sampling(
         raise ValueError("draws: at least 1")
     shares = {code: sum(t == code for t in truth) / big_n for code in codes}
     u = [uncertainty(q) for q in confidence]
-    out = []
+    sizes = sorted(set(sizes))
+    measured = []
     for size in sizes:
         if not 2 <= size < big_n:
             raise ValueError(f"sizes: each between 2 and {big_n - 1}")
@@ -199,10 +233,20 @@ def compare_sampling(
                 widths[kind].append(_width(estimates))
                 covered[kind] += _covered(estimates, shares)
         runs = len(drawn_sizes)
-        w_u = float(np.mean(widths["uniform"]))
-        w_a = float(np.mean(widths["active"]))
-        mean_drawn = float(np.mean(drawn_sizes))
-        equivalent = size * (w_u / w_a) ** 2 if w_a > 0 else float(size)
+        measured.append(
+            (
+                size,
+                float(np.mean(drawn_sizes)),
+                float(np.mean(widths["uniform"])),
+                float(np.mean(widths["active"])),
+                covered["uniform"] / (runs * len(codes)),
+                covered["active"] / (runs * len(codes)),
+            )
+        )
+    uniform_widths = [row[2] for row in measured]
+    out = []
+    for size, mean_drawn, w_u, w_a, c_u, c_a in measured:
+        equivalent = uniform_size_for(w_a, sizes, uniform_widths)
         out.append(
             SamplingComparison(
                 size=size,
@@ -210,9 +254,9 @@ def compare_sampling(
                 uniform_width=w_u,
                 active_width=w_a,
                 uniform_equivalent=equivalent,
-                saved=equivalent - mean_drawn,
-                uniform_coverage=covered["uniform"] / (runs * len(codes)),
-                active_coverage=covered["active"] / (runs * len(codes)),
+                saved=None if equivalent is None else equivalent - mean_drawn,
+                uniform_coverage=c_u,
+                active_coverage=c_a,
             )
         )
     return out

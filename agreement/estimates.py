@@ -78,11 +78,10 @@ def _indicators(labels: Sequence[str], codes: Sequence[str]):
     import numpy as np
 
     index = {code: k for k, code in enumerate(codes)}
+    column = np.fromiter((index.get(label, -1) for label in labels), dtype=int, count=len(labels))
     out = np.zeros((len(labels), len(codes)), dtype=float)
-    for row, label in enumerate(labels):
-        k = index.get(label)
-        if k is not None:
-            out[row, k] = 1.0
+    rows = np.flatnonzero(column >= 0)
+    out[rows, column[rows]] = 1.0
     return out
 
 

@@ -19,6 +19,7 @@ from agreement.active import (
     estimate_shares_active,
     inclusion_probabilities,
     uncertainty,
+    uniform_size_for,
 )
 from agreement.estimates import estimate_shares
 
@@ -188,13 +189,30 @@ def test_an_informative_confidence_narrows_the_intervals_and_a_flat_one_does_not
 
 def test_the_simulator_reports_the_human_labels_saved():
     truth, machine, confidence = simulated_study(4, n_total=1500)
-    rows = compare_sampling(CODES, truth, machine, confidence, [150, 300], draws=30, seed=1)
-    assert [row.size for row in rows] == [150, 300]
-    for row in rows:
+    rows = compare_sampling(CODES, truth, machine, confidence, [300, 150, 600], draws=30, seed=1)
+    assert [row.size for row in rows] == [150, 300, 600]
+    widths = [row.uniform_width for row in rows]
+    for row in rows[:2]:
         assert row.active_width < row.uniform_width
+        # Read off the uniform curve: between the sizes whose widths bracket the active one.
+        assert row.uniform_equivalent == pytest.approx(
+            uniform_size_for(row.active_width, [150, 300, 600], widths)
+        )
+        assert row.size < row.uniform_equivalent < 2 * row.size
         assert row.saved == pytest.approx(row.uniform_equivalent - row.active_mean_drawn)
         assert row.saved > 0.1 * row.size
         assert set(row.as_json()) >= {"size", "human_labels_saved", "uniform_mean_width"}
     _, _, flat = simulated_study(4, informative=False, n_total=1500)
-    for row in compare_sampling(CODES, truth, machine, flat, [300], draws=30, seed=1):
-        assert abs(row.saved) < 0.1 * row.size
+    control = compare_sampling(CODES, truth, machine, flat, [150, 300, 600], draws=30, seed=1)
+    for row in control[:2]:
+        assert row.saved is not None and abs(row.saved) < 0.1 * row.size
+
+
+def test_the_uniform_curve_is_read_between_sizes_and_not_beyond():
+    sizes, widths = [100, 400], [0.2, 0.1]
+    assert uniform_size_for(0.2, sizes, widths) == pytest.approx(100)
+    assert uniform_size_for(0.1, sizes, widths) == pytest.approx(400)
+    # Halfway in log width is halfway in log size: √(100 · 400).
+    assert uniform_size_for((0.2 * 0.1) ** 0.5, sizes, widths) == pytest.approx(200)
+    assert uniform_size_for(0.4, sizes, widths) == pytest.approx(25)  # 1/√n below the sizes
+    assert uniform_size_for(0.05, sizes, widths) is None

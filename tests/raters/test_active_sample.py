@@ -81,8 +81,7 @@ def test_the_draw_is_the_seeds_and_every_probability_is_recorded(project, queue,
     items, rater = queue
     draw = draw_sample(project, rater, size=12, seed=3, user=lead)
     rows = {
-        row.issue_id: row
-        for row in SampleInclusion.objects.filter(draw=draw).order_by("issue_id")
+        row.issue_id: row for row in SampleInclusion.objects.filter(draw=draw).order_by("issue_id")
     }
     issue_ids = [item.issue_id for item in items]
     assert set(rows) == set(issue_ids)
@@ -193,8 +192,8 @@ def test_the_estimate_uses_the_draw_weighted_and_held_back_by_a_dispute(
     assert no_plan.value.field == "plan"
 
 
-def test_the_commands_draw_compare_and_name_what_is_wrong(project, queue, lead):
-    items, rater = queue
+def test_the_commands_draw_compare_and_name_what_is_wrong(project, queue):
+    items, _ = queue
     for k, item in enumerate(items[:30]):
         final_issue(project, item, human_code(k), human_code(k))
     out = io.StringIO()

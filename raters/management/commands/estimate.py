@@ -20,6 +20,10 @@ from raters.models import MachineRater
 from raters.sampling import compare_on_project
 
 
+def _or_beyond(value: float | None) -> str:
+    return "beyond" if value is None else f"{value:.1f}"
+
+
 def _sizes(text: str) -> list[int]:
     try:
         sizes = [int(part) for part in text.split(",") if part.strip()]
@@ -154,5 +158,6 @@ class Command(BaseCommand):
                 f"{row['size']:>6} {row['active_mean_drawn']:>9.1f} "
                 f"{100 * row['uniform_mean_width']:>13.2f}% "
                 f"{100 * row['active_mean_width']:>12.2f}% "
-                f"{row['uniform_labels_for_active_width']:>17.1f} {row['human_labels_saved']:>7.1f}"
+                f"{_or_beyond(row['uniform_labels_for_active_width']):>17} "
+                f"{_or_beyond(row['human_labels_saved']):>7}"
             )
