@@ -142,6 +142,14 @@ def current_draw(project: Project) -> SampleDraw | None:
 
 def active_sample(project: Project, scope: Scope, draw: SampleDraw) -> Sample:
     """The longest run of the draw's issues, in queue order, whose issues are all final."""
+    covered = set(draw.inclusions.values_list("issue_id", flat=True))
+    later = sum(i not in covered for i in scope.issue_ids)
+    if later:
+        # An issue with no chance of being drawn would be left out of every estimate.
+        raise EstimateError(
+            "sample",
+            f"{later} issues joined the scope after the active draw; draw the sample again",
+        )
     probabilities = dict(draw.inclusions.filter(drawn=True).values_list("issue_id", "probability"))
     drawn = [i for i in scope.issue_ids if i in probabilities]
     prefix, held_back = _final_prefix(project, drawn)

@@ -185,6 +185,14 @@ def test_the_estimate_uses_the_draw_weighted_and_held_back_by_a_dispute(
     assert f"An active sample: {len(drawn)} issues drawn" in page
     chinese = client.get(url, {"rater": rater.pk}, HTTP_ACCEPT_LANGUAGE="zh-hans")
     assert "这是主动抽取的样本" in chinese.content.decode()
+    # An issue that joins the scope after the draw had no chance: the estimate says draw again.
+    late = Issue.objects.create(
+        repository=first.issue.repository, number="late", url="https://github.com/x/y/issues/99"
+    )
+    late_item = ProjectIssue.objects.create(project=project, issue=late, position=SIZE)
+    with pytest.raises(EstimateError, match="1 issues joined the scope after the active draw"):
+        estimate(project, rater)
+    late_item.delete()
     # A replay still asks for a uniform draw, whatever the project's sample.
     assert estimate(project, rater, replay=4, seed=1).as_json()["sample"]["method"] == "replay"
     with pytest.raises(EstimateError) as no_plan:
