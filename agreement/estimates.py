@@ -16,8 +16,9 @@ Intervals are the normal-approximation 95 % intervals of `ppi_mean_ci` and
 `classical_mean_ci`, clipped to [0, 1]; a code with fewer than 10 issues in the sample that
 have it (or that lack it) is marked `sparse`, since that approximation then undercovers. The
 intervals treat the sample as drawn with replacement, so for a sample that is a large part of
-the scope they are conservative. With inclusion weights (active sampling) the labeled
-rows carry weights, as `ppi_py` takes them.
+the scope they are conservative. With inclusion weights (active sampling, `agreement.active`)
+the sampled rows carry weights 1/π, as `ppi_py` takes them, and the machine's labels on every
+issue in scope are the unlabeled set (`weighted_shares`).
 
 The effective sample size is the number of human labels the classical interval would need to be
 as narrow as the PPI interval: n · (classical width / PPI width)².
@@ -77,11 +78,10 @@ def _indicators(labels: Sequence[str], codes: Sequence[str]):
     import numpy as np
 
     index = {code: k for k, code in enumerate(codes)}
+    column = np.fromiter((index.get(label, -1) for label in labels), dtype=int, count=len(labels))
     out = np.zeros((len(labels), len(codes)), dtype=float)
-    for row, label in enumerate(labels):
-        k = index.get(label)
-        if k is not None:
-            out[row, k] = 1.0
+    rows = np.flatnonzero(column >= 0)
+    out[rows, column[rows]] = 1.0
     return out
 
 
@@ -106,7 +106,7 @@ def estimate_shares(
     machine labels (same order), `machine_elsewhere` the machine's labels on the rest of the
     scope. A machine label that is no code (an invalid output) counts for no code."""
     import numpy as np
-    from ppi_py import classical_mean_ci, ppi_mean_ci, ppi_mean_pointestimate
+    from ppi_py import classical_mean_ci
 
     if len(human) != len(machine_on_sample):
         raise ValueError("the sample's human and machine labels differ in length")
@@ -130,7 +130,43 @@ def estimate_shares(
             )
         return whole
     y_unlabeled = _indicators(machine_elsewhere, codes)
-    kwargs = {"w": w, "lam_optim_mode": "element"}
+    return _ppi_shares(codes, y, y_hat, y_unlabeled, w, alpha, n + big_n)
+
+
+def weighted_shares(
+    codes: Sequence[str],
+    human: Sequence[str],
+    machine_on_sample: Sequence[str],
+    machine_all: Sequence[str],
+    weights: Sequence[float],
+    alpha: float = ALPHA,
+    lam: float | None = None,
+) -> list[ShareEstimate]:
+    """Each code's share from a sample drawn with unequal probabilities (active sampling,
+    `agreement.active`): the sampled rows carry `weights` (1/π), and the unlabeled set is the
+    machine's labels on every issue in scope, the sampled ones included. `lam` None tunes λ
+    per code (as `estimate_shares`); a number fixes it."""
+    import numpy as np
+
+    if not len(human) == len(machine_on_sample) == len(weights):
+        raise ValueError("the sample's human labels, machine labels and weights differ in length")
+    if len(human) < 2:
+        raise ValueError("an estimate needs at least two human-labeled issues")
+    w = np.asarray(weights, dtype=float)
+    if not (np.isfinite(w).all() and (w > 0).all()):
+        raise ValueError("weights must be finite and positive")
+    y = _indicators(human, codes)
+    y_hat = _indicators(machine_on_sample, codes)
+    y_all = _indicators(machine_all, codes)
+    return _ppi_shares(codes, y, y_hat, y_all, w, alpha, len(machine_all), lam)
+
+
+def _ppi_shares(codes, y, y_hat, y_unlabeled, w, alpha, n_total, lam=None) -> list[ShareEstimate]:
+    import numpy as np
+    from ppi_py import classical_mean_ci, ppi_mean_ci, ppi_mean_pointestimate
+
+    n = len(y)
+    kwargs = {"w": w, "lam_optim_mode": "element"} if lam is None else {"w": w, "lam": lam}
     with np.errstate(invalid="ignore", divide="ignore"):
         point = np.atleast_1d(ppi_mean_pointestimate(y, y_hat, y_unlabeled, **kwargs))
         low, high = (np.atleast_1d(b) for b in ppi_mean_ci(y, y_hat, y_unlabeled, alpha, **kwargs))
@@ -157,7 +193,7 @@ def estimate_shares(
                 classical_ci_low=_clip(c_low),
                 classical_ci_high=_clip(c_high),
                 n_human=n,
-                n_total=n + big_n,
+                n_total=n_total,
                 effective_n=effective,
                 sparse=_sparse(y[:, k]),
             )

@@ -33,6 +33,9 @@ COMMANDS = {
     "type by year, plan ±2 pp": [
         "--level", "type", "--by", "year", "--replay-sample", "2000", "--plan", "0.02",
     ],
+    # After `draw_sample --size 2000` (timed once): the active sample, weighted by 1/π.
+    "type, active draw of 2,000": ["--level", "type"],
+    "theme by repository, active draw of 2,000": ["--level", "theme", "--by", "repository"],
 }  # fmt: skip
 
 
@@ -87,7 +90,17 @@ def main() -> None:
             [sys.executable, "bench/dataset_generate.py", str(DATA)], cwd=ROOT, env=env, check=True
         )
     subprocess.run([sys.executable, __file__, "--db", args.db, "--prepare"], env=env, check=True)
+    drawn = False
     for name, extra in COMMANDS.items():
+        if "active" in name and not drawn:
+            start = time.perf_counter()
+            subprocess.run(
+                [sys.executable, "manage.py", "draw_sample", "--project", PROJECT, "--rater",
+                 RATER, "--size", "2000", "--seed", "1"],
+                cwd=ROOT, env=env, check=True, capture_output=True, text=True,
+            )  # fmt: skip
+            print(f"draw_sample --size 2000: {time.perf_counter() - start:.2f} s (one run)")
+            drawn = True
         times = []
         for _ in range(args.runs):
             start = time.perf_counter()

@@ -315,13 +315,7 @@ def place_in_queue(project: Project, item_ids: list[int], seed: int) -> None:
         return
     # The last position someone has been handed: in the pilot, labeled, decided or reserved
     # (even if handed back).
-    served = ProjectIssue.objects.filter(project=project).filter(
-        Q(is_pilot=True)
-        | ~Q(status=ProjectIssue.Status.OPEN)
-        | Q(annotation_count__gt=0)
-        | Exists(Reservation.objects.filter(project_issue=OuterRef("pk")))
-    )
-    boundary = served.aggregate(last=Max("position"))["last"]
+    boundary = _served(project).aggregate(last=Max("position"))["last"]
     boundary = -1 if boundary is None else boundary
     tail = list(
         ProjectIssue.objects.filter(project=project, position__gt=boundary)
@@ -341,6 +335,42 @@ def place_in_queue(project: Project, item_ids: list[int], seed: int) -> None:
         ["position"],
         batch_size=2000,
     )
+
+
+def _served(project: Project):
+    """The items someone has been handed: in the pilot, labeled, decided or ever reserved."""
+    return ProjectIssue.objects.filter(project=project).filter(
+        Q(is_pilot=True)
+        | ~Q(status=ProjectIssue.Status.OPEN)
+        | Q(annotation_count__gt=0)
+        | Exists(Reservation.objects.filter(project_issue=OuterRef("pk")))
+    )
+
+
+@transaction.atomic
+def bring_to_front(project: Project, item_ids: list[int], seed: int) -> int:
+    """Put queue items (an active sample's draw) first in the part of the queue nobody has
+    been served yet, in a seeded random order, the other unserved items after them in their
+    old order; every served position stays as it was (as `place_in_queue`). Returns how many
+    items moved; a chosen item already served keeps its place. Frontiers lie at or before the
+    boundary, so they stay valid."""
+    chosen = set(item_ids)
+    boundary = _served(project).aggregate(last=Max("position"))["last"]
+    boundary = -1 if boundary is None else boundary
+    tail = list(
+        ProjectIssue.objects.filter(project=project, position__gt=boundary)
+        .order_by("position", "pk")
+        .values_list("pk", flat=True)
+    )
+    front = sorted(pk for pk in tail if pk in chosen)
+    random.Random(seed).shuffle(front)
+    order = front + [pk for pk in tail if pk not in chosen]
+    ProjectIssue.objects.bulk_update(
+        [ProjectIssue(id=pk, position=boundary + 1 + i) for i, pk in enumerate(order)],
+        ["position"],
+        batch_size=2000,
+    )
+    return len(front)
 
 
 @transaction.atomic

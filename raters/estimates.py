@@ -10,6 +10,13 @@ queue on purpose) are outside the scope and never part of it. With a pilot, the 
 with a sample stratified by repository in proportion to size, which is treated as uniform (its
 variance is at most a uniform sample's).
 
+With an active sample (`raters.sampling.draw_sample`, the project's current `SampleDraw`) the
+human sample is instead the drawn issues: the longest run of them, in queue order, in which
+every one is final (the draw's issues are first in the queue in a seeded random order, so a
+run of them is a uniform subsample of the draw), weighted by 1/π
+(`agreement.active.estimate_shares_active`); a disputed drawn issue holds it back the same way,
+and `Sample.pending` counts the drawn issues not in it yet.
+
 `--replay-sample N --seed S` instead draws a uniform random N of the scope's final issues, as
 if only they had been labeled: to plan a study, or to check the method on a finished one.
 
@@ -23,12 +30,13 @@ import random
 from collections import defaultdict
 from dataclasses import dataclass
 
+from agreement.active import estimate_shares_active
 from agreement.estimates import Plan, ShareEstimate, estimate_shares, plan_sizes
 from agreement.table_one import issue_year
 from annotator.models import Project
 from labeling.models import ProjectIssue, Resolution
 from raters.backends import FP_CODE, theme_code, type_code
-from raters.models import MachineLabel, MachineRater
+from raters.models import MachineLabel, MachineRater, SampleDraw
 from taxonomy.lineage import Translator
 from taxonomy.models import TaxonomyNode
 
@@ -49,10 +57,48 @@ class EstimateError(ValueError):
 @dataclass(frozen=True)
 class Sample:
     issue_ids: list[int]  # the human sample, in queue order
-    method: str  # "queue-prefix" or "replay"
+    method: str  # "queue-prefix", "replay" or "active"
     seed: int
     in_scope: int
     held_back: int  # disputed issues that hold the prefix back
+    # An active sample: the drawn issues' inclusion probabilities, the draw, and how many drawn
+    # issues are not in the sample yet.
+    probabilities: dict[int, float] | None = None
+    draw: SampleDraw | None = None
+    pending: int = 0
+
+    def summary(self) -> dict:
+        out: dict = {
+            "method": self.method,
+            "seed": self.seed,
+            "size": len(self.issue_ids),
+            "held_back": self.held_back,
+            "rule": RULES[self.method],
+        }
+        if self.draw is not None and self.probabilities is not None:
+            pi = sorted(self.probabilities.values())
+            out["active"] = {
+                "rater": self.draw.rater.name,
+                "rater_version": self.draw.rater_version,
+                "budget": self.draw.budget,
+                "drawn": self.draw.drawn,
+                "pending": self.pending,
+                "uniform_share": self.draw.uniform_share,
+                "drawn_at": self.draw.created_at.isoformat(),
+                "probability_min": pi[0] if pi else None,
+                "probability_median": pi[len(pi) // 2] if pi else None,
+                "probability_max": pi[-1] if pi else None,
+            }
+        return out
+
+
+RULES = {
+    "queue-prefix": "the longest prefix of the seeded queue order in which every issue is final",
+    "replay": "a uniform random draw of the scope's final issues",
+    "active": "an active draw (inclusion probabilities from the rater's uncertainty, weighted "
+    "by their inverse): the longest run of the drawn issues, in queue order, in which every "
+    "one is final",
+}
 
 
 @dataclass(frozen=True)
@@ -84,17 +130,55 @@ def scope_of(project: Project) -> Scope:
 
 def queue_sample(project: Project, scope: Scope) -> Sample:
     """The longest prefix of the queue whose issues are all final."""
+    prefix, held_back = _final_prefix(project, scope.issue_ids)
+    return Sample(prefix, "queue-prefix", project.queue_seed, len(scope.issue_ids), held_back)
+
+
+def current_draw(project: Project) -> SampleDraw | None:
+    return (
+        SampleDraw.objects.filter(project=project, is_current=True).select_related("rater").first()
+    )
+
+
+def active_sample(project: Project, scope: Scope, draw: SampleDraw) -> Sample:
+    """The longest run of the draw's issues, in queue order, whose issues are all final."""
+    covered = set(draw.inclusions.values_list("issue_id", flat=True))
+    later = sum(i not in covered for i in scope.issue_ids)
+    if later:
+        # An issue with no chance of being drawn would be left out of every estimate.
+        raise EstimateError(
+            "sample",
+            f"{later} issues joined the scope after the active draw; draw the sample again",
+        )
+    probabilities = dict(draw.inclusions.filter(drawn=True).values_list("issue_id", "probability"))
+    drawn = [i for i in scope.issue_ids if i in probabilities]
+    prefix, held_back = _final_prefix(project, drawn)
+    return Sample(
+        prefix,
+        "active",
+        draw.seed,
+        len(scope.issue_ids),
+        held_back,
+        probabilities={i: probabilities[i] for i in prefix},
+        draw=draw,
+        pending=len(drawn) - len(prefix),
+    )
+
+
+def _final_prefix(project: Project, ordered: list[int]) -> tuple[list[int], int]:
+    """The longest prefix of `ordered` in which every issue is final, and how many disputed
+    issues stand between it and the first issue nobody has labeled."""
     status = dict(
         ProjectIssue.objects.filter(project=project, recall_probe__isnull=True).values_list(
             "issue_id", "status"
         )
     )
     prefix: list[int] = []
-    for issue_id in scope.issue_ids:
+    for issue_id in ordered:
         if status[issue_id] != ProjectIssue.Status.FINAL:
             break
         prefix.append(issue_id)
-    rest = scope.issue_ids[len(prefix) :]
+    rest = ordered[len(prefix) :]
     labeled = set(
         ProjectIssue.objects.filter(
             project=project, issue_id__in=rest, annotation_count__gt=0
@@ -106,7 +190,7 @@ def queue_sample(project: Project, scope: Scope) -> Sample:
         if issue_id not in labeled and status[issue_id] == ProjectIssue.Status.OPEN:
             break
         held_back += status[issue_id] == ProjectIssue.Status.DISAGREEMENT
-    return Sample(prefix, "queue-prefix", project.queue_seed, len(scope.issue_ids), held_back)
+    return prefix, held_back
 
 
 def replay_sample(project: Project, scope: Scope, n: int, seed: int) -> Sample:
@@ -180,15 +264,7 @@ class Estimates:
             "by": self.by,
             "n_human": len(self.sample.issue_ids),
             "n_total": self.n_total,
-            "sample": {
-                "method": self.sample.method,
-                "seed": self.sample.seed,
-                "size": len(self.sample.issue_ids),
-                "held_back": self.sample.held_back,
-                "rule": "the longest prefix of the seeded queue order in which every issue is final"
-                if self.sample.method == "queue-prefix"
-                else "a uniform random draw of the scope's final issues",
-            },
+            "sample": self.sample.summary(),
             "estimates": [estimate.as_json(by) for by, estimate in self.rows],
         }
         if self.plan is not None:
@@ -235,16 +311,24 @@ def _estimate(
     if rater.project_id != project.pk:
         raise EstimateError("rater", "not a rater of this project")
     scope = scope_of(project)
-    sample = (
-        replay_sample(project, scope, replay, seed)
-        if replay is not None
-        else queue_sample(project, scope)
-    )
+    draw = current_draw(project) if replay is None else None
+    if replay is not None:
+        sample = replay_sample(project, scope, replay, seed)
+    elif draw is not None:
+        sample = active_sample(project, scope, draw)
+    else:
+        sample = queue_sample(project, scope)
     if len(sample.issue_ids) < 2:
+        where = "of the active draw" if draw is not None else "at the front of the queue"
         raise EstimateError(
             "sample",
-            f"{len(sample.issue_ids)} issues at the front of the queue are final; "
+            f"{len(sample.issue_ids)} issues {where} are final; "
             f"at least 2 are needed ({sample.held_back} disputed issues hold it back)",
+        )
+    if sample.probabilities is not None and plan_half_width is not None:
+        raise EstimateError(
+            "plan",
+            "the plan assumes a uniform sample; for an active one use --compare-sampling",
         )
     human = final_codes_at(project, sample.issue_ids, level)
     machine = machine_codes_at(rater, level)
@@ -265,13 +349,23 @@ def _estimate(
         sampled = [i for i in members if i in in_sample]
         if len(sampled) < 2:
             continue  # a group the sample has not reached: nothing to say yet
-        rest = [machine.get(i, NO_CODE) for i in members if i not in in_sample]
-        shares = estimate_shares(
-            codes,
-            [human.get(i, NO_CODE) for i in sampled],
-            [machine.get(i, NO_CODE) for i in sampled],
-            rest,
-        )
+        if sample.probabilities is not None:
+            # Active: weighted by 1/π, the machine's labels on every issue of the group.
+            shares = estimate_shares_active(
+                codes,
+                [human.get(i, NO_CODE) for i in sampled],
+                [machine.get(i, NO_CODE) for i in sampled],
+                [machine.get(i, NO_CODE) for i in members],
+                [sample.probabilities[i] for i in sampled],
+            )
+        else:
+            rest = [machine.get(i, NO_CODE) for i in members if i not in in_sample]
+            shares = estimate_shares(
+                codes,
+                [human.get(i, NO_CODE) for i in sampled],
+                [machine.get(i, NO_CODE) for i in sampled],
+                rest,
+            )
         rows += [(key, share) for share in shares]
     plan = None
     if plan_half_width is not None:

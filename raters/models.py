@@ -199,3 +199,59 @@ class MachineLabel(LabelFields):
 
     def __str__(self) -> str:
         return f"{self.rater.name} on {self.issue_id}: {self.label_code}"
+
+
+class SampleDraw(models.Model):
+    """An active human sample (`raters.sampling`): every issue in scope drawn for human
+    labeling with its own inclusion probability from a rater's uncertainty, the draw seeded and
+    recorded; the estimates weight the drawn issues by 1/π. A project's latest draw is current."""
+
+    project = models.ForeignKey(
+        "annotator.Project", on_delete=models.CASCADE, related_name="sample_draws"
+    )
+    rater = models.ForeignKey(MachineRater, on_delete=models.CASCADE, related_name="sample_draws")
+    rater_version = models.PositiveIntegerField()
+    budget = models.PositiveIntegerField(help_text=_("expected number of drawn issues"))
+    uniform_share = models.FloatField(help_text=_("share of the budget spread uniformly"))
+    seed = models.IntegerField()
+    drawn = models.PositiveIntegerField(default=0)
+    is_current = models.BooleanField(default=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = _("active sample draw")
+        verbose_name_plural = _("active sample draws")
+        ordering = ["project", "-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project"], condition=Q(is_current=True), name="one_current_sample_draw"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"draw {self.seed} of {self.budget} by {self.rater.name} in {self.project}"
+
+
+class SampleInclusion(models.Model):
+    """One issue's inclusion probability in a draw, the confidence it came from, and whether
+    the issue was drawn."""
+
+    draw = models.ForeignKey(SampleDraw, on_delete=models.CASCADE, related_name="inclusions")
+    issue = models.ForeignKey("ingest.Issue", on_delete=models.CASCADE, related_name="+")
+    probability = models.FloatField()
+    confidence = models.FloatField(null=True, blank=True)
+    drawn = models.BooleanField()
+
+    class Meta:
+        verbose_name = _("inclusion probability")
+        verbose_name_plural = _("inclusion probabilities")
+        constraints = [
+            models.UniqueConstraint(fields=["draw", "issue"], name="one_inclusion_per_issue")
+        ]
+        indexes = [models.Index(fields=["draw", "drawn"])]
+
+    def __str__(self) -> str:
+        return f"{self.issue_id}: {self.probability:.4f}{' drawn' if self.drawn else ''}"
