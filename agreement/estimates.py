@@ -9,7 +9,7 @@ computation is the maintained package `ppi-python` (`ppi_py`), never reimplement
 For each code c the estimand is its share among the issues in scope. A uniform random sample of
 n issues has human finals Y (Y_c = 1 if the final label is c) and machine labels Ŷ; the other N
 issues have machine labels only. The PPI++ estimate is λ·mean(Ŷ_unlabeled) + mean(Y − λ·Ŷ),
-with λ tuned per code from the data (clipped at 0): λ = 0 is the classical estimate, so a
+with λ tuned per code from the data (clipped to [0, 1]): λ = 0 is the classical estimate, so a
 machine that does not help cannot make the interval much wider than the human-only one, and a
 biased machine cannot bias the estimate (its bias is measured on the sample and subtracted).
 Intervals are the normal-approximation 95 % intervals of `ppi_mean_ci` and

@@ -86,6 +86,7 @@ class Project(models.Model):
     alt_test_epsilon = models.FloatField(
         _("alt-test margin (ε)"),
         default=0.2,
+        db_default=0.2,  # the previous release's code creates projects without it
         validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
         help_text=_(
             "How much worse than a volunteer a machine rater may be and still pass the "

@@ -7,7 +7,7 @@ lookup key. Tokens do not expire (`REST_KNOX["TOKEN_TTL"] = None`, as DRF's did)
 per user, replaced on request and revoked with the password (`annotator.accounts`).
 
 Keys made by DRF's `authtoken` (40 hex characters) were hashed in place by annotator migration
-0011, so scripts keep working with the key they have; new keys are 64 hex characters. The
+0013, so scripts keep working with the key they have; new keys are 64 hex characters. The
 header stays `Authorization: Token <key>`.
 """
 

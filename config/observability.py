@@ -82,9 +82,13 @@ def client_address(
     remote_addr: str, forwarded_for: str | None, trusted: tuple[Network, ...]
 ) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     """The client's address: `remote_addr`, unless it is a trusted proxy; then the nearest
-    address of `X-Forwarded-For` (read from the right) that is not a trusted proxy."""
+    address of `X-Forwarded-For` (read from the right) that is not a trusted proxy. A forwarded
+    request from a proxy that is not trusted has no address (None): a reverse proxy on the same
+    host would otherwise pass every client off as 127.0.0.1."""
     address = _address(remote_addr)
-    if not _within(address, trusted) or not forwarded_for:
+    if not _within(address, trusted):
+        return None if forwarded_for else address
+    if not forwarded_for:
         return address
     for hop in reversed(forwarded_for.split(",")):
         address = _address(hop)
@@ -129,6 +133,23 @@ def metrics(request: HttpRequest) -> HttpResponse:
 # -- requests ----------------------------------------------------------------------------------
 
 
+# Path parameters whose value is a secret (an invite's token): never written to a log.
+SECRET_PARAMETERS = ("token", "key", "secret", "uidb64")
+
+
+def logged_path(request: HttpRequest) -> str:
+    """The request's path as a log line may carry it: a secret path parameter (an invite link's
+    token) replaced by "…"; an address that names no view by "unresolved" (it may be anything)."""
+    match = request.resolver_match
+    if match is None:
+        return "unresolved"
+    path = request.path
+    for name, value in match.kwargs.items():
+        if any(part in name for part in SECRET_PARAMETERS) and str(value):
+            path = path.replace(str(value), "…")
+    return path
+
+
 class RequestMiddleware:
     """The request's id, its latency by view and, with LOG_REQUESTS, one log line."""
 
@@ -148,13 +169,14 @@ class RequestMiddleware:
             site_metrics.observe_request(view, request.method or "", response.status_code, seconds)
             response[requestid.HEADER] = rid
             if self.log_requests:
+                path = logged_path(request)
                 log.info(
                     "%s %s %s",
                     request.method,
-                    request.path,
+                    path,
                     response.status_code,
                     extra={
-                        "path": request.path,
+                        "path": path,
                         "method": request.method,
                         "view": view,
                         "status": response.status_code,

@@ -397,6 +397,7 @@ def estimates(facts: ReleaseFacts) -> list[str]:
             reason = {
                 "no_sample": "no human sample yet",
                 "no_machine_labels": "the rater has no current valid label",
+                "rater_votes": "the rater's votes count in the adaptive stopping rule",
             }.get(str(status), str(status))
             lines += [f"Not estimated: {reason} ({_cell(found.get('note', ''))}).", ""]
             continue

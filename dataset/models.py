@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.db.models import JSONField, Value
 from django.utils import translation
 from django.utils.translation import gettext_lazy as _
 
@@ -109,7 +110,10 @@ class UploadJob(models.Model):
     # The problems in the language the job ran in, and in each language of the site (a reader
     # reads them in theirs: `shown_problems`); a job of before has only the first.
     problems = models.JSONField(default=list, blank=True)
-    problems_by_language = models.JSONField(default=dict, blank=True)
+    # db_default: the previous release's code inserts jobs without it (docs/OPERATIONS.md).
+    problems_by_language = models.JSONField(
+        default=dict, db_default=Value({}, JSONField()), blank=True
+    )
     figures = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)

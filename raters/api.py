@@ -73,7 +73,7 @@ def rater_enlist_api(request: Request, project_id: int, rater_id: int) -> Respon
         try:
             enlist(rater, form.cleaned_data["enlisted"], form.cleaned_data["confidence_threshold"])
         except RaterError as exc:
-            form.add_error(exc.field, exc.message)
+            form.add_error(exc.field if exc.field in form.fields else None, exc.message)
     if form.errors:
         errors = {field: [str(e) for e in messages] for field, messages in form.errors.items()}
         return Response(errors, status=status.HTTP_400_BAD_REQUEST)

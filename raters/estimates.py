@@ -30,13 +30,16 @@ import random
 from collections import defaultdict
 from dataclasses import dataclass
 
+from django.utils.translation import gettext
+
 from agreement.active import estimate_shares_active
 from agreement.estimates import Plan, ShareEstimate, estimate_shares, plan_sizes
 from agreement.table_one import issue_year
 from annotator.models import Project
 from labeling.models import ProjectIssue, Resolution
+from labeling.stopping import AdaptiveRule
 from raters.backends import FP_CODE, theme_code, type_code
-from raters.models import MachineLabel, MachineRater, SampleDraw
+from raters.models import MachineRater, SampleDraw
 from taxonomy.lineage import Translator
 from taxonomy.models import TaxonomyNode
 
@@ -148,7 +151,8 @@ def active_sample(project: Project, scope: Scope, draw: SampleDraw) -> Sample:
         # An issue with no chance of being drawn would be left out of every estimate.
         raise EstimateError(
             "sample",
-            f"{later} issues joined the scope after the active draw; draw the sample again",
+            gettext("%(n)s issues joined the scope after the active draw; draw the sample again")
+            % {"n": later},
         )
     probabilities = dict(draw.inclusions.filter(drawn=True).values_list("issue_id", "probability"))
     drawn = [i for i in scope.issue_ids if i in probabilities]
@@ -201,7 +205,10 @@ def replay_sample(project: Project, scope: Scope, n: int, seed: int) -> Sample:
     )
     pool = [i for i in scope.issue_ids if i in finals]
     if not 2 <= n <= len(pool):
-        raise EstimateError("replay_sample", f"between 2 and the {len(pool)} final issues in scope")
+        raise EstimateError(
+            "replay_sample",
+            gettext("between 2 and the %(n)s final issues in scope") % {"n": len(pool)},
+        )
     return Sample(sorted(random.Random(seed).sample(pool, n)), "replay", seed, len(pool), 0)
 
 
@@ -221,9 +228,14 @@ def final_codes_at(project: Project, issue_ids: list[int], level: str) -> dict[i
 
 
 def machine_codes_at(rater: MachineRater, level: str) -> dict[int, str]:
+    """The valid labels of the rater's current version (`current_version_labels`): the bias
+    measured on the sample is then the bias of the very predictor applied to the rest; an issue
+    its current version has not labeled counts as no code."""
     translator = Translator(rater.project.taxonomy_version)
-    rows = MachineLabel.objects.filter(rater=rater, is_current=True, valid=True).values_list(
-        "issue_id", "is_false_positive", "issue_type_id", "theme_id", "sub_theme_id"
+    rows = (
+        rater.current_version_labels()
+        .filter(valid=True)
+        .values_list("issue_id", "is_false_positive", "issue_type_id", "theme_id", "sub_theme_id")
     )
     return {
         issue: _level_code(translator.label_from_ids(fp, t, th, s).code, level)
@@ -305,11 +317,24 @@ def _estimate(
     plan_half_width: float | None,
 ) -> Estimates:
     if level not in LEVELS:
-        raise EstimateError("level", "type or theme")
+        raise EstimateError("level", gettext("type or theme"))
     if by not in (None, *BY):
-        raise EstimateError("by", "repository or year")
+        raise EstimateError("by", gettext("repository or year"))
     if rater.project_id != project.pk:
-        raise EstimateError("rater", "not a rater of this project")
+        raise EstimateError("rater", gettext("not a rater of this project"))
+    if rater.enlisted and AdaptiveRule.of(project) is not None:
+        # Its confident votes decide issues early beside one human label, so the sample's final
+        # labels would be built partly from the machine's: PPI's bias correction needs finals
+        # independent of the machine it corrects.
+        raise EstimateError(
+            "rater",
+            gettext(
+                "%(name)s is enlisted in the adaptive stopping rule: its votes may have decided "
+                "final labels of the sample, which must not depend on it; estimate with a rater "
+                "whose labels never counted"
+            )
+            % {"name": rater.name},
+        )
     scope = scope_of(project)
     draw = current_draw(project) if replay is None else None
     if replay is not None:
@@ -319,16 +344,20 @@ def _estimate(
     else:
         sample = queue_sample(project, scope)
     if len(sample.issue_ids) < 2:
-        where = "of the active draw" if draw is not None else "at the front of the queue"
+        where = (
+            gettext("%(n)s issues of the active draw are final")
+            if draw is not None
+            else gettext("%(n)s issues at the front of the queue are final")
+        ) % {"n": len(sample.issue_ids)}
         raise EstimateError(
             "sample",
-            f"{len(sample.issue_ids)} issues {where} are final; "
-            f"at least 2 are needed ({sample.held_back} disputed issues hold it back)",
+            gettext("%(where)s; at least 2 are needed (%(held)s disputed issues hold it back)")
+            % {"where": where, "held": sample.held_back},
         )
     if sample.probabilities is not None and plan_half_width is not None:
         raise EstimateError(
             "plan",
-            "the plan assumes a uniform sample; for an active one use --compare-sampling",
+            gettext("the plan assumes a uniform sample; for an active one use --compare-sampling"),
         )
     human = final_codes_at(project, sample.issue_ids, level)
     machine = machine_codes_at(rater, level)

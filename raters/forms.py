@@ -106,3 +106,18 @@ class EstimateForm(forms.Form):
         field = self.fields["rater"]
         assert isinstance(field, forms.ModelChoiceField)
         field.queryset = MachineRater.objects.filter(project=project)
+
+
+class ImportLabelsForm(forms.Form):
+    """A lead's upload of machine labels made elsewhere (`raters.imports`)."""
+
+    rater = forms.CharField(
+        label=_("External rater"),
+        max_length=100,
+        help_text=_("a new name makes a new external rater; an existing one gets a new version"),
+    )
+    model = forms.CharField(label=_("Model"), max_length=200, required=False)
+    file = forms.FileField(
+        label=_("CSV file"),
+        help_text=_("the columns Issue_URL,label,confidence; label a taxonomy code or FP"),
+    )

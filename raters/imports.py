@@ -103,7 +103,7 @@ def read_labels(
     if header is None:
         return [], [gettext("%(file)s: the file is empty") % {"file": name}]
     line, cells, why = header
-    if cells is None or [c.strip() for c in cells][:3] != list(COLUMNS):
+    if cells is None or [c.strip() for c in cells] != list(COLUMNS):
         return [], [
             _at(name, line)
             + ": "

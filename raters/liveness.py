@@ -37,6 +37,7 @@ class Run(Protocol):
 
 
 HEARTBEAT_SECONDS = 30
+ALIVE_STALE_AFTER = timedelta(hours=6)
 STALE_AFTER = timedelta(minutes=10)
 
 ACTIVE: set[int] = set()  # ids of the runs this process is running now
@@ -78,5 +79,10 @@ def stale(run: Run) -> bool:
                 return run.pk not in ACTIVE
         if not _pid_alive(int(pid)):
             return True
+        # Its process is alive here: a long silent stretch (a classifier fitting its folds
+        # sends no heartbeat) is work, not death; only a silence long past any fit (or a pid
+        # the system gave to another process since) makes it stale.
+        heard = run.heartbeat_at or run.started_at or run.created_at
+        return heard is None or timezone.now() - heard > ALIVE_STALE_AFTER
     heard = run.heartbeat_at or run.started_at or run.created_at
     return heard is None or timezone.now() - heard > STALE_AFTER

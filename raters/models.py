@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import JSONField, Q, Value
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -120,13 +120,15 @@ class RaterRun(models.Model):
     # output the run used (`raters.prompt.FORMATS`), the model its answers named, where the
     # labels' confidence comes from ("logprobs", "samples" or "none"), and the probe's notes
     # (the forms refused and how, the models listed, why the confidence source).
-    output_format = models.CharField(max_length=30, blank=True)
-    served_model = models.CharField(max_length=200, blank=True)
-    confidence_from = models.CharField(max_length=20, blank=True)
-    endpoint = models.JSONField(default=dict, blank=True)
+    # Database defaults throughout: the previous release's code creates runs without these
+    # columns while web hosts are upgraded one at a time (docs/OPERATIONS.md).
+    output_format = models.CharField(max_length=30, blank=True, db_default="")
+    served_model = models.CharField(max_length=200, blank=True, db_default="")
+    confidence_from = models.CharField(max_length=20, blank=True, db_default="")
+    endpoint = models.JSONField(default=dict, blank=True, db_default=Value({}, JSONField()))
     # Who runs it ("host:pid") and when it was last heard of (`raters.liveness`): a run left
     # `running` by a killed process is stale, and resumable.
-    worker = models.CharField(max_length=200, blank=True)
+    worker = models.CharField(max_length=200, blank=True, db_default="")
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -14,7 +14,9 @@ shares over the scope, each exactly `estimate(...).as_json()`.
 
 `table_one_rater(project, requested)` picks the rater whose estimates stand beside Table I's
 counts: the one asked for (`?rater=`), else the enlisted rater with the highest alt-test
-advantage probability (ties by name), else none.
+advantage probability (ties by name), else none; a rater whose votes count in the adaptive
+stopping rule is never chosen, and its estimates are refused (`rater_votes` in a release):
+the sample's finals may have been decided with its votes, and PPI needs them independent of it.
 """
 
 from __future__ import annotations
@@ -22,14 +24,16 @@ from __future__ import annotations
 from typing import Any
 
 from annotator.models import Project
+from labeling.stopping import AdaptiveRule
 from raters.alt_test import human_theme_codes, rater_alt_test
 from raters.estimates import EstimateError, estimate
-from raters.models import MachineLabel, MachineRater
+from raters.models import MachineRater
 
 ESTIMATED = "estimated"
 NO_SAMPLE = "no_sample"
 NOTHING_TO_ESTIMATE = "nothing_to_estimate"
 NO_MACHINE_LABELS = "no_machine_labels"
+RATER_VOTES = "rater_votes"
 
 # English, as a release is written (machine-readable notes in a release's files).
 NOTES = {
@@ -37,11 +41,19 @@ NOTES = {
     NOTHING_TO_ESTIMATE: "every issue in scope is final and in the human sample: the shares are "
     "counted (Table I), there is nothing to estimate",
     NO_MACHINE_LABELS: "the rater has no current valid label: it adds nothing to the human sample",
+    RATER_VOTES: "the rater is enlisted in the adaptive stopping rule, so final labels of the "
+    "sample may have been decided with its votes: no estimate is made with it",
 }
 
 
 def has_labels(rater: MachineRater) -> bool:
-    return MachineLabel.objects.filter(rater=rater, is_current=True, valid=True).exists()
+    return rater.current_version_labels().filter(valid=True).exists()
+
+
+def votes(rater: MachineRater) -> bool:
+    """Its labels count in the adaptive stopping rule: the sample's finals may depend on them,
+    so no estimate is made with it (`raters.estimates`)."""
+    return rater.enlisted and AdaptiveRule.of(rater.project) is not None
 
 
 def release_estimates(rater: MachineRater) -> dict[str, Any]:
@@ -49,6 +61,8 @@ def release_estimates(rater: MachineRater) -> dict[str, Any]:
     when estimated, `type`, `type_by_repository` and `theme`: `estimate(...).as_json()`."""
     if not has_labels(rater):
         return {"status": NO_MACHINE_LABELS, "note": NOTES[NO_MACHINE_LABELS]}
+    if votes(rater):
+        return {"status": RATER_VOTES, "note": NOTES[RATER_VOTES]}
     project = rater.project
     try:
         by_type = estimate(project, rater, level="type").as_json()
@@ -74,10 +88,15 @@ def release_estimates(rater: MachineRater) -> dict[str, Any]:
 
 
 def table_one_rater(project: Project, requested: MachineRater | None = None) -> MachineRater | None:
-    """The rater asked for, else the enlisted one with the best advantage probability."""
+    """The rater asked for, else the enlisted one with the best advantage probability (never
+    one whose votes count in the adaptive stopping rule: its estimates are refused)."""
     if requested is not None:
         return requested
-    enlisted = list(MachineRater.objects.filter(project=project, enlisted=True).order_by("name"))
+    enlisted = [
+        rater
+        for rater in MachineRater.objects.filter(project=project, enlisted=True).order_by("name")
+        if not votes(rater)
+    ]
     if len(enlisted) <= 1:
         return enlisted[0] if enlisted else None
     humans = human_theme_codes(project)

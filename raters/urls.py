@@ -5,6 +5,7 @@ from raters import api, estimate_views, views
 urlpatterns = [
     path("projects/<int:project_id>/raters/", views.raters_page, name="raters_page"),
     path("projects/<int:project_id>/raters/add/", views.rater_add, name="rater_add"),
+    path("projects/<int:project_id>/raters/import/", views.rater_import, name="rater_import"),
     path(
         "projects/<int:project_id>/raters/<int:rater_id>/run/",
         views.rater_run,

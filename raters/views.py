@@ -12,7 +12,8 @@ from django.utils.translation import gettext
 from annotator.permissions import membership_or_404
 from lib import superseded
 from raters.enlisting import current_validations, enlist, rule_ignores
-from raters.forms import AddRaterForm, EnlistForm, RunForm
+from raters.forms import AddRaterForm, EnlistForm, ImportLabelsForm, RunForm
+from raters.imports import MAX_BYTES, LabelFileError, import_machine_labels
 from raters.models import MachineRater, RaterRun
 from raters.permissions import RUN_ROLES, VALIDATION_ROLES
 from raters.runs import RaterError, add_rater
@@ -20,7 +21,14 @@ from raters.tasks import start_run
 from raters.validation import validation_report
 
 
-def _page(request, membership, form: AddRaterForm | None = None, status: int = 200):
+def _page(
+    request,
+    membership,
+    form: AddRaterForm | None = None,
+    status: int = 200,
+    import_form: ImportLabelsForm | None = None,
+    import_problems: list[str] | None = None,
+):
     project = membership.project
     report = validation_report(project)
     raters = {r.name: r for r in MachineRater.objects.filter(project=project)}
@@ -42,6 +50,8 @@ def _page(request, membership, form: AddRaterForm | None = None, status: int = 2
             "rule_ignores_enlisting": rule_ignores(project),
             "form": form or AddRaterForm(initial={"kind": MachineRater.Kind.CLASSIFIER}),
             "run_form": RunForm(),
+            "import_form": import_form or ImportLabelsForm(prefix="import"),
+            "import_problems": import_problems or [],
             # A failed run followed by a done run of the same rater is marked as older.
             "runs": superseded.mark(
                 RaterRun.objects.filter(rater__project=project).select_related("rater")[:10],
@@ -128,7 +138,7 @@ def rater_enlist(request, project_id: int, rater_id: int):
         try:
             enlist(rater, form.cleaned_data["enlisted"], form.cleaned_data["confidence_threshold"])
         except RaterError as exc:
-            form.add_error(exc.field, exc.message)
+            form.add_error(exc.field if exc.field in form.fields else None, exc.message)
         else:
             if rater.enlisted and rule_ignores(membership.project):
                 messages.warning(
@@ -148,3 +158,38 @@ def rater_enlist(request, project_id: int, rater_id: int):
             return redirect("raters_page", project_id=project_id)
     errors = "; ".join(f"{field}: {' '.join(map(str, e))}" for field, e in form.errors.items())
     return HttpResponse(errors, status=400, content_type="text/plain; charset=utf-8")
+
+
+@login_required
+def rater_import(request, project_id: int):
+    """A lead uploads machine labels made elsewhere: the file becomes an external rater's
+    current labels, or every bad row is listed by line and nothing is stored."""
+    membership = membership_or_404(request.user, project_id, roles=RUN_ROLES)
+    if request.method != "POST":
+        return redirect("raters_page", project_id=project_id)
+    form = ImportLabelsForm(request.POST, request.FILES, prefix="import")
+    if not form.is_valid():
+        return _page(request, membership, status=400, import_form=form)
+    upload = form.cleaned_data["file"]
+    if upload.size > MAX_BYTES:
+        form.add_error("file", gettext("larger than 50 MB"))
+        return _page(request, membership, status=400, import_form=form)
+    try:
+        result = import_machine_labels(
+            membership.project,
+            form.cleaned_data["rater"],
+            upload.name,
+            upload.read(),
+            model=form.cleaned_data["model"],
+            user=request.user,
+        )
+    except LabelFileError as error:
+        return _page(
+            request, membership, status=400, import_form=form, import_problems=error.problems
+        )
+    messages.success(
+        request,
+        gettext("%(n)s labels imported as version %(version)s of %(name)s.")
+        % {"n": result.labels, "version": result.version, "name": result.rater.name},
+    )
+    return redirect("raters_page", project_id=project_id)

@@ -101,6 +101,8 @@ def test_client_address_reads_forwarded_hops_from_the_right():
     assert str(client_address("10.0.0.5", "1.2.3.4, 5.6.7.8, 10.0.0.9", trusted)) == "5.6.7.8"
     assert client_address("10.0.0.5", "5.6.7.8, garbage", trusted) is None
     assert str(client_address("::ffff:127.0.0.1", None, trusted)) == "127.0.0.1"
+    # A proxy on the same host that is not listed as trusted: its clients are nobody.
+    assert client_address("127.0.0.1", "203.0.113.9", trusted) is None
 
 
 def test_a_bad_network_in_a_setting_is_named():
@@ -188,6 +190,10 @@ def test_each_request_gets_an_id_and_a_json_log_line_with_it(settings, json_line
     assert line["message"] == f"GET {reverse('home')} 200"
     # Outside a request there is no id.
     assert requestid.get() is None
+    # An invite link's token never reaches the log.
+    client.get(reverse("accept_invite", args=["s3cret-invite-token"]))
+    logged = [line["path"] for line in json_lines() if line["logger"] == "annotator.requests"]
+    assert "/invite/…/" in logged and not any("s3cret" in p for p in logged)
 
 
 @pytest.mark.django_db

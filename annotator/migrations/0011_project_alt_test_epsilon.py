@@ -15,6 +15,7 @@ class Migration(migrations.Migration):
             name="alt_test_epsilon",
             field=models.FloatField(
                 default=0.2,
+                db_default=0.2,
                 help_text="How much worse than a volunteer a machine rater may be and still pass the alternative annotator test (0.2 is its authors' suggestion).",
                 validators=[
                     django.core.validators.MinValueValidator(0.0),

@@ -12,6 +12,14 @@ from django.db.migrations.recorder import MigrationRecorder
 from knox.crypto import hash_token
 from knox.settings import CONSTANTS
 
+# The previous release reads keys from `authtoken_token`, which this migration drops once it has
+# hashed them: an old web host would answer every token request with an error. Upgrade with
+# every web host stopped (docs/OPERATIONS.md, "Upgrading").
+BREAKS_PREVIOUS_RELEASE = (
+    "drops authtoken_token after hashing its keys into knox's table: stop every web host, "
+    "migrate, start the new release"
+)
+
 OLD_APP = "authtoken"
 OLD_TABLE = "authtoken_token"  # rest_framework.authtoken.models.Token, no longer installed
 

@@ -13,6 +13,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='uploadjob',
             name='problems_by_language',
-            field=models.JSONField(blank=True, default=dict),
+            field=models.JSONField(blank=True, default=dict, db_default=models.Value({}, models.JSONField())),
         ),
     ]

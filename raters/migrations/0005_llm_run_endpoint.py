@@ -13,12 +13,12 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='raterrun',
             name='confidence_from',
-            field=models.CharField(blank=True, max_length=20),
+            field=models.CharField(blank=True, db_default='', max_length=20),
         ),
         migrations.AddField(
             model_name='raterrun',
             name='endpoint',
-            field=models.JSONField(blank=True, default=dict),
+            field=models.JSONField(blank=True, default=dict, db_default=models.Value({}, models.JSONField())),
         ),
         migrations.AddField(
             model_name='raterrun',
@@ -28,16 +28,16 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='raterrun',
             name='output_format',
-            field=models.CharField(blank=True, max_length=30),
+            field=models.CharField(blank=True, db_default='', max_length=30),
         ),
         migrations.AddField(
             model_name='raterrun',
             name='served_model',
-            field=models.CharField(blank=True, max_length=200),
+            field=models.CharField(blank=True, db_default='', max_length=200),
         ),
         migrations.AddField(
             model_name='raterrun',
             name='worker',
-            field=models.CharField(blank=True, max_length=200),
+            field=models.CharField(blank=True, db_default='', max_length=200),
         ),
     ]

@@ -58,6 +58,41 @@ def test_estimates_equal_ppi_python_code_by_code():
         assert (estimate.n_human, estimate.n_total) == (200, 1500)
 
 
+def ppi_plus_by_hand(y, y_hat, y_unl, z=1.959963984540054):
+    """PPI++ for a mean, written from Angelopoulos, Duchi & Zrnic (2023), not from the package:
+    lambda = cov(Y, Yhat) / ((1 + n/N) Var(Yhat)), clipped to [0, 1], the variance of Yhat over
+    every issue; theta = lambda mean(Yhat_unlabeled) + mean(Y - lambda Yhat); its variance the
+    unlabeled term lambda^2 Var(Yhat_unlabeled) / N plus the rectifier's Var(Y - lambda Yhat) / n.
+    """
+    n, big_n = len(y), len(y_unl)
+    my, mh = sum(y) / n, sum(y_hat) / n
+    cov = sum((a - my) * (b - mh) for a, b in zip(y, y_hat, strict=True)) / n
+    every = list(y_hat) + list(y_unl)
+    m_all = sum(every) / len(every)
+    var_all = sum((v - m_all) ** 2 for v in every) / (len(every) - 1)
+    lam = min(1.0, max(0.0, cov / ((1 + n / big_n) * var_all))) if var_all else 0.0
+    rect = [a - lam * b for a, b in zip(y, y_hat, strict=True)]
+    m_rect, m_unl = sum(rect) / n, sum(y_unl) / big_n
+    theta = lam * m_unl + m_rect
+    var_rect = sum((r - m_rect) ** 2 for r in rect) / n
+    var_unl = sum((u - m_unl) ** 2 for u in y_unl) / big_n
+    half = z * (lam * lam * var_unl / big_n + var_rect / n) ** 0.5
+    return theta, theta - half, theta + half
+
+
+def test_estimates_equal_ppi_plus_plus_written_by_hand():
+    rng = np.random.default_rng(12)
+    truth, machine = simulated_study(rng, 900, confusion(0.75, bias_to=2))
+    n = 120
+    for estimate in estimate_shares(CODES, truth[:n], machine[:n], machine[n:]):
+        as_ones = [[float(c == estimate.code) for c in part] for part in
+                   (truth[:n], machine[:n], machine[n:])]  # fmt: skip
+        theta, low, high = ppi_plus_by_hand(*as_ones)
+        assert estimate.share == pytest.approx(min(1.0, max(0.0, theta)), abs=1e-9)
+        assert estimate.ci_low == pytest.approx(max(0.0, low), abs=1e-9)
+        assert estimate.ci_high == pytest.approx(min(1.0, high), abs=1e-9)
+
+
 def test_a_good_machine_narrows_the_interval_and_a_useless_one_does_not_bias_it():
     rng = np.random.default_rng(4)
     truth, good = simulated_study(rng, 3000, confusion(0.9))

@@ -49,6 +49,11 @@ def _urls(values: dict[str, object]) -> tuple[list[str], list[str]]:
         if any(n not in values for n in names) or route.startswith("^"):
             skipped.append(route)
             continue
+        if route == "metrics":
+            # The operators' Prometheus endpoint: no member reaches it, whatever their role (an
+            # allowlist of addresses or a token: tests/test_observability.py); the test client
+            # comes from 127.0.0.1, which the default allowlist admits.
+            continue
         path = "/" + re.sub(r"<(?:\w+:)?(\w+)>", lambda m: str(values[m.group(1)]), route)
         # The API's filters are query strings; pages get one plain request each.
         urls.extend(path + q for q in _QUERY_VARIANTS) if path.startswith("/api/") else urls.append(

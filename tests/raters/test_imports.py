@@ -140,3 +140,41 @@ def test_the_command_lists_the_problems_and_imports_a_good_file(project, issues,
         "import_machine_labels", "--project", project.name, "--rater", "partner", str(good)
     )
     assert MachineLabel.objects.filter(rater__name="partner", is_current=True).count() == 1
+
+
+def test_the_lead_uploads_labels_on_the_raters_page(client, project, issues, lead):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.urls import reverse
+
+    client.force_login(lead)
+    url = reverse("rater_import", args=[project.pk])
+    bad = csv_bytes("https://github.com/NVIDIA/Megatron-LM/issues/11,Q.9,0.9")
+    answer = client.post(url, {
+        "import-rater": "partner", "import-file": SimpleUploadedFile("p.csv", bad),
+    })  # fmt: skip
+    assert answer.status_code == 400
+    assert "p.csv, line 2: label: &#x27;Q.9&#x27;" in answer.content.decode()
+    assert not MachineRater.objects.filter(project=project).exists()
+
+    good = csv_bytes("https://github.com/NVIDIA/Megatron-LM/issues/11,C.1,0.9")
+    answer = client.post(url, {
+        "import-rater": "partner", "import-model": "m-7b",
+        "import-file": SimpleUploadedFile("p.csv", good),
+    })  # fmt: skip
+    assert answer.status_code == 302
+    rater = MachineRater.objects.get(project=project, name="partner")
+    assert (rater.kind, rater.model, rater.version) == ("external", "m-7b", 1)
+
+
+@pytest.mark.parametrize("who", ["researcher", "annotator", "outsider"])
+def test_only_a_lead_uploads_labels(client, request, project, issues, who):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.urls import reverse
+
+    client.force_login(request.getfixturevalue(who))
+    good = csv_bytes("https://github.com/NVIDIA/Megatron-LM/issues/11,C.1,0.9")
+    answer = client.post(reverse("rater_import", args=[project.pk]), {
+        "import-rater": "partner", "import-file": SimpleUploadedFile("p.csv", good),
+    })  # fmt: skip
+    assert answer.status_code == 404
+    assert not MachineRater.objects.exists()

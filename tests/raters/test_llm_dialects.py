@@ -495,3 +495,17 @@ def test_a_new_run_beside_a_stale_one_ends_the_stale_one_failed_and_starts(
     assert stale.status == "failed"
     assert "its process" in stale.error and "--resume" in stale.error
     assert fresh.pk != stale.pk and fresh.status == "pending"
+
+
+def test_a_run_whose_process_is_alive_here_is_not_stale_while_it_fits_in_silence():
+    """A classifier fitting its folds sends no heartbeat for minutes: while its process lives
+    on this host the run is its own; only a silence past any fit makes it stale."""
+    alive_here = f"{socket.gethostname()}:{os.getppid()}"
+    quiet = RaterRun(
+        status="running",
+        worker=alive_here,
+        heartbeat_at=timezone.now() - liveness.STALE_AFTER - timedelta(minutes=5),
+    )
+    assert not liveness.stale(quiet)
+    quiet.heartbeat_at = timezone.now() - liveness.ALIVE_STALE_AFTER - timedelta(minutes=1)
+    assert liveness.stale(quiet)
