@@ -13,6 +13,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
+from django.utils import translation
 
 from agreement.active import bernoulli_draw, estimate_shares_active, inclusion_probabilities
 from ingest.models import Issue
@@ -185,6 +186,7 @@ def test_the_estimate_uses_the_draw_weighted_and_held_back_by_a_dispute(
     assert f"An active sample: {len(drawn)} issues drawn" in page
     chinese = client.get(url, {"rater": rater.pk}, HTTP_ACCEPT_LANGUAGE="zh-hans")
     assert "这是主动抽取的样本" in chinese.content.decode()
+    translation.activate("en")  # the request left Chinese active in this thread
     # An issue that joins the scope after the draw had no chance: the estimate says draw again.
     late = Issue.objects.create(
         repository=first.issue.repository, number="late", url="https://github.com/x/y/issues/99"

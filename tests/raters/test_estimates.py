@@ -46,7 +46,7 @@ def queue(project, repository):
     items = ProjectIssue.objects.bulk_create(
         ProjectIssue(project=project, issue=issue, position=k) for k, issue in enumerate(issues)
     )
-    rater = MachineRater.objects.create(project=project, name="clf", kind="classifier")
+    rater = MachineRater.objects.create(project=project, name="clf", kind="external")
     MachineLabel.objects.bulk_create(
         MachineLabel(rater=rater, issue=issue, **label_fields(project, code))
         for issue, code in zip(issues, MACHINE, strict=True)
