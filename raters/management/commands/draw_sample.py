@@ -10,9 +10,8 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from agreement.active import UNIFORM_SHARE
-from annotator.models import Project
 from raters.estimates import EstimateError
-from raters.models import MachineRater
+from raters.management.lookup import project_and_rater
 from raters.sampling import draw_sample
 
 
@@ -33,12 +32,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print the draw as JSON")
 
     def handle(self, *args, **options) -> None:
-        project = Project.objects.filter(name=options["project"]).first()
-        if project is None:
-            raise CommandError(f"project: no project named {options['project']!r}")
-        rater = MachineRater.objects.filter(project=project, name=options["rater"]).first()
-        if rater is None:
-            raise CommandError(f"rater: no rater named {options['rater']!r} in {project.name}")
+        project, rater = project_and_rater(options)
         try:
             draw = draw_sample(
                 project, rater, options["size"], options["seed"], options["uniform_share"]

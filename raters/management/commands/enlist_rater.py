@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotator.models import Project
 from raters.enlisting import current_validation, enlist, rule_ignores
 from raters.forms import EnlistForm
-from raters.models import MachineRater
+from raters.management.lookup import project_and_rater
 from raters.runs import RaterError
 
 
@@ -27,12 +26,7 @@ class Command(BaseCommand):
         parser.add_argument("--withdraw", action="store_true", help="take the rater back")
 
     def handle(self, *args, **options) -> None:
-        project = Project.objects.filter(name=options["project"]).first()
-        if project is None:
-            raise CommandError(f"project: no project named {options['project']!r}")
-        rater = MachineRater.objects.filter(project=project, name=options["rater"]).first()
-        if rater is None:
-            raise CommandError(f"rater: no rater named {options['rater']!r} in {project}")
+        project, rater = project_and_rater(options)
         form = EnlistForm(
             {
                 "enlisted": not options["withdraw"],

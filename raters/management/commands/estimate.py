@@ -14,9 +14,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotator.models import Project
 from raters.estimates import BY, LEVELS, EstimateError, estimate
-from raters.models import MachineRater
+from raters.management.lookup import project_and_rater
 from raters.sampling import compare_on_project
 
 
@@ -75,12 +74,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print the estimates as JSON")
 
     def handle(self, *args, **options) -> None:
-        project = Project.objects.filter(name=options["project"]).first()
-        if project is None:
-            raise CommandError(f"project: no project named {options['project']!r}")
-        rater = MachineRater.objects.filter(project=project, name=options["rater"]).first()
-        if rater is None:
-            raise CommandError(f"rater: no rater named {options['rater']!r} in {project.name}")
+        project, rater = project_and_rater(options)
         if options["compare_sampling"] is not None:
             self._compare(project, rater, options)
             return

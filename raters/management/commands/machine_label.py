@@ -10,8 +10,8 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from annotator.models import Project
-from raters.models import MachineRater, RaterRun
+from raters.management.lookup import project_and_rater
+from raters.models import RaterRun
 from raters.runs import RaterError, begin_run, resumable_run, run_rater
 from raters.tasks import resume_run, start_run
 
@@ -29,12 +29,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options) -> None:
-        project = Project.objects.filter(name=options["project"]).first()
-        if project is None:
-            raise CommandError(f"project: no project named {options['project']!r}")
-        rater = MachineRater.objects.filter(project=project, name=options["rater"]).first()
-        if rater is None:
-            raise CommandError(f"rater: no rater named {options['rater']!r} in {project}")
+        _, rater = project_and_rater(options)
         unfinished = None
         if options["resume"]:
             try:
