@@ -10,12 +10,15 @@ human gave (a miss), never as a missing item. The margin ε is the project's
 
 from __future__ import annotations
 
+from django.core.cache import cache
+from django.db.models import Count, Max
+
 from agreement.alt_test import AltTestResult, alt_test
 from annotator.models import Project
 from annotator.pseudonyms import natural_order, pseudonyms, unnamed
 from labeling.models import Annotation
 from raters.backends import theme_code
-from raters.models import MachineRater
+from raters.models import MachineLabel, MachineRater
 from taxonomy.lineage import Translator
 
 # What an invalid machine output is compared as: no human label is ever this.
@@ -63,6 +66,37 @@ def rater_alt_test(
     if humans is None:
         humans = human_theme_codes(project)
     return alt_test(humans, machine_theme_codes(rater), epsilon=project.alt_test_epsilon)
+
+
+CACHE_SECONDS = 24 * 3600
+
+
+def rater_alt_tests(project: Project, raters: list[MachineRater]) -> dict[int, dict]:
+    """Each rater's `alt_test` JSON, cached under a key that changes with any new or revised
+    annotation of the project, the rater's labels and version, the margin and the taxonomy
+    version pinned (the raters page and its API read this on every load; at the study's size
+    the annotations take about a second to read). The annotations are read once, and only when
+    some rater's result is not cached."""
+    if not raters:
+        return {}
+    ann = Annotation.objects.filter(project=project).aggregate(m=Max("id"), n=Count("id"))
+    base = (
+        f"alt-test:v1:{project.pk}:{project.taxonomy_version_id}:{project.alt_test_epsilon}:"
+        f"{ann['m']}:{ann['n']}"
+    )
+    humans: dict[str, dict[int, str]] | None = None
+    out = {}
+    for rater in raters:
+        labels = MachineLabel.objects.filter(rater=rater).aggregate(m=Max("id"), n=Count("id"))
+        key = f"{base}:{rater.pk}:{rater.version}:{labels['m']}:{labels['n']}"
+        found = cache.get(key)
+        if found is None:
+            if humans is None:
+                humans = human_theme_codes(project)
+            found = rater_alt_test(rater, humans).as_json()
+            cache.set(key, found, CACHE_SECONDS)
+        out[rater.pk] = found
+    return out
 
 
 def retest_enlisted(rater_id: int) -> bool:

@@ -31,7 +31,7 @@ from typing import Any
 
 from agreement.measures import cohen, load_labels
 from annotator.models import Project
-from raters.alt_test import human_theme_codes, rater_alt_test
+from raters.alt_test import rater_alt_tests
 from raters.backends import theme_code, type_code
 from raters.calibration import expected_calibration_error, reliability
 from raters.models import MachineLabel, MachineRater
@@ -162,12 +162,11 @@ def model_model(raters: list[MachineRater]) -> list[list[Any]]:
 def validation_report(project: Project) -> dict[str, Any]:
     raters = list(MachineRater.objects.filter(project=project).order_by("name"))
     finals = final_codes(project)
-    # The alternative annotator test needs every annotator's labels: read them once.
-    humans = human_theme_codes(project) if raters else {}
+    # The alternative annotator test reads every annotator's labels: cached per state.
+    alt_tests = rater_alt_tests(project, raters)
     return {
         "raters": [
-            {**rater_figures(rater, finals), "alt_test": rater_alt_test(rater, humans).as_json()}
-            for rater in raters
+            {**rater_figures(rater, finals), "alt_test": alt_tests[rater.pk]} for rater in raters
         ],
         "human": human_figures(project),
         "model_model": model_model(raters),

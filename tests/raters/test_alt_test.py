@@ -128,3 +128,35 @@ def test_raters_json_carries_each_raters_alt_test(project, labeled):
     assert row["alt_test"]["n_annotators"] == 4
     # Annotators appear by pseudonym, never by account.
     assert all(c["annotator"].startswith("rater-") for c in row["alt_test"]["comparisons"])
+
+
+def test_the_raters_page_reads_the_annotations_once_until_one_changes(
+    project, labeled, annotator, monkeypatch
+):
+    """The alt-test is cached per state: a second load reads no annotation; a revised label
+    (a new annotation row) makes it read them again."""
+    from raters import alt_test as module
+    from raters.validation import validation_report
+
+    issues, _ = labeled
+    rater = MachineRater.objects.create(project=project, name="clf", kind="external")
+    MachineLabel.objects.bulk_create(
+        MachineLabel(rater=rater, issue=issue, **label_fields(project, "C.1")) for issue in issues
+    )
+    reads = []
+    real = module.human_theme_codes
+    monkeypatch.setattr(module, "human_theme_codes", lambda p: reads.append(p) or real(p))
+
+    first = validation_report(project)["raters"][0]["alt_test"]
+    again = validation_report(project)["raters"][0]["alt_test"]
+    assert len(reads) == 1 and again == first
+
+    current = Annotation.objects.get(project=project, issue=issues[0], annotator=annotator)
+    current.is_current = False
+    current.save(update_fields=["is_current"])
+    Annotation.objects.create(
+        project=project, issue=issues[0], annotator=annotator, revision=2,
+        **label_fields(project, "FP"),
+    )  # fmt: skip
+    validation_report(project)
+    assert len(reads) == 2
