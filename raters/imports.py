@@ -185,14 +185,20 @@ def import_machine_labels(
         raise LabelFileError(problems)
     digest = hashlib.sha256(data).hexdigest()
     with transaction.atomic():
-        rater = existing or MachineRater.objects.create(
+        # get_or_create: two imports of a new name at once make one rater, not an error.
+        rater, _ = MachineRater.objects.get_or_create(
             project=project,
             name=rater_name,
-            kind=MachineRater.Kind.EXTERNAL,
-            model=model,
-            created_by=user,
+            defaults={"kind": MachineRater.Kind.EXTERNAL, "model": model, "created_by": user},
         )
         rater = MachineRater.objects.select_for_update().get(pk=rater.pk)
+        if rater.kind != MachineRater.Kind.EXTERNAL:
+            raise LabelFileError(
+                [
+                    gettext("rater: %(name)s is a %(kind)s rater; labels are imported only into "
+                            "an external one") % {"name": rater_name, "kind": rater.kind}
+                ]
+            )  # fmt: skip
         now = timezone.now()
         run = RaterRun.objects.create(
             rater=rater,
