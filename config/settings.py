@@ -194,6 +194,8 @@ CELERY_TIMEZONE = "UTC"
 # behind the others (ingest/tasks.py).
 INGEST_SYNC_PARTS = env_int("INGEST_SYNC_PARTS", 4)
 INGEST_TASK_SECONDS = env_int("INGEST_TASK_SECONDS", 2)
+# The forge rate limit as one budget in Redis shared by every worker and host (ingest.budget).
+FORGE_SHARED_BUDGET = env_bool("FORGE_SHARED_BUDGET", True)
 # The outbox's sweep, and how long a task handed to Redis may stay unstarted before it is
 # taken to have been lost with the broker's queue and handed over again (annotator.outbox).
 OUTBOX_SWEEP_SECONDS = env_int("OUTBOX_SWEEP_SECONDS", 10)
