@@ -203,6 +203,9 @@ OUTBOX_REPUBLISH_SECONDS = env_int("OUTBOX_REPUBLISH_SECONDS", 15 * 60)
 # A broker that does not answer is given up on quickly (the outbox keeps the task).
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
 CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2}
+# One beat sends the periodic tasks even if two are started (config.beat, a lock in Redis).
+if REDIS_URL:
+    CELERY_BEAT_SCHEDULER = "config.beat:LockedScheduler"
 CELERY_BEAT_SCHEDULE: dict = {
     # Ingest: resume runs whose worker died; start the periodic re-syncs that are due.
     "ingest-resync-due": {"task": "ingest.tasks.resync_due", "schedule": 15 * 60},
