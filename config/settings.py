@@ -375,7 +375,11 @@ if not DEBUG:
     SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    # X-Forwarded-Proto as the reverse proxy set it. With TRUST_X_FORWARDED_PROTO=0 Django reads
+    # the scheme gunicorn decided instead, which takes the header only from FORWARDED_ALLOW_IPS
+    # (the proxy's address): docs/OPERATIONS.md, "Several hosts".
+    if env_bool("TRUST_X_FORWARDED_PROTO", True):
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
 
 # Logs: plain text, or with LOG_FORMAT=json one JSON object a line (config.jsonlog) carrying

@@ -30,7 +30,7 @@ SWEEP = "annotator.tasks.sweep_outbox"
 @pytest.fixture
 def broker() -> Iterator[str]:
     assert settings.REDIS_URL, "beat tests need Redis (bin/test sets REDIS_URL)"
-    url = settings.REDIS_URL.rsplit("/", 1)[0] + "/13"  # a database of this test's own
+    url = settings.REDIS_URL  # this test process's own database (tests/settings.py)
     client = redis.Redis.from_url(url)
     client.flushdb()
     yield url
