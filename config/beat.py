@@ -50,7 +50,7 @@ class LockedScheduler(PersistentScheduler):
 
         if not hasattr(self, "_client"):
             self._client = redis.Redis.from_url(
-                settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2
+                settings.REDIS_URL or "", socket_timeout=2, socket_connect_timeout=2
             )
         return self._client
 

@@ -297,7 +297,7 @@ class ForgeClient:
         self.quota_reset: datetime | None = None
         # The forge's rate limit, shared with every other worker and host (ingest.budget).
         self.budget = (
-            Budget(self.forge, self._origin_text(), self.token) if budget_enabled() else None
+            Budget(self.forge, self._origin_text(), self.token or "") if budget_enabled() else None
         )
 
     # -- secrets ----------------------------------------------------------------------

@@ -99,7 +99,7 @@ def two_hosts() -> Iterator[list[Gunicorn]]:
             _stop(proc)
 
 
-def _study(taxonomy_version) -> tuple[int, dict[str, str], list[dict]]:
+def _study(taxonomy_version) -> tuple[int, dict[str, str | None], list[dict[str, str]]]:
     project = Project.objects.create(
         name="Two hosts", taxonomy_version=taxonomy_version, annotations_per_issue=K
     )
@@ -144,7 +144,7 @@ def test_two_instances_serve_exactly_k_labels_per_issue(two_hosts, taxonomy_vers
 
     def volunteer(number: int, name: str) -> None:
         session = requests.Session()
-        session.cookies.set("sessionid", sessions[name])
+        session.cookies.set("sessionid", sessions[name] or "")
         session.cookies.set("csrftoken", CSRF)
         session.headers["X-CSRFToken"] = CSRF
         turn = number  # alternate instances request by request, starting on either
@@ -196,7 +196,7 @@ def test_two_instances_serve_exactly_k_labels_per_issue(two_hosts, taxonomy_vers
             "SELECT count(*) FROM annotator_projectissue WHERE project_id = %s"
             " AND annotation_count <> %s",
             [project_id, K],
-        ).fetchone()[0]
+        ).fetchone()[0]  # type: ignore[index]
     assert len(per_issue) == ISSUES
     assert {issue: (n, who) for issue, n, who in per_issue if (n, who) != (K, K)} == {}
     assert counted == 0
