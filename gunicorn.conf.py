@@ -9,6 +9,9 @@ than 5 and labeled 13-31 % more issues a second, with the realistic load's p95 u
 page render for the GIL (next-issue p95 34 ms with 3 workers x 4 threads, 20 ms with sync
 workers). Sync workers do not keep HTTP connections alive, which is fine behind a reverse
 proxy. Where the database is on another host, more workers may pay: set WEB_CONCURRENCY.
+
+Behind a reverse proxy, set FORWARDED_ALLOW_IPS (read by gunicorn itself) to the proxy's
+address: X-Forwarded-Proto is then believed from it alone (docs/OPERATIONS.md, "Several hosts").
 """
 
 import multiprocessing

@@ -194,6 +194,8 @@ CELERY_TIMEZONE = "UTC"
 # behind the others (ingest/tasks.py).
 INGEST_SYNC_PARTS = env_int("INGEST_SYNC_PARTS", 4)
 INGEST_TASK_SECONDS = env_int("INGEST_TASK_SECONDS", 2)
+# The forge rate limit as one budget in Redis shared by every worker and host (ingest.budget).
+FORGE_SHARED_BUDGET = env_bool("FORGE_SHARED_BUDGET", True)
 # The outbox's sweep, and how long a task handed to Redis may stay unstarted before it is
 # taken to have been lost with the broker's queue and handed over again (annotator.outbox).
 OUTBOX_SWEEP_SECONDS = env_int("OUTBOX_SWEEP_SECONDS", 10)
@@ -201,6 +203,9 @@ OUTBOX_REPUBLISH_SECONDS = env_int("OUTBOX_REPUBLISH_SECONDS", 15 * 60)
 # A broker that does not answer is given up on quickly (the outbox keeps the task).
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
 CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2}
+# One beat sends the periodic tasks even if two are started (config.beat, a lock in Redis).
+if REDIS_URL:
+    CELERY_BEAT_SCHEDULER = "config.beat:LockedScheduler"
 CELERY_BEAT_SCHEDULE: dict = {
     # Ingest: resume runs whose worker died; start the periodic re-syncs that are due.
     "ingest-resync-due": {"task": "ingest.tasks.resync_due", "schedule": 15 * 60},
@@ -370,7 +375,11 @@ if not DEBUG:
     SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    # X-Forwarded-Proto as the reverse proxy set it. With TRUST_X_FORWARDED_PROTO=0 Django reads
+    # the scheme gunicorn decided instead, which takes the header only from FORWARDED_ALLOW_IPS
+    # (the proxy's address): docs/OPERATIONS.md, "Several hosts".
+    if env_bool("TRUST_X_FORWARDED_PROTO", True):
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
 
 # Logs: plain text, or with LOG_FORMAT=json one JSON object a line (config.jsonlog) carrying

@@ -46,6 +46,8 @@ import requests
 from django.conf import settings
 from django.utils import timezone
 
+from ingest.budget import Budget
+from ingest.budget import enabled as budget_enabled
 from ingest.hosts import ForgeSession, HostRefused, same_origin, token_allowed
 from ingest.models import Repository
 from lib import metrics
@@ -57,6 +59,7 @@ SMALLER_PAGES = (50, 25)  # per_page tried after repeated server errors at 100
 SHRINK_AFTER = 2  # server errors or timeouts in a row at one page size before a smaller one
 TOKEN_PARAMS = {"access_token", "private_token"}
 MAX_REDIRECTS = 5
+BUDGET_SLEEP_MAX = 2.0  # seconds a request waits for the shared budget; longer: RateLimited
 
 # Tokens by their shape, for text that may hold one the server never had (a forge's echo).
 TOKEN_SHAPES = re.compile(
@@ -223,6 +226,17 @@ def parse_link_header(header: str | None) -> dict[str, str]:
     return links
 
 
+def _stated_quota(response: requests.Response) -> tuple[int | None, float | None, bool]:
+    """The remaining requests and reset time (epoch seconds) an answer states, and whether it
+    had rate-limit headers at all."""
+    h = response.headers
+    remaining = _int(h.get("X-RateLimit-Remaining") or h.get("RateLimit-Remaining"))
+    reset = _int(h.get("X-RateLimit-Reset") or h.get("RateLimit-Reset"))
+    if remaining is None or reset is None:
+        return None, None, False
+    return remaining, float(reset), True
+
+
 def _int(value: str | None) -> int | None:
     try:
         return int(value) if value not in (None, "") else None
@@ -281,6 +295,10 @@ class ForgeClient:
         self.retries = 0
         self.quota_remaining: int | None = None
         self.quota_reset: datetime | None = None
+        # The forge's rate limit, shared with every other worker and host (ingest.budget).
+        self.budget = (
+            Budget(self.forge, self._origin_text(), self.token or "") if budget_enabled() else None
+        )
 
     # -- secrets ----------------------------------------------------------------------
     def redact(self, text: str) -> str:
@@ -312,6 +330,20 @@ class ForgeClient:
                 " refused, no request sent there"
             )
 
+    def _spend_budget(self) -> None:
+        """Take one request from the shared budget: at once, after a short wait (another
+        worker's probe of a new window), or RateLimited until the forge's reset."""
+        if self.budget is None:
+            return
+        while (wait := self.budget.take()) > 0:
+            if wait > BUDGET_SLEEP_MAX:
+                raise RateLimited(
+                    f"the {self.forge} rate limit shared by all workers is spent at"
+                    f" {self._origin_text()}; waiting for the forge's reset",
+                    timezone.now() + timedelta(seconds=wait),
+                )
+            time.sleep(wait)
+
     def _origin_text(self) -> str:
         parts = urlsplit(self.api_url)
         return f"{parts.scheme}://{parts.netloc}"
@@ -327,9 +359,17 @@ class ForgeClient:
             if self.sends_token_to(current):
                 sent.update(self.auth_headers())
                 target = self.authorize_url(current)
-            response = self.session.get(
-                target, headers=sent, timeout=self.timeout, allow_redirects=False
-            )
+            self._spend_budget()
+            try:
+                response = self.session.get(
+                    target, headers=sent, timeout=self.timeout, allow_redirects=False
+                )
+            except BaseException:
+                if self.budget is not None:
+                    self.budget.answered(None, None, headers=True)
+                raise
+            if self.budget is not None:
+                self.budget.answered(*_stated_quota(response))
             if not response.is_redirect:
                 return response, current
             location = response.headers.get("Location", "")

@@ -45,3 +45,8 @@ PASSWORD_HASHERS = [
     "django.contrib.auth.hashers.MD5PasswordHasher",
     *global_settings.PASSWORD_HASHERS,
 ]
+
+# The forge budget shared in Redis (ingest.budget) is off unless a test turns it on
+# (tests/ingest/test_shared_budget.py starts its workers with FORGE_SHARED_BUDGET=1): the other
+# ingest tests check how the client meets the forge's own refusals, which the budget forestalls.
+FORGE_SHARED_BUDGET = os.environ.get("FORGE_SHARED_BUDGET") == "1"

@@ -39,9 +39,10 @@ def start_worker() -> Iterator[Callable[..., subprocess.Popen]]:
     app.control.purge()  # tasks left in the queue by an earlier, interrupted run
     workers: list[subprocess.Popen] = []
 
-    def start(name: str = "celery") -> subprocess.Popen:
+    def start(name: str = "celery", env: dict[str, str] | None = None) -> subprocess.Popen:
         env = {
             **os.environ,
+            **(env or {}),
             "DATABASE_URL": _database_url(),
             "REDIS_URL": settings.REDIS_URL,
             "FORGE_API_HOSTS": "http://127.0.0.1",  # the fake forge, as an admin would list it
