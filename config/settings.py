@@ -200,7 +200,18 @@ OUTBOX_SWEEP_SECONDS = env_int("OUTBOX_SWEEP_SECONDS", 10)
 OUTBOX_REPUBLISH_SECONDS = env_int("OUTBOX_REPUBLISH_SECONDS", 15 * 60)
 # A broker that does not answer is given up on quickly (the outbox keeps the task).
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
-CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2}
+# A task is acknowledged when it ends (acks_late); the message of a worker killed mid-task
+# stays unacknowledged in Redis and is handed to another worker once it is this old
+# (seconds; docs/OPERATIONS.md "Faults"). A task that runs longer is handed over too, while
+# it runs: every task claims its job, so the second delivery waits or leaves it alone.
+CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", 15 * 60)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "socket_connect_timeout": 2,
+    "visibility_timeout": CELERY_VISIBILITY_TIMEOUT,
+}
+# Test-only: each step of an export, a release or a rater run sleeps this many ms, so a worker
+# can be killed in the middle of one (tests/faults/test_worker_kill.py). 0 in production.
+JOB_STEP_DELAY_MS = env_int("JOB_STEP_DELAY_MS", 0)
 CELERY_BEAT_SCHEDULE: dict = {
     # Ingest: resume runs whose worker died; start the periodic re-syncs that are due.
     "ingest-resync-due": {"task": "ingest.tasks.resync_due", "schedule": 15 * 60},
