@@ -205,9 +205,13 @@ CELERY_BROKER_CONNECTION_TIMEOUT = 2
 # (seconds; docs/OPERATIONS.md "Faults"). A task that runs longer is handed over too, while
 # it runs: every task claims its job, so the second delivery waits or leaves it alone.
 CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", 15 * 60)
+# How often a worker looks for such messages (seconds; kombu's default scans every 100 s).
+CELERY_RESTORE_INTERVAL = env_int("CELERY_RESTORE_INTERVAL", 60)
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "socket_connect_timeout": 2,
     "visibility_timeout": CELERY_VISIBILITY_TIMEOUT,
+    "unacked_restore_interval": CELERY_RESTORE_INTERVAL,
+    "unacked_restore_throttle": 1,
 }
 # Test-only: each step of an export, a release or a rater run sleeps this many ms, so a worker
 # can be killed in the middle of one (tests/faults/test_worker_kill.py). 0 in production.

@@ -21,7 +21,6 @@ from dataset.uploads import keep_file, run_upload_job
 from ingest.issue_files import guess_kind
 from lib import jobclaim
 
-
 # A job another live worker builds (its message delivered twice: docs/OPERATIONS.md "Faults")
 # is looked at again after this long, until it is done or its worker is gone.
 BUSY_RETRY_SECONDS = 60
