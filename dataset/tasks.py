@@ -66,11 +66,14 @@ def start_release(project: Project, user, version: str, note: str = "", **citati
     return release
 
 
-@shared_task(acks_late=True)
-def run_upload(job_id: int, language: str | None = None) -> None:
+@shared_task(bind=True, acks_late=True, max_retries=None)
+def run_upload(self, job_id: int, language: str | None = None) -> None:
     """Check or import an uploaded file of issues (`dataset.uploads.run_upload_job`), its
     problems written in `language` (the uploader's)."""
-    run_upload_job(job_id, language)
+    try:
+        run_upload_job(job_id, language)
+    except jobclaim.Busy as exc:
+        raise self.retry(exc=exc, countdown=BUSY_RETRY_SECONDS) from exc
 
 
 def start_upload(

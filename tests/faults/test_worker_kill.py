@@ -1,15 +1,15 @@
-"""A Celery worker killed with SIGKILL in the middle of an export, a release and a classifier
-run: the broker hands the unacknowledged message to the other worker, which takes the job over
-(its worker's pid is gone, `lib.jobclaim` / `raters.liveness`) and finishes it exactly once:
-one file, complete, its checksum right, no half-written file left; one run, one label per
-issue.
+"""A Celery worker killed with SIGKILL in the middle of an export, a release, a classifier run
+and an upload's import: the broker hands the unacknowledged message to the other worker, which
+takes the job over (its worker's pid is gone: `lib.jobclaim`, `raters.liveness`) and finishes
+it exactly once: one file, complete, its checksum right, no half-written file left; one run,
+one label per issue; each uploaded issue stored and queued once, the uploaded file deleted.
 
 Two `celery worker` processes (solo pool) on a redis-server of the test's own, with a
 3-second visibility timeout (`CELERY_VISIBILITY_TIMEOUT`), looked at every second
-(`CELERY_RESTORE_INTERVAL`), so the message comes back within
-seconds, and each job step slowed by `JOB_STEP_DELAY_MS` so there is a middle to kill it in.
-The worker that claimed the job is the one named in the job's row ("host:pid"); the test
-kills that pid and no other. Every process started is stopped by its pid.
+(`CELERY_RESTORE_INTERVAL`), so the message comes back within seconds, and each job step
+slowed by `JOB_STEP_DELAY_MS` so there is a middle to kill it in. The worker that claimed the
+job is the one named in the job's row ("host:pid"); the test kills that pid and no other.
+Every process started is stopped by its pid. A sync killed mid-run: tests/ingest/test_worker.py.
 """
 
 from __future__ import annotations
@@ -29,8 +29,10 @@ from celery import Celery
 from django.db import connection
 
 from dataset.exports import export_path
-from dataset.models import ExportJob, Release
+from dataset.models import ExportJob, Release, UploadJob
 from dataset.releases import create_release, release_path
+from dataset.uploads import keep_file
+from ingest.models import Issue
 from labeling.models import ProjectIssue
 from raters.models import MachineLabel, RaterRun
 from raters.runs import RaterSettings, add_rater, create_run
@@ -109,6 +111,7 @@ class Workers:
 @pytest.fixture
 def workers(tmp_path, settings) -> Iterator[Workers]:
     settings.EXPORT_ROOT = tmp_path / "exports"
+    settings.UPLOAD_ROOT = tmp_path / "uploads"
     redis = PrivateRedis()
     pool = Workers(redis, tmp_path)
     try:
@@ -147,7 +150,7 @@ def _kill_mid_job(workers: Workers, read: Callable[[], tuple[str, str]], what: s
 
 
 def test_a_worker_killed_mid_job_leaves_it_to_the_other_which_finishes_it_once(
-    workers, study, lead
+    workers, study, lead, settings
 ):
     # Alice asks for an export; the worker building it is killed in the middle.
     job = ExportJob.objects.create(project=study, requested_by=lead)
@@ -210,3 +213,28 @@ def test_a_worker_killed_mid_job_leaves_it_to_the_other_which_finishes_it_once(
     scope = ProjectIssue.objects.filter(project=study).count()
     assert run.total == run.done == scope
     assert labels.count() == labels.values("issue").distinct().count() == scope
+
+    # An upload of 300 issues imported: its transaction died with the killed worker; the
+    # other imports each issue once and puts it in the queue once.
+    workers.ensure(2)
+    rows = ["url,title,body"] + [
+        f"https://lists.example.org/ml/{n},Message {n},Body {n}" for n in range(1, 301)
+    ]
+    data = ("\n".join(rows) + "\n").encode()
+    upload = keep_file(study, lead, "archive.csv", data, "csv", "ml", False, True, False)
+    in_queue = ProjectIssue.objects.filter(project=study).count()
+    workers.send("dataset.tasks.run_upload", upload.pk)
+
+    def upload_row() -> tuple[str, str]:
+        row = UploadJob.objects.get(pk=upload.pk)
+        return row.status, row.worker
+
+    killed = _kill_mid_job(workers, upload_row, "upload")
+    wait_for(lambda: upload_row()[0] == "done", 90, "the other worker to import the upload")
+    upload.refresh_from_db()
+    assert upload.worker.rpartition(":")[2] != str(killed)
+    imported = Issue.objects.filter(url__startswith="https://lists.example.org/ml/")
+    assert imported.count() == imported.values("url").distinct().count() == 300
+    assert ProjectIssue.objects.filter(project=study).count() == in_queue + 300
+    assert upload.figures["added_to_queue"] == 300
+    assert list((settings.UPLOAD_ROOT).iterdir()) == []
