@@ -194,6 +194,9 @@ CELERY_TIMEZONE = "UTC"
 # behind the others (ingest/tasks.py).
 INGEST_SYNC_PARTS = env_int("INGEST_SYNC_PARTS", 4)
 INGEST_TASK_SECONDS = env_int("INGEST_TASK_SECONDS", 2)
+# A part's task delivered again (its worker killed) takes the part over when nothing was
+# heard of it for this long (seconds; ingest.runs.redelivered_chain).
+INGEST_TAKEOVER_SECONDS = env_int("INGEST_TAKEOVER_SECONDS", 60)
 # The outbox's sweep, and how long a task handed to Redis may stay unstarted before it is
 # taken to have been lost with the broker's queue and handed over again (annotator.outbox).
 OUTBOX_SWEEP_SECONDS = env_int("OUTBOX_SWEEP_SECONDS", 10)
