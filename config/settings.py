@@ -196,13 +196,31 @@ INGEST_SYNC_PARTS = env_int("INGEST_SYNC_PARTS", 4)
 INGEST_TASK_SECONDS = env_int("INGEST_TASK_SECONDS", 2)
 # The forge rate limit as one budget in Redis shared by every worker and host (ingest.budget).
 FORGE_SHARED_BUDGET = env_bool("FORGE_SHARED_BUDGET", True)
+# A part's task delivered again (its worker killed) takes the part over when nothing was
+# heard of it for this long (seconds; ingest.runs.redelivered_chain).
+INGEST_TAKEOVER_SECONDS = env_int("INGEST_TAKEOVER_SECONDS", 60)
 # The outbox's sweep, and how long a task handed to Redis may stay unstarted before it is
 # taken to have been lost with the broker's queue and handed over again (annotator.outbox).
 OUTBOX_SWEEP_SECONDS = env_int("OUTBOX_SWEEP_SECONDS", 10)
 OUTBOX_REPUBLISH_SECONDS = env_int("OUTBOX_REPUBLISH_SECONDS", 15 * 60)
 # A broker that does not answer is given up on quickly (the outbox keeps the task).
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
-CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2}
+# A task is acknowledged when it ends (acks_late); the message of a worker killed mid-task
+# stays unacknowledged in Redis and is handed to another worker once it is this old
+# (seconds; docs/OPERATIONS.md "Faults"). A task that runs longer is handed over too, while
+# it runs: every task claims its job, so the second delivery waits or leaves it alone.
+CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", 15 * 60)
+# How often a worker looks for such messages (seconds; kombu's default scans every 100 s).
+CELERY_RESTORE_INTERVAL = env_int("CELERY_RESTORE_INTERVAL", 60)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "socket_connect_timeout": 2,
+    "visibility_timeout": CELERY_VISIBILITY_TIMEOUT,
+    "unacked_restore_interval": CELERY_RESTORE_INTERVAL,
+    "unacked_restore_throttle": 1,
+}
+# Test-only: each step of an export, a release or a rater run sleeps this many ms, so a worker
+# can be killed in the middle of one (tests/faults/test_worker_kill.py). 0 in production.
+JOB_STEP_DELAY_MS = env_int("JOB_STEP_DELAY_MS", 0)
 # One beat sends the periodic tasks even if two are started (config.beat, a lock in Redis).
 if REDIS_URL:
     CELERY_BEAT_SCHEDULER = "config.beat:LockedScheduler"

@@ -28,6 +28,7 @@ an admin asks for real names.
 from __future__ import annotations
 
 import csv
+import glob
 import hashlib
 import io
 import json
@@ -43,7 +44,7 @@ from pathlib import Path
 from typing import IO, TextIO
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import CharField, F, Func, Q, QuerySet, Value
 from django.utils import timezone, translation
 
@@ -56,7 +57,7 @@ from dataset.models import ExportJob
 from ingest.models import Comment, Issue, Repository
 from labeling.labels import KEY_FIELDS, LABEL_FIELDS, NODE_FIELDS
 from labeling.models import Annotation, ProjectIssue, Resolution
-from lib import csvsafe, diskspace
+from lib import csvsafe, diskspace, jobclaim
 from raters.models import MachineLabel
 from taxonomy.detail_files import study_file_name, write_detail_csv
 from taxonomy.lineage import LabelInVersion, Translator
@@ -720,31 +721,57 @@ def run_export_job(job_id: int) -> ExportJob:
         return _run_export_job(job_id)
 
 
-def _run_export_job(job_id: int) -> ExportJob:
-    now = timezone.now()
-    # Claim the job, so a redelivered task never builds it twice at once; a run that has been
-    # "running" for long is taken to have died with its worker and may be claimed again.
-    claimed = (
-        ExportJob.objects.filter(pk=job_id)
-        .filter(
-            Q(status__in=[ExportJob.Status.PENDING, ExportJob.Status.FAILED])
-            | Q(status=ExportJob.Status.RUNNING, started_at__lt=now - STALE_EXPORT)
+def _claim(job_id: int) -> ExportJob | None:
+    """Mark the job as this process's (RUNNING), under a row lock; None when it is done.
+    Raises `jobclaim.Busy` while another live process builds it. A job `running` under a
+    worker that is gone (killed mid-build; its task delivered again) is taken over."""
+    key = f"export:{job_id}"
+    with transaction.atomic():
+        job = (
+            ExportJob.objects.select_for_update()
+            .select_related("project__taxonomy_version")
+            .get(pk=job_id)
         )
-        .update(status=ExportJob.Status.RUNNING, started_at=now, error="")
-    )
-    job = ExportJob.objects.select_related("project__taxonomy_version").get(pk=job_id)
-    if not claimed:
-        return job
+        if job.status == ExportJob.Status.DONE:
+            return None
+        if job.status == ExportJob.Status.RUNNING and not jobclaim.gone(
+            key, job.worker, job.heartbeat_at or job.started_at, STALE_EXPORT
+        ):
+            raise jobclaim.Busy(key)
+        now = timezone.now()
+        job.status, job.started_at, job.error = ExportJob.Status.RUNNING, now, ""
+        job.worker, job.heartbeat_at = jobclaim.this_worker(), now
+        job.save(update_fields=["status", "started_at", "error", "worker", "heartbeat_at"])
+        jobclaim.start(key)
+    return job
 
+
+def _run_export_job(job_id: int) -> ExportJob:
+    # Claim the job, so a redelivered task never builds it twice at once, and takes over one
+    # whose worker died.
+    job = _claim(job_id)
+    if job is None:
+        return ExportJob.objects.select_related("project__taxonomy_version").get(pk=job_id)
+    try:
+        return _build(job)
+    finally:
+        jobclaim.stop(f"export:{job_id}")
+
+
+def _build(job: ExportJob) -> ExportJob:
     def progress(step: str, done: int, total: int) -> None:
         ExportJob.objects.filter(pk=job.pk).update(
-            step=step, progress=min(99, 100 * done // max(total, 1))
+            step=step, progress=min(99, 100 * done // max(total, 1)), heartbeat_at=timezone.now()
         )
+        jobclaim.step_pause()
 
     path = export_path(job)
     # Written beside its final name and renamed when complete: a download never sees a
     # half-written file.
     partial = path.with_name(f"{path.name}.part-{os.getpid()}")
+    # What a worker killed mid-build left beside the name (this job is ours now).
+    for left in path.parent.glob(f"{glob.escape(path.name)}.part-*"):
+        left.unlink(missing_ok=True)
     sha = hashlib.sha256()
     try:
         build_zip(job.project, partial, job.real_names, progress, job.everything)

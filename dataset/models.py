@@ -38,6 +38,10 @@ class ExportJob(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The process building it ("host:pid") and when it was last heard of: a redelivered task
+    # takes over a job whose worker is gone (lib.jobclaim, docs/OPERATIONS.md "Faults").
+    worker = models.CharField(max_length=200, blank=True, db_default="")
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name = _("export job")
@@ -117,6 +121,10 @@ class UploadJob(models.Model):
     figures = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The process running it ("host:pid") and when it claimed it: a redelivered task takes
+    # over a job whose worker is gone (lib.jobclaim, docs/OPERATIONS.md "Faults").
+    worker = models.CharField(max_length=200, blank=True, db_default="")
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name = _("upload job")
@@ -224,6 +232,10 @@ class Release(models.Model):
     manifest = models.JSONField(default=dict, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     built_at = models.DateTimeField(null=True, blank=True)
+    # The process building it ("host:pid") and when it was last heard of: a redelivered task
+    # takes over a job whose worker is gone (lib.jobclaim, docs/OPERATIONS.md "Faults").
+    worker = models.CharField(max_length=200, blank=True, db_default="")
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name = _("release")

@@ -27,6 +27,7 @@ the same moment even while volunteers keep labeling; progress goes through the c
 from __future__ import annotations
 
 import csv
+import glob
 import hashlib
 import io
 import json
@@ -44,7 +45,7 @@ from typing import Any, TextIO
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef
 from django.utils import timezone, translation
 from django.utils.translation import gettext
 
@@ -71,7 +72,7 @@ from dataset.models import Release
 from dataset.release_diff import ReleaseDiff, diff_labels, write_changes
 from labeling.labels import KEY_FIELDS, LABEL_FIELDS
 from labeling.models import Annotation, DiscussionMessage, ProjectIssue, Resolution
-from lib import csvsafe, diskspace
+from lib import csvsafe, diskspace, jobclaim
 from raters.describe import describe_raters
 from taxonomy.detail_files import (
     BOM,
@@ -564,25 +565,59 @@ def build_release(release_id: int, progress: Progress | None = None) -> Release:
         return _build_release(release_id, progress)
 
 
-def _build_release(release_id: int, progress: Progress | None) -> Release:
-    now = timezone.now()
-    claimed = (
-        Release.objects.filter(pk=release_id)
-        .filter(
-            Q(status=Release.Status.PENDING)
-            | Q(status=Release.Status.RUNNING, started_at__lt=now - STALE_BUILD)
+def _claim(release_id: int) -> Release | None:
+    """Mark the release as this process's build (RUNNING), under a row lock; None when it is
+    not pending or running (done, or failed: a failed version is released again as a new
+    row). Raises `jobclaim.Busy` while another live process builds it; a build whose worker
+    is gone (killed; its task delivered again) is taken over (`lib.jobclaim`)."""
+    key = f"release:{release_id}"
+    with transaction.atomic():
+        release = (
+            Release.objects.select_for_update()
+            .select_related("project__taxonomy_version")
+            .get(pk=release_id)
         )
-        .update(status=Release.Status.RUNNING, started_at=now, error="")
-    )
-    release = Release.objects.select_related("project__taxonomy_version").get(pk=release_id)
-    if not claimed:
-        return release
+        if release.status not in (Release.Status.PENDING, Release.Status.RUNNING):
+            return None
+        if release.status == Release.Status.RUNNING and not jobclaim.gone(
+            key, release.worker, release.heartbeat_at or release.started_at, STALE_BUILD
+        ):
+            raise jobclaim.Busy(key)
+        now = timezone.now()
+        Release.objects.filter(pk=release_id).update(
+            status=Release.Status.RUNNING,
+            started_at=now,
+            error="",
+            worker=jobclaim.this_worker(),
+            heartbeat_at=now,
+        )
+        release.status, release.started_at, release.error = Release.Status.RUNNING, now, ""
+        release.worker, release.heartbeat_at = jobclaim.this_worker(), now
+        jobclaim.start(key)
+    return release
+
+
+def _build_release(release_id: int, progress: Progress | None) -> Release:
+    release = _claim(release_id)
+    if release is None:
+        return Release.objects.select_related("project__taxonomy_version").get(pk=release_id)
+    try:
+        return _build(release, progress)
+    finally:
+        jobclaim.stop(f"release:{release_id}")
+
+
+def _build(release: Release, progress: Progress | None) -> Release:
+    release_id = release.pk
 
     def report(step: str, done: int, total: int) -> None:
         percent = min(99, 100 * done // max(total, 1))
         cache.set(progress_key(release_id), (percent, step), 3600)
         if progress:
             progress(step, done, total)
+        # No heartbeat here: the files are read in one read-only transaction. A build on
+        # another host is taken to be alive for STALE_BUILD after its claim.
+        jobclaim.step_pause()
 
     final = release_path(release)
     final.parent.mkdir(parents=True, exist_ok=True)
@@ -591,7 +626,11 @@ def _build_release(release_id: int, progress: Progress | None) -> Release:
     try:
         if final.exists():
             raise FileExistsError(f"{final.name} already exists; a release is never overwritten")
-        shutil.rmtree(work, ignore_errors=True)
+        # What a worker killed mid-build left (this build is ours now).
+        for left in final.parent.glob(f".build-{release.pk}-*"):
+            shutil.rmtree(left, ignore_errors=True)
+        for left in final.parent.glob(f"{glob.escape(final.name)}.part-*"):
+            left.unlink(missing_ok=True)
         work.mkdir()
         outer = connection.in_atomic_block
         with transaction.atomic():

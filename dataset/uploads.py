@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
@@ -35,7 +36,7 @@ from ingest.models import Repository
 from ingest.permissions import attach
 from ingest.uploads import Outcome, Target, plan, store
 from labeling.models import ProjectIssue
-from lib import sql
+from lib import jobclaim, sql
 
 READ_SHARE = 80  # percent of the progress bar for reading the file; storing is the rest
 
@@ -95,10 +96,46 @@ def run_upload_job(job_id: int, language: str | None = None) -> UploadJob | None
         return _run_upload_job(job_id)
 
 
+# A job "running" under a worker on another host not heard of for this long died with it.
+STALE_UPLOAD = timedelta(minutes=30)
+
+
+def _claim(job_id: int) -> UploadJob | None:
+    """Mark the job as this process's (RUNNING), under a row lock; None when there is none or
+    it ended. Raises `jobclaim.Busy` while another live process runs it. A job `running`
+    under a worker that is gone (killed; its task delivered again) is taken over: its import
+    is one transaction, which died with that worker's connection (`lib.jobclaim`)."""
+    key = f"upload:{job_id}"
+    with transaction.atomic():
+        job = (
+            UploadJob.objects.select_for_update(of=("self",))
+            .select_related("project", "requested_by")
+            .filter(pk=job_id)
+            .first()
+        )
+        if job is None or job.status in (UploadJob.Status.DONE, UploadJob.Status.FAILED):
+            return None
+        if job.status == UploadJob.Status.RUNNING and not jobclaim.gone(
+            key, job.worker, job.heartbeat_at, STALE_UPLOAD
+        ):
+            raise jobclaim.Busy(key)
+        now = timezone.now()
+        _set(job, status=UploadJob.Status.RUNNING, worker=jobclaim.this_worker(), heartbeat_at=now)
+        jobclaim.start(key)
+    return job
+
+
 def _run_upload_job(job_id: int) -> UploadJob | None:
-    job = UploadJob.objects.select_related("project", "requested_by").filter(pk=job_id).first()
-    if job is None or job.status in (UploadJob.Status.DONE, UploadJob.Status.FAILED):
-        return job
+    job = _claim(job_id)
+    if job is None:
+        return UploadJob.objects.select_related("project", "requested_by").filter(pk=job_id).first()
+    try:
+        return _run_claimed(job)
+    finally:
+        jobclaim.stop(f"upload:{job_id}")
+
+
+def _run_claimed(job: UploadJob) -> UploadJob:
     path = upload_path(job)
     try:
         if not job.file_path or not path.is_file():
@@ -106,7 +143,7 @@ def _run_upload_job(job_id: int) -> UploadJob | None:
             gone = gettext_noop("the uploaded file is gone; upload it again")
             _set_problems(job, lambda: [f"{job.file_name}: " + gettext(gone)])
             return job
-        _set(job, status=UploadJob.Status.RUNNING, step="reading", progress=0)
+        _set(job, step="reading", progress=0)
 
         def progress(done: int, total: int) -> None:
             _set(job, progress=min(READ_SHARE, READ_SHARE * done // max(total, 1)))
@@ -177,6 +214,7 @@ def _import(job: UploadJob, reading: Reading) -> Outcome:
     """Store the file and add its issues to the project, in one transaction."""
     with transaction.atomic():
         outcome = store(reading, _target(job))
+        jobclaim.step_pause()  # 0 but in tests/faults/test_worker_kill.py
         if outcome.problems:
             return outcome
         if job.add_to_queue:

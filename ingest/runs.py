@@ -131,6 +131,27 @@ def _resume_part(part: SyncPart) -> None:
     enqueue_part(part.pk, part.chain, eta=due)
 
 
+def redelivered_chain(part_id: int, chain: str) -> str:
+    """The chain a task of a part delivered again by the broker goes on with.
+
+    A worker killed mid-slice never acknowledged its task, so Redis hands it to another
+    worker (after its visibility timeout, docs/OPERATIONS.md "Faults"); by then the pages
+    the dead worker stored gave the part newer chain tokens, and the old token would stop
+    the task. When the part has not been heard of for `INGEST_TAKEOVER_SECONDS` and waits
+    for no rate-limit reset, its owner is taken to be dead and the task goes on from the
+    committed cursor with the part's current token; otherwise the token is left as it came."""
+    part = SyncPart.objects.filter(pk=part_id, status__in=SyncRun.ACTIVE).first()
+    if part is None or part.chain == chain:
+        return chain
+    now = timezone.now()
+    if part.next_attempt_at is not None and part.next_attempt_at > now:
+        return chain  # its next task waits for the reset: it is queued, not lost
+    last = part.heartbeat_at or part.created_at
+    if last > now - timedelta(seconds=settings.INGEST_TAKEOVER_SECONDS):
+        return chain
+    return part.chain
+
+
 def resume_stalled(stale_after: timedelta = timedelta(minutes=10)) -> list[int]:
     """Resume the parts of active runs that have made no progress for a while (their worker
     died); the ids of the runs concerned."""

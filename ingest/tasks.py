@@ -37,6 +37,8 @@ def sync_part(self, part_id: int, chain: str | None = None) -> None:
     """Pages of a part for a time slice, then the part's next task (at the rate-limit reset
     when the forge said to wait); the first tasks of any parts it split off at once."""
     queue = (self.request.delivery_info or {}).get("routing_key")
+    if chain is not None and (self.request.delivery_info or {}).get("redelivered"):
+        chain = runs.redelivered_chain(part_id, chain)  # its worker killed mid-slice
     worker = self.request.hostname or ""
     deadline = time.monotonic() + settings.INGEST_TASK_SECONDS
     while True:  # a part deleted meanwhile (its run gone) ends the loop: `more` is False

@@ -35,7 +35,7 @@ from annotator.models import Project
 from ingest.hosts import MODEL_API_HOSTS, base_url_refused
 from ingest.models import Comment, Issue
 from labeling.models import ProjectIssue, Resolution
-from lib import stored_messages
+from lib import jobclaim, stored_messages
 from raters import liveness
 from raters.alt_test import retest_enlisted
 from raters.backends import (
@@ -317,6 +317,7 @@ def taxonomy_texts(nodes: Iterable[TaxonomyNode]) -> list[NodeText]:
 
 def _progress(run_id: int, done: int) -> None:
     RaterRun.objects.filter(pk=run_id).update(done=done, heartbeat_at=timezone.now())
+    jobclaim.step_pause()  # 0 but in tests/faults/test_worker_kill.py
 
 
 class _Heartbeat:

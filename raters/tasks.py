@@ -16,11 +16,18 @@ from annotator import outbox
 from raters.models import MachineRater, RaterRun
 from raters.runs import RaterBusy, begin_run, raters_due, run_rater
 
+# A run another live process runs (this message delivered twice: the broker's visibility
+# timeout passed during a long run) is looked at again after this long, so the run is taken
+# over if that process dies (docs/OPERATIONS.md "Faults").
+BUSY_RETRY_SECONDS = 60
 
-@shared_task(acks_late=True)
-def run_rater_task(run_id: int) -> None:
+
+@shared_task(bind=True, acks_late=True, max_retries=None)
+def run_rater_task(self, run_id: int) -> None:
     if RaterRun.objects.filter(pk=run_id).exists():
-        run_rater(run_id)
+        run = run_rater(run_id)
+        if run.status == RaterRun.Status.RUNNING and not run.stale:
+            raise self.retry(countdown=BUSY_RETRY_SECONDS)
 
 
 def start_run(rater: MachineRater, only: str = RaterRun.Scope.ALL, user=None) -> RaterRun:

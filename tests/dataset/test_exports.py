@@ -6,6 +6,8 @@ import csv
 import hashlib
 import io
 import json
+import os
+import socket
 import zipfile
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -20,6 +22,7 @@ from dataset.exports import ExportContext, build_zip, run_export_job, write_taxo
 from dataset.importer import import_labels
 from dataset.models import ExportJob
 from labeling.models import Annotation, ProjectIssue
+from lib import jobclaim
 from taxonomy.loader import parse_type_file
 from taxonomy.models import TaxonomyNode
 from tests.dataset.helpers import MINDSPEED, SAMPLES, read_rows
@@ -256,11 +259,25 @@ def test_a_job_runs_once_and_leaves_no_partial_file(small_study, export_root):
     assert again.finished_at == finished
     folder = Path(export_root, str(small_study.pk))
     assert [p.name for p in folder.iterdir()] == [job.filename]
-    # A job another worker is running right now is not started a second time.
+    # A job another live worker is running right now is not started a second time: the task
+    # is told to look again later.
     busy = ExportJob.objects.create(project=small_study)
-    ExportJob.objects.filter(pk=busy.pk).update(status="running", started_at=timezone.now())
-    assert run_export_job(busy.pk).status == "running"
+    alive = f"{socket.gethostname()}:{os.getppid()}"
+    ExportJob.objects.filter(pk=busy.pk).update(
+        status="running", started_at=timezone.now(), worker=alive
+    )
+    with pytest.raises(jobclaim.Busy):
+        run_export_job(busy.pk)
+    assert ExportJob.objects.get(pk=busy.pk).status == "running"
     assert not Path(folder, busy.filename).exists()
+    # Its worker killed (no such process any more) and its half-written file left behind:
+    # the task delivered again takes the job over and builds it, the half file deleted.
+    dead = 2**22 + 1  # above Linux's highest pid: no such process
+    ExportJob.objects.filter(pk=busy.pk).update(worker=f"{socket.gethostname()}:{dead}")
+    Path(folder, f"{busy.filename}.part-{dead}").write_bytes(b"PK half")
+    taken = run_export_job(busy.pk)
+    assert taken.status == "done" and taken.worker == f"{socket.gethostname()}:{os.getpid()}"
+    assert sorted(p.name for p in folder.iterdir()) == sorted([job.filename, busy.filename])
 
 
 def test_a_failed_export_is_marked_older_only_by_a_later_export_of_its_kind(client, project, lead):

@@ -113,6 +113,37 @@ def test_worker_killed_mid_sync_resumes_without_holes_or_duplicates(fake, make_r
     assert fake.count(status=200) <= 15 + 23 + 1
 
 
+def test_a_killed_workers_sync_task_is_redelivered_to_another_and_the_run_finishes_once(
+    fake, make_repo, start_worker, monkeypatch
+):
+    """No `resume_run`: the killed worker's unacknowledged message comes back from Redis after
+    the visibility timeout (3 s here; docs/OPERATIONS.md "Faults") and a new worker goes on
+    from the part's committed cursor."""
+    monkeypatch.setenv("CELERY_VISIBILITY_TIMEOUT", "3")
+    monkeypatch.setenv("CELERY_RESTORE_INTERVAL", "1")
+    monkeypatch.setenv("INGEST_TAKEOVER_SECONDS", "2")
+    fake.delay = 0.05
+    forge, repo = make_repo("github", "NVIDIA", "apex")
+    for n in range(1, 1001):
+        forge.add_issue(n, created=f"2024-02-01T{n // 60 % 24:02d}:{n % 60:02d}:00Z", comments=1)
+    worker = start_worker("first")
+    run = start_sync(repo, parts=1)
+    wait_for(lambda: _run(run.pk).pages >= 3, 60, "three committed pages")
+    os.killpg(worker.pid, signal.SIGKILL)
+    worker.wait()
+    assert _run(run.pk).is_active
+    start_worker("second")
+    wait_for(lambda: not _run(run.pk).is_active, 90, "the redelivered task to finish the run")
+
+    done = _run(run.pk)
+    assert done.status == "done", done.errors
+    numbers = list(Issue.objects.filter(repository=repo).values_list("number", flat=True))
+    assert sorted(numbers, key=int) == [str(n) for n in range(1, 1001)]
+    comments = Comment.objects.filter(issue__repository=repo)
+    assert comments.count() == comments.values("forge_id").distinct().count() == 1000
+    assert done.issues_new == 1000, done.figures()
+
+
 def test_two_workers_share_a_large_run_and_a_killed_ones_parts_resume(
     fake, make_repo, start_worker
 ):

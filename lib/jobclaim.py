@@ -1,0 +1,79 @@
+"""Who is building a job (an export, a release), and whether that process is gone.
+
+A Celery task is acknowledged after it ends (`task_acks_late`); a worker killed mid-task never
+acknowledges it, so the broker hands the message to another worker (after the Redis
+transport's `visibility_timeout`, docs/OPERATIONS.md "Faults"). That second delivery finds the
+job `running` under the dead worker's name. It takes the job over when the worker that claimed
+it is gone:
+
+- a process on this host whose pid no longer exists (or this very process, when it is not
+  running that job any more: `ACTIVE`), or
+- a worker on another host not heard of (`heartbeat_at`) for `stale_after`, since this host
+  cannot ask it.
+
+Otherwise the job is *busy*: another live process builds it, and the task tries again later.
+The same rule as `raters.liveness`, for rows that are not rater runs.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+ACTIVE: set[str] = set()  # "kind:id" of the jobs this process builds now
+_lock = threading.Lock()
+
+
+class Busy(Exception):
+    """Another live process builds this job: the task tries again later."""
+
+
+def this_worker() -> str:
+    """ "host:pid" of this process, as recorded on the job it claims."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def start(key: str) -> None:
+    with _lock:
+        ACTIVE.add(key)
+
+
+def stop(key: str) -> None:
+    with _lock:
+        ACTIVE.discard(key)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def gone(key: str, worker: str, heartbeat_at: datetime | None, stale_after: timedelta) -> bool:
+    """Whether the process recorded as `worker` ("host:pid") no longer builds job `key`."""
+    host, _, pid = worker.rpartition(":")
+    if host == socket.gethostname() and pid.isdigit():
+        if int(pid) == os.getpid():
+            with _lock:
+                return key not in ACTIVE
+        return not _pid_alive(int(pid))
+    # Another host (or no worker recorded: a build from before this rule): heard of lately?
+    return heartbeat_at is None or heartbeat_at < timezone.now() - stale_after
+
+
+def step_pause() -> None:
+    """Sleep `JOB_STEP_DELAY_MS` (0 but in the worker-kill tests, which need a job slow enough
+    to kill in the middle: tests/faults/test_worker_kill.py). Called at each step."""
+    delay = getattr(settings, "JOB_STEP_DELAY_MS", 0)
+    if delay:
+        time.sleep(delay / 1000)
