@@ -49,7 +49,14 @@ def stop(key: str) -> None:
         ACTIVE.discard(key)
 
 
-def _pid_alive(pid: int) -> bool:
+def running_here(key: str) -> bool:
+    """Whether this very process is building job `key` now."""
+    with _lock:
+        return key in ACTIVE
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process of this host with that pid exists (someone else's counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -64,9 +71,8 @@ def gone(key: str, worker: str, heartbeat_at: datetime | None, stale_after: time
     host, _, pid = worker.rpartition(":")
     if host == socket.gethostname() and pid.isdigit():
         if int(pid) == os.getpid():
-            with _lock:
-                return key not in ACTIVE
-        return not _pid_alive(int(pid))
+            return not running_here(key)
+        return not pid_alive(int(pid))
     # Another host (or no worker recorded: a build from before this rule): heard of lately?
     return heartbeat_at is None or heartbeat_at < timezone.now() - stale_after
 

@@ -6,7 +6,7 @@ the backend waits for an answer). A run whose command was killed (or whose worke
 `running` in the database; it is *stale*, and may be resumed, when
 
 - its process is on this host and has ended (no such pid), or is this very process but no
-  longer runs it (`ACTIVE`: the runs this process is running now), or
+  longer runs it (`lib.jobclaim.running_here`: the jobs this process is running now), or
 - nothing has been heard of it for `STALE_AFTER` (a process on another host, which this one
   cannot ask).
 
@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import os
 import socket
-import threading
 from datetime import datetime, timedelta
 from typing import Protocol
 
 from django.utils import timezone
+
+from lib import jobclaim
 
 
 class Run(Protocol):
@@ -40,32 +41,20 @@ HEARTBEAT_SECONDS = 30
 ALIVE_STALE_AFTER = timedelta(hours=6)
 STALE_AFTER = timedelta(minutes=10)
 
-ACTIVE: set[int] = set()  # ids of the runs this process is running now
-_lock = threading.Lock()
+# Who runs a run and whether that process lives: `lib.jobclaim`'s, for rater runs too.
+this_worker = jobclaim.this_worker
 
 
-def this_worker() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
+def _key(run_id: int) -> str:
+    return f"rater-run:{run_id}"
 
 
 def start(run_id: int) -> None:
-    with _lock:
-        ACTIVE.add(run_id)
+    jobclaim.start(_key(run_id))
 
 
 def stop(run_id: int) -> None:
-    with _lock:
-        ACTIVE.discard(run_id)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
+    jobclaim.stop(_key(run_id))
 
 
 def stale(run: Run) -> bool:
@@ -75,9 +64,8 @@ def stale(run: Run) -> bool:
     host, _, pid = run.worker.rpartition(":")
     if host == socket.gethostname() and pid.isdigit():
         if int(pid) == os.getpid():
-            with _lock:
-                return run.pk not in ACTIVE
-        if not _pid_alive(int(pid)):
+            return not jobclaim.running_here(_key(run.pk))
+        if not jobclaim.pid_alive(int(pid)):
             return True
         # Its process is alive here: a long silent stretch (a classifier fitting its folds
         # sends no heartbeat) is work, not death; only a silence long past any fit (or a pid
