@@ -55,7 +55,9 @@ class Workers:
     def __init__(self, redis: PrivateRedis, data_dir: Path) -> None:
         self.redis, self.data_dir = redis, data_dir
         self.procs: list[subprocess.Popen] = []
-        self.sender = Celery("sender", broker=redis.url)
+        # Not the current app: the outbox publishes through `current_app`, and a later test in
+        # this process must not send its tasks to this test's (stopped) Redis.
+        self.sender = Celery("sender", broker=redis.url, set_as_current=False)
 
     def start(self) -> subprocess.Popen:
         env = {
