@@ -13,12 +13,17 @@ from __future__ import annotations
 from collections import Counter
 from datetime import timedelta
 
+from django.conf import settings
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
 from django.contrib.auth.models import User
+from django.contrib.sessions.backends.db import SessionStore
 from django.utils import timezone
 
 from annotator.models import Membership, Project, Role
+from ingest.models import Issue, Repository
 from labeling import resolution, submission
 from labeling.models import Annotation, ProjectIssue, Reservation, Resolution
+from labeling.setup import order_queue
 from taxonomy.models import TaxonomyNode
 
 
@@ -85,3 +90,45 @@ def final_issue(
     found = resolution.current_resolution(item)
     assert found is not None and item.status == ProjectIssue.Status.FINAL, item
     return found
+
+
+def http_labeling_study(
+    taxonomy_version, name: str, k: int, issues: int, annotators: int, seed: int
+) -> tuple[int, dict[str, str], list[dict[str, str]]]:
+    """A project of `issues` open issues with K = `k` in a seeded queue and `annotators`
+    volunteers already signed in, for tests that label over HTTP from other processes (a
+    gunicorn the test starts): the project's id, each volunteer's session key by username,
+    and three theme labels as form data."""
+    project = Project.objects.create(
+        name=name, taxonomy_version=taxonomy_version, annotations_per_issue=k
+    )
+    slug = name.lower().replace(" ", "-")
+    repo = Repository.objects.create(
+        forge="github", api_url="https://api.github.com", owner="drill", name=slug
+    )
+    made = Issue.objects.bulk_create(
+        Issue(
+            repository=repo,
+            number=str(n),
+            url=f"https://github.com/drill/{slug}/issues/{n}",
+            title=f"Training hangs at step {n}",
+            body="NCCL timeout after the checkpoint.",
+            state="open",
+        )
+        for n in range(1, issues + 1)
+    )
+    ProjectIssue.objects.bulk_create(ProjectIssue(project=project, issue=i) for i in made)
+    order_queue(project, pilot_size=0, seed=seed)
+    sessions = {}
+    for n in range(annotators):
+        user = User.objects.create_user(f"volunteer-{n:02d}", password="!")
+        Membership.objects.create(project=project, user=user, role=Role.ANNOTATOR)
+        store = SessionStore()
+        store[SESSION_KEY] = str(user.pk)
+        store[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[-1]
+        store[HASH_SESSION_KEY] = user.get_session_auth_hash()
+        store.create()
+        sessions[user.username] = str(store.session_key)
+    themes = TaxonomyNode.objects.filter(version=taxonomy_version, level=2).order_by("pk")[:3]
+    labels = [{"issue_type": str(t.parent_id), "theme": str(t.pk)} for t in themes]
+    return project.pk, sessions, labels

@@ -20,16 +20,9 @@ import psycopg
 import pytest
 import requests
 from django.conf import settings
-from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
-from django.contrib.auth.models import User
-from django.contrib.sessions.backends.db import SessionStore
 from django.db import connection
 
-from annotator.models import Membership, Project, Role
-from ingest.models import Issue, Repository
-from labeling.models import ProjectIssue
-from labeling.setup import order_queue
-from taxonomy.models import TaxonomyNode
+from tests.builders import http_labeling_study
 from tests.faults.services import Gunicorn, PrivatePostgres, copy_database
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -52,38 +45,10 @@ class Study:
 
 
 def _build_study(taxonomy_version) -> Study:
-    project = Project.objects.create(
-        name="Restart drill", taxonomy_version=taxonomy_version, annotations_per_issue=3
+    project_id, sessions, labels = http_labeling_study(
+        taxonomy_version, "Restart drill", k=3, issues=ISSUES, annotators=ANNOTATORS, seed=30
     )
-    repo = Repository.objects.create(
-        forge="github", api_url="https://api.github.com", owner="drill", name="restart"
-    )
-    issues = Issue.objects.bulk_create(
-        Issue(
-            repository=repo,
-            number=str(n),
-            url=f"https://github.com/drill/restart/issues/{n}",
-            title=f"Training hangs at step {n}",
-            body="NCCL timeout after the checkpoint.",
-            state="open",
-        )
-        for n in range(1, ISSUES + 1)
-    )
-    ProjectIssue.objects.bulk_create(ProjectIssue(project=project, issue=i) for i in issues)
-    order_queue(project, pilot_size=0, seed=30)
-    sessions = {}
-    for n in range(ANNOTATORS):
-        user = User.objects.create_user(f"volunteer-{n:02d}", password="!")
-        Membership.objects.create(project=project, user=user, role=Role.ANNOTATOR)
-        store = SessionStore()
-        store[SESSION_KEY] = str(user.pk)
-        store[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[-1]
-        store[HASH_SESSION_KEY] = user.get_session_auth_hash()
-        store.create()
-        sessions[user.username] = store.session_key
-    themes = TaxonomyNode.objects.filter(version=taxonomy_version, level=2).order_by("pk")[:3]
-    labels = [{"issue_type": str(t.parent_id), "theme": str(t.pk)} for t in themes]
-    return Study(project.pk, sessions, labels)
+    return Study(project_id, sessions, labels)
 
 
 @pytest.fixture

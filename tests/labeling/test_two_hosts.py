@@ -24,16 +24,9 @@ import psycopg
 import pytest
 import requests
 from django.conf import settings
-from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
-from django.contrib.auth.models import User
-from django.contrib.sessions.backends.db import SessionStore
 from django.db import connection
 
-from annotator.models import Membership, Project, Role
-from ingest.models import Issue, Repository
-from labeling.models import ProjectIssue
-from labeling.setup import order_queue
-from taxonomy.models import TaxonomyNode
+from tests.builders import http_labeling_study
 from tests.faults.services import Gunicorn
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -99,39 +92,10 @@ def two_hosts() -> Iterator[list[Gunicorn]]:
             _stop(proc)
 
 
-def _study(taxonomy_version) -> tuple[int, dict[str, str | None], list[dict[str, str]]]:
-    project = Project.objects.create(
-        name="Two hosts", taxonomy_version=taxonomy_version, annotations_per_issue=K
+def _study(taxonomy_version) -> tuple[int, dict[str, str], list[dict[str, str]]]:
+    return http_labeling_study(
+        taxonomy_version, "Two hosts", k=K, issues=ISSUES, annotators=ANNOTATORS, seed=3
     )
-    repo = Repository.objects.create(
-        forge="github", api_url="https://api.github.com", owner="hosts", name="two"
-    )
-    issues = Issue.objects.bulk_create(
-        Issue(
-            repository=repo,
-            number=str(n),
-            url=f"https://github.com/hosts/two/issues/{n}",
-            title=f"Loss spikes after resuming at step {n}",
-            body="The optimizer state is not restored.",
-            state="open",
-        )
-        for n in range(1, ISSUES + 1)
-    )
-    ProjectIssue.objects.bulk_create(ProjectIssue(project=project, issue=i) for i in issues)
-    order_queue(project, pilot_size=0, seed=3)
-    sessions = {}
-    for n in range(ANNOTATORS):
-        user = User.objects.create_user(f"volunteer-{n:02d}", password="!")
-        Membership.objects.create(project=project, user=user, role=Role.ANNOTATOR)
-        store = SessionStore()
-        store[SESSION_KEY] = str(user.pk)
-        store[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[-1]
-        store[HASH_SESSION_KEY] = user.get_session_auth_hash()
-        store.create()
-        sessions[user.username] = store.session_key
-    themes = TaxonomyNode.objects.filter(version=taxonomy_version, level=2).order_by("pk")[:3]
-    labels = [{"issue_type": str(t.parent_id), "theme": str(t.pk)} for t in themes]
-    return project.pk, sessions, labels
 
 
 def test_two_instances_serve_exactly_k_labels_per_issue(two_hosts, taxonomy_version):
