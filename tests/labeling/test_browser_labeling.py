@@ -2,6 +2,7 @@
 issue text stays inert."""
 
 import pytest
+from playwright.sync_api import expect
 from django.urls import reverse
 
 from labeling.models import Annotation, ProjectIssue, Resolution
@@ -92,7 +93,8 @@ def test_lead_resolves_a_disagreement(
     page.goto(live_server.url + reverse("project_detail", args=[project.pk]))
     page.click("text=Disagreements")
     page.locator("#queue-table").get_by_text("Resolve").click()
-    assert page.locator(".annotation-card").count() == 3
+    # The click starts a navigation: wait for the resolve page, not the queue still on screen.
+    expect(page.locator(".annotation-card")).to_have_count(3)
     assert "otto-annotator says C.2" in page.locator("#annotations").inner_text()
     page.fill("#id_message", "Two of three see a theme C.2 symptom.")
     page.click("#post-message")

@@ -2,6 +2,7 @@
 taxonomy; then a lead merges two themes and the version diff shows it."""
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.conftest import log_in
 
@@ -59,7 +60,8 @@ def test_proposal_vote_and_merge(browser, live_server, project, lead, annotator,
     assert lead_page.locator('#diff li[data-kind="moved"]').count() == 2
     # The versions page lists all three, the newest in use.
     lead_page.click(".tax-evo-nav >> text=Versions")
-    assert lead_page.locator("#versions tbody tr").count() == 3
+    # The click starts a navigation; count() would not wait for the new page (CI saw 0).
+    expect(lead_page.locator("#versions tbody tr")).to_have_count(3)
     assert "in use" in lead_page.locator('#versions tr[data-version="3"]').inner_text()
     lead_page.context.close()
     assert errors == []
