@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.db.models import JSONField, Value
@@ -114,9 +116,11 @@ class UploadJob(Job):
         default=dict, db_default=Value({}, JSONField()), blank=True
     )
     figures = models.JSONField(default=dict, blank=True)
-    # Not in its table: its claim is its start (`heartbeat_at`), its problems its error.
-    started_at = None
-    error = None
+    # Not in its table: its claim is its start (`heartbeat_at`), its problems its error. None
+    # leaves an abstract field out (Django); the stubs type the name as the field's value,
+    # hence `Any`.
+    started_at: Any = None
+    error: Any = None
 
     class Meta:
         verbose_name = _("upload job")

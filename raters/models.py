@@ -131,9 +131,10 @@ class RaterRun(Job):
     confidence_from = models.CharField(max_length=20, blank=True, db_default="")
     endpoint = models.JSONField(default=dict, blank=True, db_default=Value({}, JSONField()))
     created_at = models.DateTimeField(default=timezone.now)
-    # Not in its table: its progress is `done` of `total` (`percent`).
-    step = None
-    progress = None
+    # Not in its table: its progress is `done` of `total` (`percent`). None leaves an abstract
+    # field out (Django); the stubs type the name as the field's value, hence `Any`.
+    step: Any = None
+    progress: Any = None
 
     class Meta:
         verbose_name = _("rater run")
