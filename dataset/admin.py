@@ -14,7 +14,7 @@ class ExportJobAdmin(admin.ModelAdmin):
 class ReleaseAdmin(admin.ModelAdmin):
     """Read only: a release is frozen once built (see dataset.releases)."""
 
-    list_display = ["version", "project", "status", "built_at", "size", "sha256"]
+    list_display = ["version", "project", "status", "finished_at", "size", "sha256"]
     list_filter = ["status", "project"]
     readonly_fields = [f.name for f in Release._meta.fields]
 

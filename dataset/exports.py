@@ -38,13 +38,13 @@ import zipfile
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import IO, TextIO
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import CharField, F, Func, Q, QuerySet, Value
 from django.utils import timezone, translation
 
@@ -706,10 +706,6 @@ def build_zip(
     return manifest
 
 
-# A job "running" for longer than this died with its worker and may be run again.
-STALE_EXPORT = timedelta(minutes=30)
-
-
 def export_path(job: ExportJob) -> Path:
     return Path(settings.EXPORT_ROOT) / str(job.project_id) / job.filename
 
@@ -722,28 +718,12 @@ def run_export_job(job_id: int) -> ExportJob:
 
 
 def _claim(job_id: int) -> ExportJob | None:
-    """Mark the job as this process's (RUNNING), under a row lock; None when it is done.
-    Raises `jobclaim.Busy` while another live process builds it. A job `running` under a
-    worker that is gone (killed mid-build; its task delivered again) is taken over."""
-    key = f"export:{job_id}"
-    with transaction.atomic():
-        job = (
-            ExportJob.objects.select_for_update()
-            .select_related("project__taxonomy_version")
-            .get(pk=job_id)
-        )
-        if job.status == ExportJob.Status.DONE:
-            return None
-        if job.status == ExportJob.Status.RUNNING and not jobclaim.gone(
-            key, job.worker, job.heartbeat_at or job.started_at, STALE_EXPORT
-        ):
-            raise jobclaim.Busy(key)
-        now = timezone.now()
-        job.status, job.started_at, job.error = ExportJob.Status.RUNNING, now, ""
-        job.worker, job.heartbeat_at = jobclaim.this_worker(), now
-        job.save(update_fields=["status", "started_at", "error", "worker", "heartbeat_at"])
-        jobclaim.start(key)
-    return job
+    """The job, claimed by this process (`lib.jobs.Job.claim`); None when it is done. Raises
+    `jobclaim.Busy` while another live process builds it. A failed job is built again; one
+    `running` under a worker that is gone (killed mid-build; its task delivered again) is
+    taken over."""
+    job = ExportJob.objects.select_related("project__taxonomy_version").get(pk=job_id)
+    return job if job.claim() else None
 
 
 def _run_export_job(job_id: int) -> ExportJob:
@@ -755,7 +735,7 @@ def _run_export_job(job_id: int) -> ExportJob:
     try:
         return _build(job)
     finally:
-        jobclaim.stop(f"export:{job_id}")
+        job.unclaim()
 
 
 def _build(job: ExportJob) -> ExportJob:

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.db.models import JSONField, Value
 from django.utils import translation
 from django.utils.translation import gettext_lazy as _
 
+from lib.jobs import Job
 
-class ExportJob(models.Model):
+
+class ExportJob(Job):
+    """A ZIP of the dataset (`dataset.exports`); its lifecycle and claim are `lib.jobs.Job`'s."""
+
+    JOB_KIND = "export"
+    FAILED_RUNS_AGAIN = True  # the same export asked again once the fault is mended
+
     class Status(models.TextChoices):
         PENDING = "pending", _("queued")
         RUNNING = "running", _("running")
@@ -19,29 +28,16 @@ class ExportJob(models.Model):
     project = models.ForeignKey(
         "annotator.Project", on_delete=models.CASCADE, related_name="export_jobs"
     )
-    requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
-    )
     # Annotators appear under their pseudonyms unless an admin asks for real names.
     real_names = models.BooleanField(default=False)
     # Final issues only (what the API shows a researcher) unless a lead or admin asks for every
     # issue; the study CSVs then carry a Status column.
     everything = models.BooleanField(default=False)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
-    progress = models.PositiveSmallIntegerField(default=0, help_text=_("percent"))
-    step = models.CharField(max_length=200, blank=True)
-    error = models.TextField(blank=True)
     # Relative to settings.EXPORT_ROOT; never a user-supplied path.
     file_path = models.CharField(max_length=300, blank=True)
     size = models.BigIntegerField(default=0)
     sha256 = models.CharField(max_length=64, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    # The process building it ("host:pid") and when it was last heard of: a redelivered task
-    # takes over a job whose worker is gone (lib.jobclaim, docs/OPERATIONS.md "Faults").
-    worker = models.CharField(max_length=200, blank=True, db_default="")
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name = _("export job")
@@ -76,8 +72,11 @@ UPLOAD_STEP_LABELS = {
 }
 
 
-class UploadJob(models.Model):
-    """An uploaded file of issues being checked (a dry run) or imported (`dataset.uploads`)."""
+class UploadJob(Job):
+    """An uploaded file of issues being checked (a dry run) or imported (`dataset.uploads`);
+    its lifecycle and claim are `lib.jobs.Job`'s."""
+
+    JOB_KIND = "upload"
 
     class Kind(models.TextChoices):
         CSV = "csv", "CSV"
@@ -109,8 +108,6 @@ class UploadJob(models.Model):
     add_to_queue = models.BooleanField(default=True)
     fetch = models.BooleanField(default=False, help_text=_("Fetch URL-list issues from the forge."))
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
-    progress = models.PositiveSmallIntegerField(default=0, help_text=_("percent"))
-    step = models.CharField(max_length=200, blank=True)
     # The problems in the language the job ran in, and in each language of the site (a reader
     # reads them in theirs: `shown_problems`); a job of before has only the first.
     problems = models.JSONField(default=list, blank=True)
@@ -119,12 +116,11 @@ class UploadJob(models.Model):
         default=dict, db_default=Value({}, JSONField()), blank=True
     )
     figures = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    # The process running it ("host:pid") and when it claimed it: a redelivered task takes
-    # over a job whose worker is gone (lib.jobclaim, docs/OPERATIONS.md "Faults").
-    worker = models.CharField(max_length=200, blank=True, db_default="")
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # Not in its table: its claim is its start (`heartbeat_at`), its problems its error. None
+    # leaves an abstract field out (Django); the stubs type the name as the field's value,
+    # hence `Any`.
+    started_at: Any = None
+    error: Any = None
 
     class Meta:
         verbose_name = _("upload job")
@@ -160,12 +156,16 @@ class FrozenReleaseError(Exception):
     """A change to a release that is done: its files and figures never change."""
 
 
-class Release(models.Model):
+class Release(Job):
     """A frozen, versioned copy of a project's final dataset (see `dataset.releases`).
 
     Once `done`, the row's frozen fields refuse to change and its ZIP is never rewritten; a
-    later dataset is a new release with a greater version.
+    later dataset is a new release with a greater version. Its build's lifecycle and claim are
+    `lib.jobs.Job`'s: who asked is `requested_by` (column `created_by_id`), when it was released
+    `finished_at` (column `built_at`).
     """
+
+    JOB_KIND = "release"
 
     class Status(models.TextChoices):
         PENDING = "pending", _("queued")
@@ -180,7 +180,7 @@ class Release(models.Model):
         "title",
         "authors",
         "licence",
-        "created_by_id",
+        "requested_by_id",
         "created_at",
         "taxonomy_version_id",
         "counts",
@@ -189,7 +189,7 @@ class Release(models.Model):
         "size",
         "sha256",
         "manifest",
-        "built_at",
+        "finished_at",
     )
 
     project = models.ForeignKey(
@@ -205,10 +205,14 @@ class Release(models.Model):
     title = models.CharField(max_length=300, blank=True)
     authors = models.TextField(blank=True)
     licence = models.CharField(max_length=100, blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_column="created_by_id",
     )
-    created_at = models.DateTimeField(auto_now_add=True)
     # The taxonomy version its labels are written in (set when it is built).
     taxonomy_version = models.ForeignKey(
         "taxonomy.TaxonomyVersion",
@@ -221,21 +225,14 @@ class Release(models.Model):
     # The agreement table (type x level: Fleiss' kappa, Krippendorff's alpha) it was made with.
     agreement = models.JSONField(default=list, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
-    progress = models.PositiveSmallIntegerField(default=0, help_text=_("percent"))
-    step = models.CharField(max_length=200, blank=True)
-    error = models.TextField(blank=True)
     # Relative to settings.EXPORT_ROOT; never a user-supplied path.
     file_path = models.CharField(max_length=300, blank=True)
     size = models.BigIntegerField(default=0)
     sha256 = models.CharField(max_length=64, blank=True)
     # Every file of the ZIP with its SHA-256 and size (as manifest.json inside it).
     manifest = models.JSONField(default=dict, blank=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    built_at = models.DateTimeField(null=True, blank=True)
-    # The process building it ("host:pid") and when it was last heard of: a redelivered task
-    # takes over a job whose worker is gone (lib.jobclaim, docs/OPERATIONS.md "Faults").
-    worker = models.CharField(max_length=200, blank=True, db_default="")
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # When it was released (its manifest's `released_at`); None until then, and when it failed.
+    finished_at = models.DateTimeField(null=True, blank=True, db_column="built_at")
 
     class Meta:
         verbose_name = _("release")

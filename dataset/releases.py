@@ -37,7 +37,7 @@ import shutil
 import zipfile
 from collections import Counter
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
@@ -84,8 +84,6 @@ from taxonomy.detail_files import (
 )
 
 SEMVER = re.compile(r"(0|[1-9][0-9]{0,5})\.(0|[1-9][0-9]{0,5})\.(0|[1-9][0-9]{0,5})")
-# A build "running" for longer than this died with its worker and may be claimed again.
-STALE_BUILD = timedelta(minutes=30)
 Progress = Callable[[str, int, int], None]
 
 FINAL_LABELS = "final_labels.csv"
@@ -239,7 +237,7 @@ def create_release(
             project=project,
             version=version,
             note=(note or "").strip(),
-            created_by=user if getattr(user, "is_authenticated", False) else None,
+            requested_by=user if getattr(user, "is_authenticated", False) else None,
             **citation,
         )
 
@@ -566,35 +564,12 @@ def build_release(release_id: int, progress: Progress | None = None) -> Release:
 
 
 def _claim(release_id: int) -> Release | None:
-    """Mark the release as this process's build (RUNNING), under a row lock; None when it is
+    """The release, its build claimed by this process (`lib.jobs.Job.claim`); None when it is
     not pending or running (done, or failed: a failed version is released again as a new
     row). Raises `jobclaim.Busy` while another live process builds it; a build whose worker
-    is gone (killed; its task delivered again) is taken over (`lib.jobclaim`)."""
-    key = f"release:{release_id}"
-    with transaction.atomic():
-        release = (
-            Release.objects.select_for_update()
-            .select_related("project__taxonomy_version")
-            .get(pk=release_id)
-        )
-        if release.status not in (Release.Status.PENDING, Release.Status.RUNNING):
-            return None
-        if release.status == Release.Status.RUNNING and not jobclaim.gone(
-            key, release.worker, release.heartbeat_at or release.started_at, STALE_BUILD
-        ):
-            raise jobclaim.Busy(key)
-        now = timezone.now()
-        Release.objects.filter(pk=release_id).update(
-            status=Release.Status.RUNNING,
-            started_at=now,
-            error="",
-            worker=jobclaim.this_worker(),
-            heartbeat_at=now,
-        )
-        release.status, release.started_at, release.error = Release.Status.RUNNING, now, ""
-        release.worker, release.heartbeat_at = jobclaim.this_worker(), now
-        jobclaim.start(key)
-    return release
+    is gone (killed; its task delivered again) is taken over."""
+    release = Release.objects.select_related("project__taxonomy_version").get(pk=release_id)
+    return release if release.claim() else None
 
 
 def _build_release(release_id: int, progress: Progress | None) -> Release:
@@ -604,7 +579,7 @@ def _build_release(release_id: int, progress: Progress | None) -> Release:
     try:
         return _build(release, progress)
     finally:
-        jobclaim.stop(f"release:{release_id}")
+        release.unclaim()
 
 
 def _build(release: Release, progress: Progress | None) -> Release:
@@ -616,7 +591,7 @@ def _build(release: Release, progress: Progress | None) -> Release:
         if progress:
             progress(step, done, total)
         # No heartbeat here: the files are read in one read-only transaction. A build on
-        # another host is taken to be alive for STALE_BUILD after its claim.
+        # another host is taken to be alive for `Job.STALE_AFTER` after its claim.
         jobclaim.step_pause()
 
     final = release_path(release)
@@ -651,7 +626,7 @@ def _build(release: Release, progress: Progress | None) -> Release:
         partial.unlink(missing_ok=True)
         shutil.rmtree(work, ignore_errors=True)
         Release.objects.filter(pk=release.pk).update(
-            status=Release.Status.FAILED, error=diskspace.job_error(exc), built_at=None
+            status=Release.Status.FAILED, error=diskspace.job_error(exc), finished_at=None
         )
         cache.delete(progress_key(release_id))
         raise
@@ -663,7 +638,7 @@ def _build(release: Release, progress: Progress | None) -> Release:
     release.file_path = str(final.relative_to(settings.EXPORT_ROOT))
     release.size, release.sha256 = final.stat().st_size, digest
     release.status, release.progress, release.step = Release.Status.DONE, 100, "done"
-    release.built_at = datetime.fromisoformat(manifest["released_at"])
+    release.finished_at = datetime.fromisoformat(manifest["released_at"])
     release.save()
     cache.delete(progress_key(release_id))
     return release

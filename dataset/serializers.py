@@ -208,6 +208,8 @@ class ReleaseSerializer(serializers.ModelSerializer):
     citation_complete = serializers.SerializerMethodField()
     authors = serializers.SerializerMethodField()
     progress = serializers.SerializerMethodField()
+    # The API's name for when it was released (the job's `finished_at`).
+    built_at = serializers.DateTimeField(source="finished_at", read_only=True)
     files = serializers.SerializerMethodField()
     download_url = serializers.SerializerMethodField()
 

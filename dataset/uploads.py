@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
@@ -96,33 +95,13 @@ def run_upload_job(job_id: int, language: str | None = None) -> UploadJob | None
         return _run_upload_job(job_id)
 
 
-# A job "running" under a worker on another host not heard of for this long died with it.
-STALE_UPLOAD = timedelta(minutes=30)
-
-
 def _claim(job_id: int) -> UploadJob | None:
-    """Mark the job as this process's (RUNNING), under a row lock; None when there is none or
-    it ended. Raises `jobclaim.Busy` while another live process runs it. A job `running`
-    under a worker that is gone (killed; its task delivered again) is taken over: its import
-    is one transaction, which died with that worker's connection (`lib.jobclaim`)."""
-    key = f"upload:{job_id}"
-    with transaction.atomic():
-        job = (
-            UploadJob.objects.select_for_update(of=("self",))
-            .select_related("project", "requested_by")
-            .filter(pk=job_id)
-            .first()
-        )
-        if job is None or job.status in (UploadJob.Status.DONE, UploadJob.Status.FAILED):
-            return None
-        if job.status == UploadJob.Status.RUNNING and not jobclaim.gone(
-            key, job.worker, job.heartbeat_at, STALE_UPLOAD
-        ):
-            raise jobclaim.Busy(key)
-        now = timezone.now()
-        _set(job, status=UploadJob.Status.RUNNING, worker=jobclaim.this_worker(), heartbeat_at=now)
-        jobclaim.start(key)
-    return job
+    """The job, claimed by this process (`lib.jobs.Job.claim`); None when there is none or it
+    ended. Raises `jobclaim.Busy` while another live process runs it. A job `running` under a
+    worker that is gone (killed; its task delivered again) is taken over: its import is one
+    transaction, which died with that worker's connection (`lib.jobclaim`)."""
+    job = UploadJob.objects.select_related("project", "requested_by").filter(pk=job_id).first()
+    return job if job is not None and job.claim() else None
 
 
 def _run_upload_job(job_id: int) -> UploadJob | None:
@@ -132,7 +111,7 @@ def _run_upload_job(job_id: int) -> UploadJob | None:
     try:
         return _run_claimed(job)
     finally:
-        jobclaim.stop(f"upload:{job_id}")
+        job.unclaim()
 
 
 def _run_claimed(job: UploadJob) -> UploadJob:

@@ -1,4 +1,5 @@
-"""Who is building a job (an export, a release), and whether that process is gone.
+"""Who is running a job (an export, a release, an upload, a rater run), and whether that
+process is gone. `lib.jobs.Job.claim` decides with it who owns a job delivered twice.
 
 A Celery task is acknowledged after it ends (`task_acks_late`); a worker killed mid-task never
 acknowledges it, so the broker hands the message to another worker (after the Redis
@@ -11,8 +12,10 @@ it is gone:
 - a worker on another host not heard of (`heartbeat_at`) for `stale_after`, since this host
   cannot ask it.
 
-Otherwise the job is *busy*: another live process builds it, and the task tries again later.
-The same rule as `raters.liveness`, for rows that are not rater runs.
+A job may also name a process of this host that is alive but has not been heard of for
+`alive_silent_after` (a rater run: past any silent fit, the pid is taken to be another
+process's since). Otherwise the job is *busy*: another live process builds it, and the task
+tries again later.
 """
 
 from __future__ import annotations
@@ -21,12 +24,15 @@ import os
 import socket
 import threading
 import time
+from collections import Counter
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.utils import timezone
 
-ACTIVE: set[str] = set()  # "kind:id" of the jobs this process builds now
+# "kind:id" of the jobs this process builds now, counted: two threads of one process may try
+# to claim one job at once, and the one that lost must not unmark the one that won.
+ACTIVE: Counter[str] = Counter()
 _lock = threading.Lock()
 
 
@@ -41,18 +47,20 @@ def this_worker() -> str:
 
 def start(key: str) -> None:
     with _lock:
-        ACTIVE.add(key)
+        ACTIVE[key] += 1
 
 
 def stop(key: str) -> None:
     with _lock:
-        ACTIVE.discard(key)
+        ACTIVE[key] -= 1
+        if ACTIVE[key] <= 0:
+            del ACTIVE[key]
 
 
 def running_here(key: str) -> bool:
     """Whether this very process is building job `key` now."""
     with _lock:
-        return key in ACTIVE
+        return ACTIVE[key] > 0
 
 
 def pid_alive(pid: int) -> bool:
@@ -66,13 +74,27 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def gone(key: str, worker: str, heartbeat_at: datetime | None, stale_after: timedelta) -> bool:
-    """Whether the process recorded as `worker` ("host:pid") no longer builds job `key`."""
+def gone(
+    key: str,
+    worker: str,
+    heartbeat_at: datetime | None,
+    stale_after: timedelta,
+    alive_silent_after: timedelta | None = None,
+) -> bool:
+    """Whether the process recorded as `worker` ("host:pid") no longer builds job `key`.
+
+    `heartbeat_at`: when it was last heard of; `stale_after`: how long a worker of another
+    host may stay silent; `alive_silent_after`: how long a live process of this host may (None:
+    for ever)."""
     host, _, pid = worker.rpartition(":")
     if host == socket.gethostname() and pid.isdigit():
         if int(pid) == os.getpid():
             return not running_here(key)
-        return not pid_alive(int(pid))
+        if not pid_alive(int(pid)):
+            return True
+        if alive_silent_after is None:
+            return False
+        return heartbeat_at is None or heartbeat_at < timezone.now() - alive_silent_after
     # Another host (or no worker recorded: a build from before this rule): heard of lately?
     return heartbeat_at is None or heartbeat_at < timezone.now() - stale_after
 

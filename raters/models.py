@@ -17,6 +17,9 @@ reaches `confidence_threshold` (no threshold: it never votes), beside at least o
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.db.models import JSONField, Q, Value
@@ -25,6 +28,7 @@ from django.utils.translation import gettext_lazy as _
 
 from labeling.models import LabelFields
 from lib import stored_messages
+from lib.jobs import Job, JobStatus
 from raters import liveness
 
 
@@ -92,14 +96,16 @@ class MachineRater(models.Model):
         return labels
 
 
-class RaterRun(models.Model):
-    """One run of a rater over a project's issues, with progress for the page."""
+class RaterRun(Job):
+    """One run of a rater over a project's issues, with progress for the page (`done` of
+    `total`). Its lifecycle and claim are `lib.jobs.Job`'s; a failed or stopped run is resumed,
+    and a process of this host is taken to be alive for `raters.liveness.ALIVE_STALE_AFTER`."""
 
-    class Status(models.TextChoices):
-        PENDING = "pending", _("queued")
-        RUNNING = "running", _("running")
-        DONE = "done", _("done")
-        FAILED = "failed", _("failed")
+    JOB_KIND = "rater-run"
+    FAILED_RUNS_AGAIN = True
+    STALE_AFTER = liveness.STALE_AFTER
+    ALIVE_STALE_AFTER = liveness.ALIVE_STALE_AFTER
+    Status = JobStatus
 
     class Scope(models.TextChoices):
         FINAL = "final", _("final issues")
@@ -108,14 +114,12 @@ class RaterRun(models.Model):
 
     rater = models.ForeignKey(MachineRater, on_delete=models.CASCADE, related_name="runs")
     only = models.CharField(max_length=10, choices=Scope.choices, default=Scope.ALL)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     total = models.PositiveIntegerField(default=0)
     done = models.PositiveIntegerField(default=0)
     invalid = models.PositiveIntegerField(default=0)
     # Tokens the model endpoint counted (usage), summed over the run's requests (llm raters).
     prompt_tokens = models.PositiveBigIntegerField(default=0)
     completion_tokens = models.PositiveBigIntegerField(default=0)
-    error = models.TextField(blank=True)
     # What the llm endpoint was found to accept and say (`raters.llm`): the form of structured
     # output the run used (`raters.prompt.FORMATS`), the model its answers named, where the
     # labels' confidence comes from ("logprobs", "samples" or "none"), and the probe's notes
@@ -126,16 +130,11 @@ class RaterRun(models.Model):
     served_model = models.CharField(max_length=200, blank=True, db_default="")
     confidence_from = models.CharField(max_length=20, blank=True, db_default="")
     endpoint = models.JSONField(default=dict, blank=True, db_default=Value({}, JSONField()))
-    # Who runs it ("host:pid") and when it was last heard of (`raters.liveness`): a run left
-    # `running` by a killed process is stale, and resumable.
-    worker = models.CharField(max_length=200, blank=True, db_default="")
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
     created_at = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
+    # Not in its table: its progress is `done` of `total` (`percent`). None leaves an abstract
+    # field out (Django); the stubs type the name as the field's value, hence `Any`.
+    step: Any = None
+    progress: Any = None
 
     class Meta:
         verbose_name = _("rater run")
@@ -154,10 +153,9 @@ class RaterRun(models.Model):
     def percent(self) -> int:
         return int(100 * self.done / self.total) if self.total else 0
 
-    @property
-    def stale(self) -> bool:
-        """Left `running` by a process that stopped (`raters.liveness`): resumable."""
-        return liveness.stale(self)
+    def claim_values(self, now: datetime) -> dict[str, Any]:
+        """A resumed run keeps its first start."""
+        return {**super().claim_values(now), "started_at": self.started_at or now}
 
 
 class MachineLabel(LabelFields):

@@ -7,12 +7,13 @@ issues' texts and the project's final labels
 stores them as `MachineLabel` rows, marking the rater's earlier labels of those issues not
 current. A run that stopped (a worker restart: the task is delivered again; a failed run, or
 one left `running` by a killed command, resumed with `machine_label --resume`) goes on from the
-issues it has not labeled yet: each issue gets one label per run. A run is claimed under a row
-lock by the process that runs it and stays its own while that process lives
-(`raters.liveness`): a run still running elsewhere is never run twice at once. The tokens an
-endpoint counted are summed on the run. Nothing here touches an annotation, a reservation or
-an issue's status: machine labels never count toward K and never change what an annotator is
-served. An llm rater's model is checked against what its endpoint lists when it is added.
+issues it has not labeled yet: each issue gets one label per run. A run is claimed by the
+process that runs it (`lib.jobs.Job.claim`, one conditional UPDATE) and stays its own while
+that process lives (`raters.liveness`): a run still running elsewhere is never run twice at
+once. The tokens an endpoint counted are summed on the run. Nothing here touches an
+annotation, a reservation or an issue's status: machine labels never count toward K and never
+change what an annotator is served. An llm rater's model is checked against what its endpoint
+lists when it is added.
 """
 
 from __future__ import annotations
@@ -340,27 +341,13 @@ def _record(run_id: int, fields: dict[str, Any]) -> None:
 
 
 def _claim(run_id: int) -> RaterRun | None:
-    """Mark the run as this process's (RUNNING), or None when it is done or another live
-    process runs it (the row locked while this decides)."""
-    with transaction.atomic():
-        run = (
-            RaterRun.objects.select_for_update()
-            .select_related("rater__project__taxonomy_version")
-            .get(pk=run_id)
-        )
-        if run.status == RaterRun.Status.DONE:
-            return None
-        if run.status == RaterRun.Status.RUNNING and not liveness.stale(run):
-            return None
-        now = timezone.now()
-        RaterRun.objects.filter(pk=run.pk).update(
-            status=RaterRun.Status.RUNNING,
-            worker=liveness.this_worker(),
-            heartbeat_at=now,
-            started_at=run.started_at or now,
-        )
-        liveness.start(run.pk)
-    return run
+    """The run, claimed by this process (`lib.jobs.Job.claim`: a failed or stale run is
+    resumed), or None when it is done or another live process runs it."""
+    run = RaterRun.objects.select_related("rater__project__taxonomy_version").get(pk=run_id)
+    try:
+        return run if run.claim() else None
+    except jobclaim.Busy:
+        return None
 
 
 def create_run(rater: MachineRater, only: str = RaterRun.Scope.ALL, user=None) -> RaterRun:
@@ -393,7 +380,7 @@ def run_rater(run_id: int) -> RaterRun:
     try:
         return _run(run)
     finally:
-        liveness.stop(run.pk)
+        run.unclaim()
 
 
 def _run(run: RaterRun) -> RaterRun:
@@ -492,7 +479,7 @@ def resumable_run(rater: MachineRater) -> RaterRun:
         raise RaterError(
             "resume", gettext("%(rater)s has no unfinished run") % {"rater": rater.name}
         )
-    if run.status == RaterRun.Status.RUNNING and not liveness.stale(run):
+    if run.status == RaterRun.Status.RUNNING and not run.stale:
         raise RaterError(
             "resume",
             gettext(

@@ -103,7 +103,7 @@ class World:
             )
             for project, user in [(self.project, self.lead), (self.other, None)]:
                 ExportJob.objects.create(project=project, requested_by=user)
-                Release.objects.create(project=project, version=f"1.{i}.0", created_by=user)
+                Release.objects.create(project=project, version=f"1.{i}.0", requested_by=user)
 
     def _labeled(self, project, repository, i, title, annotators) -> None:
         issue = make_issue(repository, i, title=title)

@@ -76,7 +76,7 @@ def test_the_lead_freezes_a_release_on_the_page_and_watches_it_build(client, stu
     )
     assert response.status_code == 200
     release = Release.objects.get()
-    assert release.status == Release.Status.PENDING and release.created_by == lead
+    assert release.status == Release.Status.PENDING and release.requested_by == lead
     assert 'hx-trigger="every 1s"' in response.content.decode()  # polls while it builds
     build_release(release.pk)  # what the Celery task runs
     row = client.get(reverse("release_row", args=[study.pk, release.pk])).content.decode()

@@ -170,7 +170,7 @@ def test_a_release_of_the_samples_validates_as_a_data_package_and_croissant(
         {"family-names": "Hopper", "given-names": "Grace Brewster"},
     ]
     assert citation["authors"][2] == {"name": "The Study Group"}
-    assert str(citation["date-released"]) == made.built_at.date().isoformat()
+    assert str(citation["date-released"]) == made.finished_at.date().isoformat()
 
     sheet = files["DATASHEET.md"].decode()
     for heading in (

@@ -506,6 +506,6 @@ def test_a_run_whose_process_is_alive_here_is_not_stale_while_it_fits_in_silence
         worker=alive_here,
         heartbeat_at=timezone.now() - liveness.STALE_AFTER - timedelta(minutes=5),
     )
-    assert not liveness.stale(quiet)
+    assert not quiet.stale
     quiet.heartbeat_at = timezone.now() - liveness.ALIVE_STALE_AFTER - timedelta(minutes=1)
-    assert liveness.stale(quiet)
+    assert quiet.stale

@@ -1,0 +1,167 @@
+"""One job lifecycle: the abstract `Job` of exports, releases, uploads and rater runs.
+
+A job is asked for by someone (`requested_by`), queued (`pending`), run by one worker
+(`running`: `worker` "host:pid", `heartbeat_at`, `started_at`, `step`, `progress`) and ends
+`done` or `failed` (`finished_at`, `error`). Its Celery task is acknowledged when it ends, so
+a task may be delivered twice (a killed worker's, after the broker's visibility timeout:
+docs/OPERATIONS.md "Faults"). Every delivery calls `Job.claim`, which answers "delivered
+twice?" one way for every kind of job:
+
+- the job ended (done; or failed, for a kind that does not run a failed job again): nothing
+  to run (False);
+- another live process runs it: `lib.jobclaim.Busy` (the task looks again later);
+- otherwise (queued, failed and run again, or `running` under a worker that is gone:
+  `lib.jobclaim.gone`) this delivery takes it by one conditional UPDATE, which names the
+  status, worker and heartbeat it read: of two deliveries at once exactly one changes the row
+  and owns the job (True); the other reads the row again and decides again.
+
+Sync runs (`ingest`) are not jobs of this kind: their pages carry chain tokens
+(`ingest.runs`). A concrete job keeps its table's columns: a field it does not have is set to
+None on its class (Django's way of leaving out an abstract field), and a field named
+otherwise in its table says so with `db_column`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any, ClassVar
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from lib import jobclaim
+
+# A claim that lost the race reads the row again and decides again; after this many losses in
+# a row the job is taken to be busy (the task looks again later).
+CLAIM_ATTEMPTS = 3
+
+
+class JobStatus(models.TextChoices):
+    PENDING = "pending", _("queued")
+    RUNNING = "running", _("running")
+    DONE = "done", _("done")
+    FAILED = "failed", _("failed")
+
+
+class Job(models.Model):
+    """What every job has, and its one `claim`. A concrete job names its kind (`JOB_KIND`, the
+    key of `lib.jobclaim`), whether a failed job runs again when its task comes again, and how
+    long its worker may stay silent."""
+
+    JOB_KIND: ClassVar[str]
+    # Whether a delivery runs a failed job again (an export asked again, a rater run resumed),
+    # or a failure is its end (an upload's file is gone; a release's version is asked again).
+    FAILED_RUNS_AGAIN: ClassVar[bool] = False
+    # A worker of another host not heard of for this long is gone.
+    STALE_AFTER: ClassVar[timedelta] = timedelta(minutes=30)
+    # A live process of this host not heard of for this long is taken to be gone too (None:
+    # while it lives, it runs the job).
+    ALIVE_STALE_AFTER: ClassVar[timedelta | None] = None
+
+    status = models.CharField(max_length=10, choices=JobStatus.choices, default=JobStatus.PENDING)
+    # Who asked for it (None: an operator's command).
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    step = models.CharField(max_length=200, blank=True)
+    progress = models.PositiveSmallIntegerField(default=0, help_text=_("percent"))
+    error = models.TextField(blank=True)
+    # The process running it ("host:pid") and when it was last heard of: a redelivered task
+    # takes over a job whose worker is gone (`claim`, docs/OPERATIONS.md "Faults").
+    worker = models.CharField(max_length=200, blank=True, db_default="")
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+    @property
+    def claim_key(self) -> str:
+        """The job's name among those this process runs (`lib.jobclaim.ACTIVE`)."""
+        return f"{self.JOB_KIND}:{self.pk}"
+
+    def _has(self, name: str) -> bool:
+        return any(f.name == name for f in self._meta.concrete_fields)
+
+    def last_heard(self) -> datetime | None:
+        """When its worker was last heard of: its heartbeat, else its start, else its
+        creation."""
+        started = self.started_at if self._has("started_at") else None
+        return self.heartbeat_at or started or self.created_at
+
+    def worker_gone(self) -> bool:
+        """Whether the worker the row names no longer runs it (`lib.jobclaim.gone`)."""
+        return jobclaim.gone(
+            self.claim_key, self.worker, self.last_heard(), self.STALE_AFTER, self.ALIVE_STALE_AFTER
+        )
+
+    @property
+    def stale(self) -> bool:
+        """Left `running` by a process that stopped: the next delivery takes it over."""
+        return self.status == JobStatus.RUNNING and self.worker_gone()
+
+    def claim_values(self, now: datetime) -> dict[str, Any]:
+        """What a claim writes beside the status, worker and heartbeat: a new start, and no
+        error (for a job that has them)."""
+        values: dict[str, Any] = {}
+        if self._has("started_at"):
+            values["started_at"] = now
+        if self._has("error"):
+            values["error"] = ""
+        return values
+
+    def claim(self) -> bool:
+        """Take the job for this process: True when this delivery owns it now (mark it
+        `unclaim`ed when done with it), False when it ended. Raises `lib.jobclaim.Busy` while
+        another live process runs it. See the module's docstring."""
+        key = self.claim_key
+        if not isinstance(self.worker, str):  # made here, its database default not read yet
+            self.refresh_from_db(fields=self._lifecycle_fields())
+        for _attempt in range(CLAIM_ATTEMPTS):
+            if self.status == JobStatus.DONE:
+                return False
+            if self.status == JobStatus.FAILED and not self.FAILED_RUNS_AGAIN:
+                return False
+            if self.status == JobStatus.RUNNING and not self.worker_gone():
+                raise jobclaim.Busy(key)
+            now = timezone.now()
+            values = {
+                "status": JobStatus.RUNNING.value,
+                "worker": jobclaim.this_worker(),
+                "heartbeat_at": now,
+                **self.claim_values(now),
+            }
+            # Marked before the row names this process: another thread of it that reads the
+            # row then finds the job running here, not gone.
+            jobclaim.start(key)
+            owned = (
+                type(self)
+                ._base_manager.filter(
+                    pk=self.pk,
+                    status=self.status,
+                    worker=self.worker,
+                    heartbeat_at=self.heartbeat_at,  # None: IS NULL
+                )
+                .update(**values)
+            )
+            if owned:
+                for name, value in values.items():
+                    setattr(self, name, value)
+                return True
+            jobclaim.stop(key)
+            # Another delivery changed the row since it was read: read it again.
+            self.refresh_from_db(fields=self._lifecycle_fields())
+        raise jobclaim.Busy(key)
+
+    def unclaim(self) -> None:
+        """This process no longer runs the job (its row still names it: a later delivery finds
+        this process not running it, so the worker counts as gone)."""
+        jobclaim.stop(self.claim_key)
+
+    def _lifecycle_fields(self) -> list[str]:
+        names = ["status", "worker", "heartbeat_at", "created_at", "started_at", "error"]
+        return [name for name in names if self._has(name)]

@@ -1,0 +1,174 @@
+"""A job's task delivered twice (`lib.jobs.Job.claim`): of two deliveries at once, each on its
+own database connection, exactly one owns the job; a job whose worker is gone is taken over,
+and one a live process runs is left to it."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import socket
+import threading
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from dataset.models import ExportJob, Release, UploadJob
+from lib import jobclaim
+from lib.jobs import Job
+from raters.models import RaterRun
+
+DEAD_PID = 2**22 + 1  # above Linux's highest pid: no such process
+HERE = socket.gethostname()
+_numbers = itertools.count(1)
+
+
+def _job(kind: type[Job], project, **fields) -> Job:
+    """A queued job of that kind in `project`, with `fields` written on its row."""
+    n = next(_numbers)
+    if kind is ExportJob:
+        job: Job = ExportJob.objects.create(project=project)
+    elif kind is UploadJob:
+        job = UploadJob.objects.create(project=project, file_name="a.csv", kind="csv", source="x")
+    elif kind is Release:
+        job = Release.objects.create(project=project, version=f"1.0.{n}")
+    else:
+        # The rater's model through the run, wherever its app keeps it.
+        raters: Any = RaterRun._meta.get_field("rater").related_model
+        rater = raters._default_manager.create(project=project, name=f"r{n}", kind="classifier")
+        job = RaterRun.objects.create(rater=rater)
+    type(job)._default_manager.filter(pk=job.pk).update(**fields)
+    job.refresh_from_db()
+    return job
+
+
+KINDS = [ExportJob, UploadJob, Release, RaterRun]
+STATES = {
+    "queued": {},
+    "running-under-a-dead-pid": {
+        "status": "running",
+        "worker": f"{HERE}:{DEAD_PID}",
+        "heartbeat_at": timezone.now(),
+    },
+}
+
+
+def _two_deliveries(kind: type[Job], job_id: int) -> tuple[list[object], set[int]]:
+    """Two threads, each on its own database connection, read the job and claim it at once:
+    what each claim answered (True, False or "busy") and the connections' backend pids."""
+    start = threading.Barrier(2)
+    outcomes: list[object] = []
+    backends: set[int] = set()
+    lock = threading.Lock()
+
+    def deliver() -> None:
+        try:
+            # Each delivery reads the row on its own connection before either claims.
+            mine = kind._default_manager.get(pk=job_id)
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_backend_pid()")
+                backend = cursor.fetchone()[0]
+            start.wait(timeout=10)
+            try:
+                outcome: object = mine.claim()
+            except jobclaim.Busy:
+                outcome = "busy"
+            with lock:
+                outcomes.append(outcome)
+                backends.add(backend)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=deliver) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    return outcomes, backends
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("state", STATES)
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.__name__)
+def test_of_two_deliveries_at_once_exactly_one_owns_the_job(kind, state, project):
+    for _round in range(3):
+        job = _job(kind, project, **STATES[state])
+        try:
+            outcomes, backends = _two_deliveries(kind, job.pk)
+            assert len(backends) == 2  # two connections, not one
+            # One owner; the other finds the job run by a live process (this one).
+            assert sorted(outcomes, key=str) == [True, "busy"]
+            row = kind.objects.get(pk=job.pk)
+            assert (row.status, row.worker) == ("running", jobclaim.this_worker())
+        finally:
+            # What the winner does when it is done with the job.
+            job.unclaim()
+        assert not jobclaim.running_here(job.claim_key)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.__name__)
+def test_a_job_whose_worker_is_gone_is_taken_over_and_a_live_workers_is_not(kind, project):
+    now = timezone.now()
+    alive = f"{HERE}:{os.getppid()}"  # another process of this host, running
+    job = _job(kind, project, status="running", worker=alive, heartbeat_at=now)
+    with pytest.raises(jobclaim.Busy):
+        job.claim()
+    assert kind.objects.get(pk=job.pk).worker == alive
+
+    # Its worker killed: no such pid any more.
+    kind.objects.filter(pk=job.pk).update(worker=f"{HERE}:{DEAD_PID}")
+    job.refresh_from_db()
+    assert job.claim() is True
+    job.unclaim()
+    row = kind.objects.get(pk=job.pk)
+    assert (row.status, row.worker) == ("running", jobclaim.this_worker())
+    assert row.heartbeat_at > now
+
+    # This very process, not running it any more (its task ended without finishing it).
+    assert job.claim() is True
+    job.unclaim()
+
+    # A worker of another host: its own while heard of lately, gone after `STALE_AFTER`.
+    elsewhere = "worker-7.internal:4242"
+    kind.objects.filter(pk=job.pk).update(worker=elsewhere, heartbeat_at=now)
+    job.refresh_from_db()
+    with pytest.raises(jobclaim.Busy):
+        job.claim()
+    silent = now - kind.STALE_AFTER - timedelta(seconds=1)
+    kind.objects.filter(pk=job.pk).update(heartbeat_at=silent)
+    job.refresh_from_db()
+    assert job.claim() is True
+    job.unclaim()
+
+
+@pytest.mark.django_db
+def test_a_claim_on_a_row_read_before_another_claimed_it_does_not_own_it(project):
+    """The conditional UPDATE, not the row read earlier, decides: a delivery whose copy of the
+    row is out of date reads it again and finds the job another's."""
+    job = _job(ExportJob, project)
+    late = ExportJob.objects.get(pk=job.pk)  # read while still queued
+    ExportJob.objects.filter(pk=job.pk).update(
+        status="running", worker=f"{HERE}:{os.getppid()}", heartbeat_at=timezone.now()
+    )
+    with pytest.raises(jobclaim.Busy):
+        late.claim()
+    assert late.status == "running"  # read again
+    assert ExportJob.objects.get(pk=job.pk).worker == f"{HERE}:{os.getppid()}"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("kind", "runs_again"),
+    [(ExportJob, True), (UploadJob, False), (Release, False), (RaterRun, True)],
+    ids=lambda v: v.__name__ if isinstance(v, type) else str(v),
+)
+def test_a_done_job_is_never_claimed_and_a_failed_one_as_its_kind_says(kind, runs_again, project):
+    done = _job(kind, project, status="done")
+    assert done.claim() is False
+    failed = _job(kind, project, status="failed")
+    assert failed.claim() is runs_again
+    assert kind.objects.get(pk=failed.pk).status == ("running" if runs_again else "failed")
+    failed.unclaim()
