@@ -52,7 +52,9 @@ from ingest.hosts import ForgeSession, HostRefused, same_origin, token_allowed
 from ingest.models import Repository
 from lib import metrics
 
-log = logging.getLogger(__name__)
+# The package's one logger, under the name `install_log_redaction` filters (a filter on a
+# logger does not see its children's records).
+log = logging.getLogger("ingest.forges")
 
 PER_PAGE = 100
 SMALLER_PAGES = (50, 25)  # per_page tried after repeated server errors at 100
