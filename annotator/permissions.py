@@ -7,7 +7,7 @@ from functools import cache
 
 from django.http import Http404
 
-from annotator.models import LEAD_ROLES, Membership, Project
+from annotator.models import Membership, Project
 from lib import sql
 from taxonomy.models import TaxonomyVersion
 
@@ -76,7 +76,3 @@ def may_add_existing_accounts(user) -> bool:
     (`ingest.permissions`) without having accepted anything. Others invite (`Invite`): the
     account joins when it accepts, and nothing tells them which usernames exist."""
     return bool(user.is_authenticated and user.is_active and (user.is_staff or user.is_superuser))
-
-
-def project_for_lead_or_404(user, project_id: int) -> Project:
-    return membership_or_404(user, project_id, roles=LEAD_ROLES).project

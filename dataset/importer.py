@@ -16,7 +16,6 @@ alone (a published file never silently overwrites labels).
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +33,7 @@ from ingest.models import Issue, Repository
 from labeling.labels import NODE_FIELDS
 from labeling.models import Annotation, ProjectIssue, Resolution
 from labeling.taxonomy_history import global_version  # the study's or a published version
-from lib import inputlimits
+from lib import csvread, inputlimits
 from taxonomy.models import TaxonomyNode, TaxonomyVersion
 
 URL_COLUMN = "Issue_URL"
@@ -155,23 +154,14 @@ STORED_LENGTHS = (
 )
 
 
-def _records(reader, name: str, problems: list[Problem]):
-    """The reader's records with their line numbers; a record the csv module cannot read (a
+def _records(reading: csvread.Records, name: str, problems: list[Problem]):
+    """The readable records with their line numbers; a record the csv module cannot read (a
     cell over its field limit) is a problem on its line, and reading goes on after it."""
-    while True:
-        try:
-            row = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as exc:
-            message = inputlimits.csv_cell_problem(exc)
-            problems.append(Problem(name, reader.line_num, f"not readable as CSV: {message}"))
+    for line, row, why in reading:
+        if row is None:
+            problems.append(Problem(name, line, f"not readable as CSV: {why}"))
             continue
-        too_long = inputlimits.csv_cell_problem(cells=row)
-        if too_long:
-            problems.append(Problem(name, reader.line_num, f"not readable as CSV: {too_long}"))
-            continue
-        yield reader.line_num, row
+        yield line, row
 
 
 def read_label_file(
@@ -186,8 +176,8 @@ def read_label_file(
         return 0, []
     rows: list[LabelRow] = []
     with handle:
-        reader = csv.reader(handle)
-        records = _records(reader, name, problems)
+        reading = csvread.records(handle)
+        records = _records(reading, name, problems)
         try:
             _, header = next(records)
             header = [h.strip() for h in header]
@@ -284,7 +274,7 @@ def read_label_file(
                     )
                 )
         except UnicodeDecodeError as exc:
-            problems.append(Problem(name, reader.line_num + 1, f"not UTF-8 ({exc.reason})"))
+            problems.append(Problem(name, reading.line_num + 1, f"not UTF-8 ({exc.reason})"))
             return 0, []
     return len(label_cols), rows
 

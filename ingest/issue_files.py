@@ -30,7 +30,6 @@ ISO 8601 and a URL repeated in the file are problems on their line.
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import io
 from collections.abc import Callable, Iterator
@@ -45,7 +44,7 @@ from django.utils.translation import gettext, gettext_lazy
 from ingest.issue_urls import HOSTS, MAX_NUMBER, MAX_URL, IssueRef, read_issue_url
 from ingest.models import Comment, Issue
 from ingest.urllists import UrlListResult, at_line, parse_text
-from lib import inputlimits
+from lib import csvread, inputlimits
 
 KINDS = {"csv": "CSV", "jsonl": "JSON Lines", "urls": gettext_lazy("a list of issue URLs")}
 COLUMNS = (
@@ -188,27 +187,17 @@ def read_issue_file(
 
 
 def _csv_records(reading: Reading, text: str) -> Iterator[tuple[int, dict[str, object]]]:
-    reader = csv.reader(io.StringIO(text, newline=""))
     header: list[str] | None = None
-    while True:
-        try:
-            cells = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as exc:
-            problem = inputlimits.csv_cell_problem(exc)
-            reading.problems.append(f"{at_line(reading.name, reader.line_num)}: {problem}")
-            continue
-        too_long = inputlimits.csv_cell_problem(cells=cells)
-        if too_long:
-            reading.problems.append(f"{at_line(reading.name, reader.line_num)}: {too_long}")
+    for line, cells, why in csvread.records(io.StringIO(text, newline="")):
+        if cells is None:
+            reading.problems.append(f"{at_line(reading.name, line)}: {why}")
             continue
         if header is None:
             header = [c.strip().lower() for c in cells]
             missing = [c for c in REQUIRED if c not in header]
             if missing:
                 reading.problems.append(
-                    f"{at_line(reading.name, reader.line_num)}: "
+                    f"{at_line(reading.name, line)}: "
                     + gettext("missing column(s): %(missing)s (the columns are %(columns)s)")
                     % {"missing": ", ".join(missing), "columns": ", ".join(COLUMNS)}
                 )
@@ -219,7 +208,7 @@ def _csv_records(reading: Reading, text: str) -> Iterator[tuple[int, dict[str, o
             continue
         if len(cells) != len(header):
             reading.problems.append(
-                f"{at_line(reading.name, reader.line_num)}: "
+                f"{at_line(reading.name, line)}: "
                 + gettext("expected %(expected)s cells, got %(got)s")
                 % {"expected": len(header), "got": len(cells)}
             )
@@ -229,7 +218,7 @@ def _csv_records(reading: Reading, text: str) -> Iterator[tuple[int, dict[str, o
             value = values.get(column)
             if isinstance(value, str):
                 values[column] = _csv_list(column, value)
-        yield reader.line_num, values
+        yield line, values
 
 
 def _csv_list(column: str, cell: str) -> object:

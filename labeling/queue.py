@@ -494,11 +494,3 @@ def was_handed(reservation: Reservation | None) -> bool:
 def has_reservation(user, project_issue: ProjectIssue) -> bool:
     """Whether the issue was handed to the user (and not handed back long ago)."""
     return was_handed(reservation_of(user, project_issue))
-
-
-def release_expired(project: Project | None = None) -> int:
-    """Delete expired reservations (they already hold no slot); returns how many."""
-    qs = Reservation.objects.filter(expires_at__lte=timezone.now(), skipped_at__isnull=True)
-    if project is not None:
-        qs = qs.filter(project_issue__project=project)
-    return qs.delete()[0]

@@ -1,8 +1,10 @@
-"""Reading an uploaded CSV record by record with its line number.
+"""Reading an uploaded CSV record by record with its line number: the one CSV read loop of the
+uploads (`raters.imports`, `ingest.issue_files`, `dataset.importer`).
 
 A record the csv module cannot read (a cell over its field limit, a stray quote) is reported on
 its line and reading goes on, so one pass finds every bad line; a cell longer than
-`inputlimits.CSV_CELL_LIMIT` is reported the same way.
+`inputlimits.CSV_CELL_LIMIT` is reported the same way. What the lines themselves raise (a
+file that is not UTF-8) goes to the caller, and `Records.line_num` says how far reading got.
 """
 
 from __future__ import annotations
@@ -12,20 +14,31 @@ from collections.abc import Iterable, Iterator
 
 from lib import inputlimits
 
+Record = tuple[int, list[str] | None, str | None]
 
-def records(lines: Iterable[str]) -> Iterator[tuple[int, list[str] | None, str | None]]:
+
+class Records(Iterator[Record]):
     """(line, cells, None) for a readable record, (line, None, why) for one that is not."""
-    reader = csv.reader(lines)
-    while True:
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self._reader = csv.reader(lines)
+
+    @property
+    def line_num(self) -> int:
+        """The number of lines read so far (a record may span several)."""
+        return self._reader.line_num
+
+    def __next__(self) -> Record:
         try:
-            row = next(reader)
-        except StopIteration:
-            return
+            row = next(self._reader)
         except csv.Error as exc:
-            yield reader.line_num, None, inputlimits.csv_cell_problem(exc)
-            continue
+            return self._reader.line_num, None, inputlimits.csv_cell_problem(exc)
         too_long = inputlimits.csv_cell_problem(cells=row)
         if too_long:
-            yield reader.line_num, None, too_long
-            continue
-        yield reader.line_num, row, None
+            return self._reader.line_num, None, too_long
+        return self._reader.line_num, row, None
+
+
+def records(lines: Iterable[str]) -> Records:
+    """The records of `lines` (a file opened with `newline=""`, or a `StringIO` of its text)."""
+    return Records(lines)

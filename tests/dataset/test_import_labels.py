@@ -252,6 +252,22 @@ def test_not_utf8_and_missing_files_are_reported(taxonomy_version, tmp_path):
     assert not Issue.objects.exists()
 
 
+def test_a_byte_that_is_not_utf8_deep_in_a_file_is_reported_near_its_line(
+    taxonomy_version, tmp_path
+):
+    """The file is decoded a block at a time, so the error comes with the first line of the
+    block not yet read: a line past the rows read, at or before the bad byte's."""
+    rows = [",".join(HEADER3)] + [f"{GH}{n},C.1,C.1,C.1,C.1" for n in range(1, 400)]
+    bad_line = len(rows) + 1
+    latin = tmp_path / "late.csv"
+    latin.write_bytes("\n".join(rows).encode() + f"\n{GH}400,C.1,C.1,C.1,C".encode() + b"\xe9\n")
+    with pytest.raises(LabelImportError) as excinfo:
+        import_labels("Study", [latin])
+    (problem,) = excinfo.value.report.problems
+    assert "not UTF-8" in problem.message
+    assert problem.line is not None and 2 < problem.line <= bad_line
+
+
 def test_skip_invalid_imports_the_rest_and_lists_what_was_skipped(taxonomy_version, tmp_path):
     path = write_csv(
         tmp_path / "mixed.csv",

@@ -84,6 +84,15 @@ def test_hostile_json_lines_and_bytes_are_problems_not_crashes():
     assert latin1.problems == ["y.csv, line 2: not UTF-8 (invalid continuation byte)"]
 
 
+def test_a_csv_cell_over_the_limit_is_a_problem_on_its_line_and_reading_goes_on():
+    big = "t" * 140_000
+    text = f'url,title\nhttps://example.org/a,"two\nlines"\nhttps://example.org/b,{big}\n'
+    reading = read_issue_file("f.csv", (text + "https://example.org/c,Fine\n").encode())
+    assert len(reading.problems) == 1
+    assert reading.problems[0].startswith("f.csv, line 4: a cell is over 131,072 characters")
+    assert [(r.line, r.title) for r in reading.rows] == [(3, "two\nlines"), (5, "Fine")]
+
+
 def test_a_csv_without_a_title_column_says_which_columns_are_needed():
     reading = read_issue_file("f.csv", b"URL,Subject\nhttps://example.org/a,x\n")
     assert len(reading.problems) == 1

@@ -1,9 +1,9 @@
-"""Forge clients for GitHub REST v3, Gitee v5 and GitLab v4 on `requests` sessions.
+"""What every forge client shares: `ForgeClient` (requests, retries, page sizes, rate limits,
+redirects), the errors, URL and time helpers, and token redaction.
 
-Each client builds the first URL of a listing, fetches one page at a time (following the
-forge's own pagination: GitHub's Link header, which switches to `after=` cursors on deep
-listings; Gitee's `total_page` header; GitLab's Link or `x-next-page`), and turns forge JSON
-into field dicts for `Issue` and `Comment`, with times in UTC.
+A forge's module (`github`, `gitee`, `gitlab`) subclasses `ForgeClient` with what differs:
+its URLs, its pagination (`next_page`, `pages_estimate`), its credential (`auth_headers` or
+`authorize_url`) and its JSON (`parse_issue`, `parse_comment`).
 
 Failures are classified so the caller can act without sleeping a worker:
 `RateLimited` carries the time to try again; `FatalForgeError` (401, 404, 410, 422 …) fails a
@@ -25,7 +25,7 @@ origin; a `next` link or a redirect to another origin is refused and fails the r
 in its log that says so (tokens never follow a forge's links elsewhere). The session itself
 (`ingest.hosts.ForgeSession`) refuses hosts that are not forge API hosts or listed by an admin,
 and addresses that are not public. Every message that leaves
-this module (exceptions, logs) has been through `redact`, which removes the configured token
+this package (exceptions, logs) has been through `redact`, which removes the configured token
 values and anything shaped like a GitHub, GitLab or Gitee token or like a credential in a
 header or query string; a forge that echoes the request in an error body gets its echo
 redacted before it is stored or shown.
@@ -52,7 +52,9 @@ from ingest.hosts import ForgeSession, HostRefused, same_origin, token_allowed
 from ingest.models import Repository
 from lib import metrics
 
-log = logging.getLogger(__name__)
+# The package's one logger, under the name `install_log_redaction` filters (a filter on a
+# logger does not see its children's records).
+log = logging.getLogger("ingest.forges")
 
 PER_PAGE = 100
 SMALLER_PAGES = (50, 25)  # per_page tried after repeated server errors at 100
@@ -117,27 +119,6 @@ def install_log_redaction() -> None:
 
 
 install_log_redaction()
-
-
-def _issue_fields(raw: dict, *, closed_key: str, is_pull_request: bool) -> dict[str, Any]:
-    """Issue fields from a GitHub- or Gitee-shaped payload (they differ in two keys)."""
-    return {
-        "number": str(raw["number"]),
-        "url": raw.get("html_url") or "",
-        "title": raw.get("title") or "",
-        "body": raw.get("body") or "",
-        "author": _login(raw.get("user")),
-        "state": raw.get("state") or "",
-        "labels": [
-            lb.get("name", "") if isinstance(lb, dict) else str(lb)
-            for lb in raw.get("labels") or []
-        ],
-        "created_at": parse_time(raw.get("created_at")),
-        "updated_at": parse_time(raw.get("updated_at")),
-        "closed_at": parse_time(raw.get(closed_key)),
-        "comments_count": int(raw.get("comments") or 0),
-        "is_pull_request": is_pull_request,
-    }
 
 
 def _setting(name: str, default: Any) -> Any:
@@ -230,14 +211,15 @@ def _stated_quota(response: requests.Response) -> tuple[int | None, float | None
     """The remaining requests and reset time (epoch seconds) an answer states, and whether it
     had rate-limit headers at all."""
     h = response.headers
-    remaining = _int(h.get("X-RateLimit-Remaining") or h.get("RateLimit-Remaining"))
-    reset = _int(h.get("X-RateLimit-Reset") or h.get("RateLimit-Reset"))
+    remaining = to_int(h.get("X-RateLimit-Remaining") or h.get("RateLimit-Remaining"))
+    reset = to_int(h.get("X-RateLimit-Reset") or h.get("RateLimit-Reset"))
     if remaining is None or reset is None:
         return None, None, False
     return remaining, float(reset), True
 
 
-def _int(value: str | None) -> int | None:
+def to_int(value: str | None) -> int | None:
+    """A header's or query parameter's number; None when absent or not a number."""
     try:
         return int(value) if value not in (None, "") else None
     except ValueError:
@@ -417,8 +399,8 @@ class ForgeClient:
     # -- requests -------------------------------------------------------------------------
     def _read_quota(self, response: requests.Response) -> None:
         h = response.headers
-        remaining = _int(h.get("X-RateLimit-Remaining") or h.get("RateLimit-Remaining"))
-        reset = _int(h.get("X-RateLimit-Reset") or h.get("RateLimit-Reset"))
+        remaining = to_int(h.get("X-RateLimit-Remaining") or h.get("RateLimit-Remaining"))
+        reset = to_int(h.get("X-RateLimit-Reset") or h.get("RateLimit-Reset"))
         if remaining is not None:
             self.quota_remaining = remaining
         if reset is not None:
@@ -439,7 +421,7 @@ class ForgeClient:
         """A RateLimited for a 403/429 that is a rate limit; None for another kind of 403."""
         message = self._message(response)
         now = timezone.now()
-        retry_after = _int(response.headers.get("Retry-After"))
+        retry_after = to_int(response.headers.get("Retry-After"))
         secondary = "secondary rate limit" in message.lower()
         where = self.redact(strip_token(response.url))
         if retry_after is not None:
@@ -501,7 +483,7 @@ class ForgeClient:
 
     def _page_sizes(self, url: str) -> list[int]:
         """The page sizes to try for `url`: its own, then the smaller ones (listings only)."""
-        size = _int(query_param(url, "per_page"))
+        size = to_int(query_param(url, "per_page"))
         if size is None:
             return [0]  # one object: no page size to change
         return [size, *(s for s in SMALLER_PAGES if s < size)]
@@ -605,22 +587,22 @@ class ForgeClient:
 
 def resize_page(url: str, size: int) -> str:
     """The same position of a listing asked with `size` items a page (a smaller page)."""
-    old = _int(query_param(url, "per_page")) or size
+    old = to_int(query_param(url, "per_page")) or size
     if query_param(url, "after") is not None:  # a cursor marks a position, whatever the size
         return with_params(url, per_page=size)
-    page = _int(query_param(url, "page")) or 1
+    page = to_int(query_param(url, "page")) or 1
     return with_params(url, page=(page - 1) * old // size + 1, per_page=size)
 
 
 def full_size_page(url: str) -> str:
     """A next link of a shrunk listing back at the largest page size its position allows."""
-    size = _int(query_param(url, "per_page"))
+    size = to_int(query_param(url, "per_page"))
     if size is None or size >= PER_PAGE:
         return url
     larger = [s for s in (PER_PAGE, *SMALLER_PAGES) if s > size]
     if query_param(url, "after") is not None:  # a cursor marks a position, whatever the size
         return with_params(url, per_page=PER_PAGE)
-    page = _int(query_param(url, "page"))
+    page = to_int(query_param(url, "page"))
     if page is None:
         return url
     offset = (page - 1) * size
@@ -641,240 +623,6 @@ def _without_nul(value: Any) -> Any:
     return value
 
 
-def _login(user: dict | None, key: str = "login") -> str:
+def login_of(user: dict | None, key: str = "login") -> str:
+    """The login of a forge's user object, which may be null (a deleted account)."""
     return (user or {}).get(key) or ""
-
-
-class GitHubClient(ForgeClient):
-    forge = Repository.Forge.GITHUB
-
-    def api_headers(self) -> dict[str, str]:
-        return {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
-
-    def auth_headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
-
-    @property
-    def base(self) -> str:
-        r = self.repository
-        return f"{self.api_url}/repos/{quote(r.owner)}/{quote(r.name)}"
-
-    def issues_url(self, since: datetime | None) -> str:
-        return with_params(
-            f"{self.base}/issues",
-            state="all",
-            sort="updated",
-            direction="asc",
-            per_page=PER_PAGE,
-            since=format_time(since) if since else None,
-        )
-
-    def comments_url(self, since: datetime | None) -> str:
-        return with_params(
-            f"{self.base}/issues/comments",
-            sort="updated",
-            direction="asc",
-            per_page=PER_PAGE,
-            since=format_time(since) if since else None,
-        )
-
-    def issue_url(self, number: str) -> str:
-        return f"{self.base}/issues/{quote(number)}"
-
-    def issue_comments_url(self, number: str) -> str:
-        return with_params(f"{self.base}/issues/{quote(number)}/comments", per_page=PER_PAGE)
-
-    def next_page(self, response: requests.Response, url: str, items: list) -> str | None:
-        # Never build page numbers: past ~1,000 items GitHub switches to `after=` cursors.
-        return parse_link_header(response.headers.get("Link")).get("next")
-
-    def pages_estimate(self, response: requests.Response) -> int | None:
-        last = parse_link_header(response.headers.get("Link")).get("last")
-        return _int(query_param(last, "page")) if last else None
-
-    def parse_issue(self, raw: dict) -> dict[str, Any]:
-        # A pull request comes back in the issue list, marked by its `pull_request` object.
-        return _issue_fields(raw, closed_key="closed_at", is_pull_request="pull_request" in raw)
-
-    def parse_comment(self, raw: dict, issue_number: str | None = None) -> ParsedComment | None:
-        if issue_number is None:
-            issue_url = raw.get("issue_url") or ""
-            issue_number = issue_url.rstrip("/").rsplit("/", 1)[-1] or None
-        return ParsedComment(
-            issue_number,
-            {
-                "forge_id": str(raw["id"]),
-                "author": _login(raw.get("user")),
-                "body": raw.get("body") or "",
-                "created_at": parse_time(raw.get("created_at")),
-                "updated_at": parse_time(raw.get("updated_at")),
-            },
-        )
-
-
-class GiteeClient(ForgeClient):
-    forge = Repository.Forge.GITEE
-
-    def authorize_url(self, url: str) -> str:
-        # Gitee takes the token in the query string: added at the last moment, never stored.
-        return with_params(url, access_token=self.token) if self.token else url
-
-    @property
-    def base(self) -> str:
-        r = self.repository
-        return f"{self.api_url}/repos/{quote(r.owner)}/{quote(r.name)}"
-
-    def issues_url(self, since: datetime | None) -> str:
-        return with_params(
-            f"{self.base}/issues",
-            state="all",
-            sort="updated",
-            direction="asc",
-            page=1,
-            per_page=PER_PAGE,
-            since=format_time(since) if since else None,
-        )
-
-    def comments_url(self, since: datetime | None) -> str:
-        return with_params(
-            f"{self.base}/issues/comments",
-            sort="updated",
-            direction="asc",
-            page=1,
-            per_page=PER_PAGE,
-            since=format_time(since) if since else None,
-        )
-
-    def issue_url(self, number: str) -> str:
-        return f"{self.base}/issues/{quote(number)}"
-
-    def issue_comments_url(self, number: str) -> str:
-        return with_params(f"{self.base}/issues/{quote(number)}/comments", page=1, per_page=100)
-
-    def retry_not_found(self, url: str) -> bool:
-        return "/comments" in urlsplit(url).path  # spurious 404s on sub-resources
-
-    def next_page(self, response: requests.Response, url: str, items: list) -> str | None:
-        link = parse_link_header(response.headers.get("Link")).get("next")
-        if link:
-            return link
-        # No Link header (the usual case): page by total_page, or until a short page.
-        page = _int(query_param(url, "page")) or 1
-        total_pages = _int(response.headers.get("total_page"))
-        if total_pages is not None:
-            return with_params(url, page=page + 1) if page < total_pages else None
-        per_page = _int(query_param(url, "per_page")) or 20
-        return with_params(url, page=page + 1) if len(items) >= per_page else None
-
-    def pages_estimate(self, response: requests.Response) -> int | None:
-        return _int(response.headers.get("total_page"))
-
-    def parse_issue(self, raw: dict) -> dict[str, Any]:
-        # Gitee names the closing time `finished_at`; pull requests are a separate resource.
-        return _issue_fields(raw, closed_key="finished_at", is_pull_request=False)
-
-    def parse_comment(self, raw: dict, issue_number: str | None = None) -> ParsedComment | None:
-        if issue_number is None:
-            issue_number = ((raw.get("target") or {}).get("issue") or {}).get("number")
-        return ParsedComment(
-            str(issue_number) if issue_number else None,
-            {
-                "forge_id": str(raw["id"]),
-                "author": _login(raw.get("user")),
-                "body": raw.get("body") or "",
-                "created_at": parse_time(raw.get("created_at")),
-                "updated_at": parse_time(raw.get("updated_at")),
-            },
-        )
-
-
-class GitLabClient(ForgeClient):
-    forge = Repository.Forge.GITLAB
-    has_repository_comments = False  # notes only per issue
-
-    def auth_headers(self) -> dict[str, str]:
-        return {"PRIVATE-TOKEN": self.token} if self.token else {}
-
-    @property
-    def base(self) -> str:
-        return f"{self.api_url}/projects/{quote(self.repository.full_name, safe='')}"
-
-    def issues_url(self, since: datetime | None) -> str:
-        return with_params(
-            f"{self.base}/issues",
-            scope="all",
-            state="all",
-            order_by="updated_at",
-            sort="asc",
-            per_page=PER_PAGE,
-            updated_after=format_time(since) if since else None,
-        )
-
-    def comments_url(self, since: datetime | None) -> str | None:
-        return None
-
-    def newest_url(self, url: str) -> str:
-        return with_params(url, sort="desc", per_page=1, page=None)
-
-    def issue_url(self, number: str) -> str:
-        return f"{self.base}/issues/{quote(number)}"
-
-    def issue_comments_url(self, number: str) -> str:
-        return with_params(
-            f"{self.base}/issues/{quote(number)}/notes",
-            order_by="created_at",
-            sort="asc",
-            per_page=PER_PAGE,
-        )
-
-    def next_page(self, response: requests.Response, url: str, items: list) -> str | None:
-        link = parse_link_header(response.headers.get("Link")).get("next")
-        if link:
-            return link
-        nxt = _int(response.headers.get("x-next-page"))
-        return with_params(url, page=nxt) if nxt else None
-
-    def pages_estimate(self, response: requests.Response) -> int | None:
-        return _int(response.headers.get("x-total-pages"))
-
-    def parse_issue(self, raw: dict) -> dict[str, Any]:
-        return {
-            "number": str(raw["iid"]),
-            "url": raw.get("web_url") or "",
-            "title": raw.get("title") or "",
-            "body": raw.get("description") or "",
-            "author": _login(raw.get("author"), "username"),
-            "state": raw.get("state") or "",
-            "labels": [str(lb) if not isinstance(lb, dict) else lb.get("name", "")
-                       for lb in raw.get("labels") or []],
-            "created_at": parse_time(raw.get("created_at")),
-            "updated_at": parse_time(raw.get("updated_at")),
-            "closed_at": parse_time(raw.get("closed_at")),
-            "comments_count": int(raw.get("user_notes_count") or 0),
-            "is_pull_request": False,
-        }  # fmt: skip
-
-    def parse_comment(self, raw: dict, issue_number: str | None = None) -> ParsedComment | None:
-        if raw.get("system"):
-            return None  # "changed the label" and the like: not discussion
-        return ParsedComment(
-            issue_number,
-            {
-                "forge_id": str(raw["id"]),
-                "author": _login(raw.get("author"), "username"),
-                "body": raw.get("body") or "",
-                "created_at": parse_time(raw.get("created_at")),
-                "updated_at": parse_time(raw.get("updated_at")),
-            },
-        )
-
-
-CLIENTS: dict[str, type[ForgeClient]] = {
-    Repository.Forge.GITHUB: GitHubClient,
-    Repository.Forge.GITEE: GiteeClient,
-    Repository.Forge.GITLAB: GitLabClient,
-}
-
-
-def client_for(repository: Repository, **kwargs: Any) -> ForgeClient:
-    return CLIENTS[repository.forge](repository, **kwargs)
