@@ -3,7 +3,7 @@ and joins a project with a role; the login page; the account's API token page; t
 switcher.
 
 The lead's side (creating invites and accounts) lives on the project page, in
-`labeling.project_views`.
+`front.project_views`.
 """
 
 from __future__ import annotations

@@ -70,6 +70,7 @@ INSTALLED_APPS = [
     "annotator",
     "ingest",
     "labeling",
+    "front",
     "agreement",
     "raters",
     "dataset",

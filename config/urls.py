@@ -1,4 +1,5 @@
-"""The site's URL conf: each app's routes, the admin and the login pages (annotator.urls)."""
+"""The site's URL conf: each app's routes, the admin and the login pages (annotator.urls); the
+pages that span apps (home, a project's page, the taxonomy pages) are `front.urls`."""
 
 from django.contrib import admin
 from django.urls import include, path
@@ -20,11 +21,11 @@ urlpatterns = [
     # First: its login page (with the identity providers) before Django's.
     path("", include("annotator.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("", include("front.urls")),
     path("", include("labeling.urls")),
     path("", include("ingest.urls")),
     path("", include("agreement.urls")),
     path("", include("interviews.urls")),
-    path("", include("labeling.taxonomy_urls")),
     path("", include("raters.urls")),
     path("", include("dataset.urls")),
 ]

@@ -24,7 +24,7 @@ class LabelingConfig(AppConfig):
         from annotator.links import LABEL, RESOLVE, SET_UP, ProjectLink, register
         from annotator.models import LEAD_ROLES
         from labeling.guideline import GUIDELINE_ROLES
-        from labeling.permissions import ISSUE_LIST_ROLES, LABELER_ROLES, VOTING_ROLES
+        from labeling.permissions import ISSUE_LIST_ROLES, LABELER_ROLES
 
         register(
             # Lazy: the labels are made once, at start, and shown in each request's language.
@@ -43,7 +43,4 @@ class LabelingConfig(AppConfig):
             ProjectLink(_("Dashboard"), "lead_dashboard", LEAD_ROLES, 35, group=RESOLVE),
             ProjectLink(_("Disagreements"), "disagreement_queue", LEAD_ROLES, 40, group=RESOLVE),
             ProjectLink(_("Issues"), "issue_list", ISSUE_LIST_ROLES, 45, group=RESOLVE),
-            ProjectLink(
-                _("Taxonomy proposals"), "taxonomy_proposals", VOTING_ROLES, 90, group=LABEL
-            ),
         )

@@ -29,12 +29,6 @@ NO_AUTHOR = "—"
 OUTSIDER = _("someone outside this project")
 
 
-def public_versions() -> QuerySet[TaxonomyVersion]:
-    return TaxonomyVersion.objects.filter(
-        Q(is_published=True) | Q(origin=TaxonomyVersion.Origin.STUDY)
-    )
-
-
 def global_version() -> TaxonomyVersion | None:
     """What the global taxonomy page opens on, and what a new project starts from."""
     published = TaxonomyVersion.objects.filter(is_published=True)

@@ -6,23 +6,9 @@ row id (`item_id`)."""
 
 from django.urls import path
 
-from labeling import dashboard_views, guideline_views, issue_views, project_views, views
+from labeling import dashboard_views, guideline_views, issue_views, views
 
 urlpatterns = [
-    path("", project_views.home, name="home"),
-    path("projects/new/", project_views.project_create, name="project_create"),
-    path("projects/<int:project_id>/", project_views.project_detail, name="project_detail"),
-    path("projects/<int:project_id>/invites/", project_views.create_invite, name="create_invite"),
-    path(
-        "projects/<int:project_id>/members/<int:member_id>/pseudonym/",
-        project_views.rename_member,
-        name="rename_member",
-    ),
-    path(
-        "projects/<int:project_id>/volunteers/",
-        project_views.add_volunteer,
-        name="add_volunteer",
-    ),
     path("projects/<int:project_id>/label/", views.label_next, name="label_next"),
     path("projects/<int:project_id>/label/<int:public_id>/", views.label_issue, name="label_issue"),
     path("projects/<int:project_id>/label/previous/", views.label_previous, name="label_previous"),

@@ -36,7 +36,7 @@ TESTS = Path(__file__).resolve().parent
 LOADS_A_SECOND_VERSION = {
     "tests/harness.py": "the one load per session",
     "tests/labeling/test_labeling.py": "a label from another project's taxonomy version",
-    "tests/taxonomy/test_history.py": "only_if_missing finds the study version after an edit",
+    "tests/front/test_taxonomy_history.py": "only_if_missing finds the study version after an edit",
     "tests/dataset/test_import_labels.py": "published labels imported into a newer version",
 }
 # Tests about passwords themselves may choose a real hasher.

@@ -27,7 +27,7 @@ from annotator.links import GROUPS, registered
 
 # The project's own apps (Django's and third parties' come with their own catalogues).
 OURS = ("config", "taxonomy", "annotator", "ingest", "labeling", "agreement", "raters")
-OURS += ("dataset", "interviews")
+OURS += ("front", "dataset", "interviews")
 # Their model names are also checked (the admin lists them; `config.borrowed_messages` gives
 # those a third party leaves untranslated); their fields and forms are theirs.
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from annotator.models import Membership
+from annotator.models import Membership, Project, Role
 from annotator.pseudonyms import names_of, natural_order, pseudonyms, unnamed
+from dataset.importer import rater_memberships
 
 
 @pytest.mark.django_db
@@ -31,3 +32,15 @@ def test_someone_no_longer_a_member_keeps_a_neutral_name(project, annotator, out
 def test_pseudonyms_sort_by_their_number_not_their_text():
     names = ["rater-10", "rater-2", "lena", "rater-1"]
     assert sorted(names, key=natural_order) == ["lena", "rater-1", "rater-2", "rater-10"]
+
+
+@pytest.mark.django_db
+def test_an_import_never_takes_a_person_for_an_imported_rater(taxonomy_version, lead):
+    project = Project.objects.create(name="Import into", taxonomy_version=taxonomy_version)
+    person = Membership.objects.create(project=project, user=lead, role=Role.LEAD)
+    assert person.pseudonym == "rater-1"
+    raters = rater_memberships(project, 2)
+    assert lead.pk not in {m.user_id for m in raters}
+    assert [m.pseudonym for m in raters] == ["rater-2", "rater-3"]
+    # Run again (a second file of the same import): the same raters, found by their accounts.
+    assert [m.pk for m in rater_memberships(project, 2)] == [m.pk for m in raters]

@@ -131,7 +131,8 @@ def test_the_resolve_page_is_in_chinese_when_asked(
 def test_every_other_labeling_page_is_in_chinese_when_asked(
     client, project, items, lead, annotator, other_annotator, third_annotator
 ):
-    """The pages of templates/labeling/ beyond the three above, each with texts of its own."""
+    """The pages of templates/labeling/ beyond the three above, and the new-project page
+    (templates/front/), each with texts of its own."""
     item = _disagreement(project, items, annotator, other_annotator, third_annotator)
     lead.is_staff = True  # an admin may create projects
     lead.save()

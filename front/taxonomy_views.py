@@ -119,7 +119,9 @@ def proposal_list(request, project_id: int):
                         request, gettext("Proposal recorded; the other volunteers can vote.")
                     )
                     return redirect("taxonomy_proposals", project_id=project.pk)
-    return render(request, "taxonomy/proposals.html", _proposal_context(request, membership, form))
+    return render(
+        request, "front/taxonomy/proposals.html", _proposal_context(request, membership, form)
+    )
 
 
 @login_required
@@ -195,7 +197,7 @@ def version_list(request, project_id: int):
     lineage_ids = {v.pk for v in ancestors(project.taxonomy_version)}
     return render(
         request,
-        "taxonomy/versions.html",
+        "front/taxonomy/versions.html",
         {
             "project": project,
             "is_lead": membership.role in LEAD_ROLES,
@@ -228,7 +230,7 @@ def version_diff(request, project_id: int):
         raise Http404 from None
     return render(
         request,
-        "taxonomy/diff.html",
+        "front/taxonomy/diff.html",
         {"project": project, "versions": versions, "diff": diff_versions(old, new)},
     )
 
@@ -335,7 +337,7 @@ def edit(request, project_id: int):
     nodes = list(version.nodes.order_by("level", "code").values("code", "name", "level", "details"))
     return render(
         request,
-        "taxonomy/edit.html",
+        "front/taxonomy/edit.html",
         {"project": project, "version": version, "form": form, "error": error, "nodes": nodes},
     )
 
@@ -390,7 +392,7 @@ def detail_mapping(request, project_id: int):
     groups = [g for g in detail_service.grouped(project) if g.entries]
     return render(
         request,
-        "taxonomy/details.html",
+        "front/taxonomy/details.html",
         {
             "project": project,
             "version": version,
@@ -422,7 +424,7 @@ def detail_csv(request, project_id: int, type_code: str):
 def taxonomy_latest(request):
     version = history.global_version()
     if version is None:
-        return render(request, "taxonomy/empty.html")
+        return render(request, "front/taxonomy/empty.html")
     return redirect("taxonomy_version", version_id=version.pk)
 
 
@@ -440,5 +442,7 @@ def taxonomy_version_detail(request, version_id: int):
         context["results"] = search_nodes(version, query)
     else:
         context["tree"] = build_tree(version)
-    template = "taxonomy/_results.html" if request.htmx else "taxonomy/version_detail.html"
+    template = (
+        "front/taxonomy/_results.html" if request.htmx else "front/taxonomy/version_detail.html"
+    )
     return render(request, template, context)

@@ -18,9 +18,9 @@ from annotator.forms import InviteForm, PseudonymForm, VolunteerForm, grantable_
 from annotator.links import grouped_links
 from annotator.models import LEAD_ROLES, Invite, Membership, Project, Role
 from annotator.permissions import may_create_project, membership_or_404
+from front.forms import NewProjectForm, NewProjectScopeForm
 from ingest.permissions import is_ingest_admin, manageable_repositories
 from labeling import setup
-from labeling.forms import NewProjectForm, NewProjectScopeForm
 from labeling.models import ProjectIssue
 
 
@@ -64,7 +64,7 @@ def home(request):
         rows.append(row)
     return render(
         request,
-        "annotator/home.html",
+        "front/home.html",
         {
             "rows": rows,
             # The columns only a lead may read are left out for someone who leads nothing.
@@ -119,7 +119,7 @@ def project_create(request):
     it reveals nothing). Everything is made by `labeling.setup.create_project`, at once.
     """
     if not may_create_project(request.user):
-        return render(request, "labeling/project_create_refused.html", status=403)
+        return render(request, "front/project_create_refused.html", status=403)
     if request.method != "POST":
         form, scope_form = _creation_forms(request)
         return _creation_page(request, form, scope_form)
@@ -129,7 +129,7 @@ def project_create(request):
         if request.htmx:
             # 200 even for a refused scope: htmx swaps no error response, and the fragment
             # says what is wrong.
-            return render(request, "labeling/_scope_preview.html", {"preview": preview})
+            return render(request, "front/_scope_preview.html", {"preview": preview})
         status = 400 if "errors" in preview else 200
         return _creation_page(
             request, form, scope_form, preview=preview, show_errors=False, status=status
@@ -188,7 +188,7 @@ def _creation_page(
 ):
     return render(
         request,
-        "labeling/project_create.html",
+        "front/project_create.html",
         {
             "form": form,
             "scope_form": scope_form,
@@ -244,7 +244,7 @@ def _project_page(
         context["volunteer_form"] = volunteer_form or VolunteerForm(
             roles=roles, auto_id="volunteer_%s"
         )
-    return render(request, "annotator/project_detail.html", context, status=status)
+    return render(request, "front/project_detail.html", context, status=status)
 
 
 @login_required

@@ -1,10 +1,26 @@
-"""Taxonomy pages: the global /taxonomy/ page and the project-scoped ones."""
+"""URLs of the pages that span apps: home, a project's page, a new project, the lead's invites and
+accounts, and the taxonomy pages (the global /taxonomy/ page and the project-scoped ones)."""
 
 from django.urls import path
 
-from labeling import taxonomy_views as views
+from front import project_views
+from front import taxonomy_views as views
 
 urlpatterns = [
+    path("", project_views.home, name="home"),
+    path("projects/new/", project_views.project_create, name="project_create"),
+    path("projects/<int:project_id>/", project_views.project_detail, name="project_detail"),
+    path("projects/<int:project_id>/invites/", project_views.create_invite, name="create_invite"),
+    path(
+        "projects/<int:project_id>/members/<int:member_id>/pseudonym/",
+        project_views.rename_member,
+        name="rename_member",
+    ),
+    path(
+        "projects/<int:project_id>/volunteers/",
+        project_views.add_volunteer,
+        name="add_volunteer",
+    ),
     path("taxonomy/", views.taxonomy_latest, name="taxonomy"),
     path("taxonomy/<int:version_id>/", views.taxonomy_version_detail, name="taxonomy_version"),
     path(

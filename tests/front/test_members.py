@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from annotator.models import Membership, Project, Role
-from dataset.importer import rater_memberships
+from annotator.models import Membership, Role
 from tests.annotator.test_accounts_security import NEW_PASSWORD, username_error_shown
 from tests.conftest import make_user
 
@@ -74,14 +73,3 @@ def test_only_a_lead_renames(client, project, annotator, researcher, outsider):
         assert client.post(url, {f"member-{member.pk}-pseudonym": "me"}).status_code == 404
     member.refresh_from_db()
     assert member.pseudonym != "me"
-
-
-def test_an_import_never_takes_a_person_for_an_imported_rater(taxonomy_version, lead):
-    project = Project.objects.create(name="Import into", taxonomy_version=taxonomy_version)
-    person = Membership.objects.create(project=project, user=lead, role=Role.LEAD)
-    assert person.pseudonym == "rater-1"
-    raters = rater_memberships(project, 2)
-    assert lead.pk not in {m.user_id for m in raters}
-    assert [m.pseudonym for m in raters] == ["rater-2", "rater-3"]
-    # Run again (a second file of the same import): the same raters, found by their accounts.
-    assert [m.pk for m in rater_memberships(project, 2)] == [m.pk for m in raters]
