@@ -3,9 +3,13 @@
 An annotation is never overwritten: changing one's label writes a new revision and marks the
 older one as no longer current. A `Resolution` is an issue's final label in a project; a lead
 can reopen it, which keeps the old one as history. Proposals of new categories and the lead's
-review of annotators' summaries (`DetailEntry`) are labeling work too.
+review of annotators' summaries (`DetailEntry`) are labeling work too. The machine raters'
+labels (`MachineRater`, `MachineLabel`) sit beside the human ones: `raters` makes them, and
+which of them vote under the adaptive stopping rule is stated here once
+(`MachineLabelQuerySet`).
 
-The tables keep the names they had when these models lived in `annotator` and `taxonomy`.
+The tables keep the names they had when these models lived in `annotator`, `taxonomy` and
+`raters`.
 """
 
 from __future__ import annotations
