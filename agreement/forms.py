@@ -9,6 +9,7 @@ from django.utils.translation import gettext_lazy as _
 
 from agreement.simulation import MAX_K, MAX_ORDERS
 from agreement.table_one import COUNT_ISSUES, COUNT_ROWS
+from labeling.models import MachineRater
 
 # The audit page lists at most this many rows (the command lists any number).
 MAX_AUDIT_ROWS = 1000
@@ -60,8 +61,11 @@ class SimulatorForm(forms.Form):
 
     def __init__(self, *args, project=None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        # Read through the reverse relation: agreement sits below raters.
-        names = project.machine_raters.values_list("name", flat=True) if project else []
+        names = (
+            MachineRater.objects.filter(project=project).values_list("name", flat=True)
+            if project
+            else []
+        )
         field = self.fields["machine_rater"]
         assert isinstance(field, forms.ChoiceField)
         field.choices = [("", gettext("none")), *((name, name) for name in names)]

@@ -52,7 +52,7 @@ from django.utils.translation import gettext
 
 from agreement.measures import _label_rows, fleiss, observed_agreement
 from annotator.models import Project
-from labeling.models import Annotation, Resolution
+from labeling.models import Annotation, MachineLabel, MachineRater, Resolution
 from labeling.stopping import FP, AdaptiveRule, deciding_key, early_decision
 from taxonomy.models import TaxonomyNode
 
@@ -765,11 +765,9 @@ class _Key:
 
 def machine_votes(project: Project, rater_name: str, confidence: float | None) -> dict[int, Any]:
     """issue id -> deciding key of the named machine rater's current valid label on it, for the
-    labels whose confidence reaches `confidence` (default: the rater's own threshold).
-
-    Read through the project's reverse relation (`Project.machine_raters`): `agreement` sits
-    below `raters` and imports nothing of it."""
-    rater = project.machine_raters.filter(name=rater_name).first()
+    labels whose confidence reaches `confidence` (default: the rater's own threshold): the
+    labels that would vote (`MachineLabel.objects.counting`), as if the rater were enlisted."""
+    rater = MachineRater.objects.filter(project=project, name=rater_name).first()
     if rater is None:
         raise SimulationError(
             "machine-rater",
@@ -782,8 +780,10 @@ def machine_votes(project: Project, rater_name: str, confidence: float | None) -
         )
     if not 0.0 <= threshold <= 1.0:
         raise SimulationError("confidence", gettext("must be between 0 and 1"))
-    rows = rater.labels.filter(is_current=True, valid=True, confidence__gte=threshold).values_list(
-        "issue_id", "is_false_positive", "issue_type_id", "theme_id"
+    rows = (
+        MachineLabel.objects.filter(rater=rater)
+        .counting(threshold)
+        .values_list("issue_id", "is_false_positive", "issue_type_id", "theme_id")
     )
     return {issue: deciding_key(_Key(fp, t, h)) for issue, fp, t, h in rows}
 

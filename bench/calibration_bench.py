@@ -58,9 +58,9 @@ def scores(confidences: list[float], hits: list[bool]) -> dict[str, float | None
 
 
 def one_seed(issues: int, seed: int) -> dict:
+    from labeling.models import MachineRater
     from raters.backends import IssueText, LabelRequest
     from raters.classifier import ClassifierBackend
-    from raters.models import MachineRater
     from tests.raters.synthetic import texted_issues
 
     pairs = texted_issues(issues, seed)

@@ -44,8 +44,7 @@ def prepare(db: str) -> None:
     setup_stage(db)
     from annotator.models import Project
     from dataset.importer import import_labels
-    from labeling.models import Resolution
-    from raters.models import MachineLabel, MachineRater
+    from labeling.models import MachineLabel, MachineRater, Resolution
 
     if not Project.objects.filter(name=PROJECT).exists():
         import_labels(PROJECT, sorted(DATA.glob("*.csv")))

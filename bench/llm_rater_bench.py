@@ -37,9 +37,9 @@ def main() -> None:
     django.setup()
     from django.conf import settings
 
+    from labeling.models import MachineRater
     from raters.backends import IssueText, LabelRequest, NodeText
     from raters.llm import LLMBackend
-    from raters.models import MachineRater
     from tests.raters.fakeopenai import FakeOpenAI
 
     codes = ["A.1", "B.1", "C.1", "C.2", "FP"]

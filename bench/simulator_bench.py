@@ -116,8 +116,7 @@ def seed() -> dict:
 
 def _machine_labels(project) -> None:
     """The bench's machine rater and one label per issue, written once."""
-    from labeling.models import Resolution
-    from raters.models import MachineLabel, MachineRater
+    from labeling.models import MachineLabel, MachineRater, Resolution
     from taxonomy.models import TaxonomyNode
 
     if MachineRater.objects.filter(project=project, name="bench-clf").exists():

@@ -56,9 +56,8 @@ from dataset.forges import study_issue_url
 from dataset.models import ExportJob
 from ingest.models import Comment, Issue, Repository
 from labeling.labels import KEY_FIELDS, LABEL_FIELDS, NODE_FIELDS
-from labeling.models import Annotation, ProjectIssue, Resolution
+from labeling.models import Annotation, MachineLabel, ProjectIssue, Resolution
 from lib import csvsafe, diskspace, jobclaim
-from raters.models import MachineLabel
 from taxonomy.detail_files import study_file_name, write_detail_csv
 from taxonomy.lineage import LabelInVersion, Translator
 from taxonomy.models import TaxonomyNode, TaxonomyVersion

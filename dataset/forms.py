@@ -10,8 +10,8 @@ from dataset.models import RecallProbe, UploadJob
 from dataset.recall import MAX_SAMPLE
 from ingest.models import Repository
 from ingest.uploads import DEFAULT_SOURCE, source_problem
+from labeling.models import MachineRater
 from lib.inputlimits import column_limit, integer_range, upload_too_large
-from raters.models import MachineRater
 
 
 class ReleaseForm(forms.Form):

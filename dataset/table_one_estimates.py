@@ -29,10 +29,9 @@ from django.utils.translation import gettext_noop
 
 from agreement.table_one import TYPE_COLUMNS
 from annotator.models import Project
-from labeling.models import ProjectIssue
+from labeling.models import MachineRater, ProjectIssue
 from raters.backends import FP_CODE
 from raters.estimates import EstimateError, estimate
-from raters.models import MachineRater
 from raters.reporting import ESTIMATED, NO_SAMPLE, NOTHING_TO_ESTIMATE, table_one_rater
 
 # Table I's type columns (its order) and the false positives' share, keyed by their labels as

@@ -3,6 +3,8 @@ from django.contrib import admin
 from labeling.models import (
     Annotation,
     DetailEntry,
+    MachineLabel,
+    MachineRater,
     ProjectIssue,
     Proposal,
     ProposalVote,
@@ -68,3 +70,16 @@ class ProposalAdmin(admin.ModelAdmin):
 class DetailEntryAdmin(admin.ModelAdmin):
     list_display = ["__str__", "project", "merged_into"]
     raw_id_fields = ["annotation", "node", "merged_into"]
+
+
+@admin.register(MachineRater)
+class MachineRaterAdmin(admin.ModelAdmin):
+    list_display = ("name", "project", "kind", "model", "version", "enlisted")
+    list_filter = ("kind", "enlisted")
+
+
+@admin.register(MachineLabel)
+class MachineLabelAdmin(admin.ModelAdmin):
+    list_display = ("rater", "issue", "valid", "confidence", "is_current", "created_at")
+    list_filter = ("valid", "is_current")
+    raw_id_fields = ("issue", "run", "issue_type", "theme", "sub_theme")

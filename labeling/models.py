@@ -3,18 +3,23 @@
 An annotation is never overwritten: changing one's label writes a new revision and marks the
 older one as no longer current. A `Resolution` is an issue's final label in a project; a lead
 can reopen it, which keeps the old one as history. Proposals of new categories and the lead's
-review of annotators' summaries (`DetailEntry`) are labeling work too.
+review of annotators' summaries (`DetailEntry`) are labeling work too. The machine raters'
+labels (`MachineRater`, `MachineLabel`) sit beside the human ones: `raters` makes them, and
+which of them vote under the adaptive stopping rule is stated here once
+(`MachineLabelQuerySet`).
 
-The tables keep the names they had when these models lived in `annotator` and `taxonomy`.
+The tables keep the names they had when these models lived in `annotator`, `taxonomy` and
+`raters`.
 """
 
 from __future__ import annotations
 
 import secrets
+from typing import Self
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
@@ -455,3 +460,158 @@ class DetailEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.node.code}: {self.text[:40]}"
+
+
+# --- Machine raters and their labels ---------------------------------------------------------
+# Beside the human labels (as Label Studio keeps `Prediction` beside `Annotation`): labeling
+# reads an enlisted rater's vote (`MachineLabelQuerySet.enlisted_votes`, the one statement of
+# the rule) and the app that makes the labels, `raters`, sits above it. The tables keep the
+# names they had in `raters`.
+
+
+class MachineRater(models.Model):
+    """One configured machine rater of a project: a classifier trained in the project, an LLM
+    behind an OpenAI-compatible endpoint (the backends live in `raters.backends`), or labels
+    imported from a file.
+
+    A lead may enlist a rater (`enlisted`, off by default): under the adaptive stopping rule
+    its label counts as one vote when its confidence reaches `confidence_threshold` (no
+    threshold: it never votes), beside at least one human label (`labeling.stopping`; the
+    votes are `MachineLabel.objects.enlisted_votes`)."""
+
+    class Kind(models.TextChoices):
+        CLASSIFIER = "classifier", _("classifier trained on the project's final labels")
+        LLM = "llm", _("LLM (OpenAI-compatible chat completions)")
+        # Labels made elsewhere and imported from a file (`raters.imports`); never run here.
+        EXTERNAL = "external", _("external: labels imported from a file")
+
+    project = models.ForeignKey(
+        "annotator.Project", on_delete=models.CASCADE, related_name="machine_raters"
+    )
+    name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    # The classifier's feature and model family, or the LLM's model name.
+    model = models.CharField(max_length=200, blank=True)
+    # LLM settings (used by the llm backend). The key is never stored: `api_key_env` is the
+    # NAME of the environment variable that holds it.
+    api_url = models.URLField(max_length=500, blank=True)
+    api_key_env = models.CharField(max_length=100, blank=True)
+    temperature = models.FloatField(default=0.0)
+    samples = models.PositiveSmallIntegerField(default=1)
+    max_tokens = models.PositiveIntegerField(default=512)
+    seed = models.IntegerField(null=True, blank=True)
+    # The llm prompt shows each taxonomy node's example details (what annotators wrote for the
+    # study's issues, not linked to issue ids, so they may describe the issue being labeled):
+    # off by default, so validation stays out of sample; recorded in parameters and prompt hash.
+    prompt_details = models.BooleanField(default=False)
+    # The adaptive stopping rule counts an enlisted rater's confident label as one vote.
+    enlisted = models.BooleanField(default=False)
+    confidence_threshold = models.FloatField(null=True, blank=True)
+    # The classifier: retrain (a Celery task) once this many new final labels have arrived.
+    retrain_after = models.PositiveIntegerField(default=50)
+    trained_on = models.PositiveIntegerField(
+        default=0, help_text=_("final issues at last training")
+    )
+    trained_at = models.DateTimeField(null=True, blank=True)
+    version = models.PositiveIntegerField(default=0, help_text=_("incremented on each training"))
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = _("machine rater")
+        verbose_name_plural = _("machine raters")
+        db_table = "raters_machinerater"
+        ordering = ["project", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="unique_rater_name")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind}) in {self.project}"
+
+    def current_version_labels(self) -> MachineLabelQuerySet:
+        """The current labels its current version gave: a classifier's labels name the
+        training they came from (`model_version` "v<version>", `raters.classifier`), so a
+        classifier trained again counts none of its older labels; an external rater's labels
+        are all of its latest file; an llm rater has one version (its settings never change).
+        What validation for enlisting and the alternative annotator test read."""
+        labels = MachineLabel.objects.filter(rater=self, is_current=True)
+        if self.kind == MachineRater.Kind.CLASSIFIER:
+            labels = labels.filter(model_version=f"v{self.version}")
+        return labels
+
+
+class MachineLabelQuerySet(models.QuerySet["MachineLabel"]):
+    """Machine labels, and the one statement of which of them vote."""
+
+    def counting(self, threshold: float | None = None) -> Self:
+        """The labels that count as a vote: current, valid, and at or above the confidence
+        threshold, `threshold` if given (the policy simulator tries others), else each label's
+        rater's own (a rater without one never votes: NULL compares false).
+        `labeling.submission._ENLISTED_MACHINE_SQL` states the same in SQL for the PL/pgSQL
+        path (`tests/labeling/test_paths_equal.py` holds them equal)."""
+        reached = F("rater__confidence_threshold") if threshold is None else threshold
+        return self.filter(is_current=True, valid=True, confidence__gte=reached)
+
+    def enlisted_votes(self, project_id: int) -> Self:
+        """The votes of the project's enlisted raters under the adaptive stopping rule
+        (`labeling.stopping`; read by `labeling.resolution.enlisted_machine_vote`)."""
+        return self.filter(rater__project_id=project_id, rater__enlisted=True).counting()
+
+
+class MachineLabel(LabelFields):
+    """One machine rater's label on one issue (the label fields as a human's), with what is
+    needed to reproduce and judge it: model and version, the hash of its prompt (for the
+    classifier: of its feature configuration and training set), parameters, confidence, time,
+    and the raw output with a `valid` flag (an invalid output is kept and counted, never
+    dropped). Labels are never overwritten: a new run writes new rows and marks the older ones
+    not current.
+
+    Blind: no annotator page reads this table; a label never counts toward K and never changes
+    what an annotator is served (an enlisted rater's vote only decides an issue early, beside a
+    human label)."""
+
+    rater = models.ForeignKey(MachineRater, on_delete=models.CASCADE, related_name="labels")
+    issue = models.ForeignKey(
+        "ingest.Issue", on_delete=models.CASCADE, related_name="machine_labels"
+    )
+    # The run that made it (`raters.models.RaterRun`, named by its label: labeling imports
+    # nothing of raters).
+    run = models.ForeignKey(
+        "raters.RaterRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="labels"
+    )
+    # False when the output could not be read as a label (kept, and counted as invalid).
+    valid = models.BooleanField(default=True)
+    raw_output = models.TextField(blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    model_version = models.CharField(max_length=100, blank=True)
+    # The LLM's prompt, or the classifier's feature config and training set, as a SHA-256.
+    prompt_hash = models.CharField(max_length=64, blank=True)
+    parameters = models.JSONField(default=dict, blank=True)
+    confidence = models.FloatField(null=True, blank=True)
+    # Cross-fitting: the fold whose model (trained without this issue) gave a final issue's
+    # label; None for a label from the model trained on every final issue (open issues).
+    fold = models.SmallIntegerField(null=True, blank=True)
+    is_current = models.BooleanField(default=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = MachineLabelQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("machine label")
+        verbose_name_plural = _("machine labels")
+        db_table = "raters_machinelabel"
+        ordering = ["rater", "issue", "-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["rater", "issue"],
+                condition=Q(is_current=True),
+                name="one_current_machine_label",
+            )
+        ]
+        indexes = [models.Index(fields=["rater", "is_current"])]
+
+    def __str__(self) -> str:
+        return f"{self.rater.name} on {self.issue_id}: {self.label_code}"

@@ -18,17 +18,17 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 from django.db import transaction
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext
 
 from annotator.models import Project
-from ingest.models import Issue
 from labeling.labels import FP, Label, LabelKey, label_key
 from labeling.models import (
     DISAGREEMENT_LEVEL_NAMES,
     Annotation,
     DiscussionMessage,
+    MachineLabel,
     ProjectIssue,
     Resolution,
 )
@@ -232,18 +232,12 @@ def enlisted_machine_vote(project_issue: ProjectIssue) -> Hashable | None:
     rater's confidence threshold (a rater without a threshold never votes), else None.
 
     With several enlisted raters, the most confident label: one vote whatever their number.
-    Read through `Issue.machine_labels` (labeling sits below raters and imports nothing of it).
-    The submission function declines every label of an issue with such a vote
-    (`submission._ENLISTED_MACHINE_SQL`), so this path alone counts it."""
+    Which labels vote is `MachineLabel.objects.enlisted_votes`. The submission function
+    declines every label of an issue with such a vote (`submission._ENLISTED_MACHINE_SQL`),
+    so this path alone counts it."""
     row = (
-        Issue(pk=project_issue.issue_id)
-        .machine_labels.filter(
-            rater__project_id=project_issue.project_id,
-            rater__enlisted=True,
-            is_current=True,
-            valid=True,
-            confidence__gte=F("rater__confidence_threshold"),
-        )
+        MachineLabel.objects.enlisted_votes(project_issue.project_id)
+        .filter(issue_id=project_issue.issue_id)
         .order_by("-confidence", "rater_id")
         .values_list("is_false_positive", "issue_type_id", "theme_id")
         .first()
@@ -425,11 +419,12 @@ def reopen(project_issue: ProjectIssue, lead, note: str = "") -> Resolution:
 
 def machine_opinions(project_issue: ProjectIssue) -> list:
     """The machine raters' current labels of the issue: the lead's second opinion, shown on the
-    resolve page after the humans' labels and nowhere an annotator looks. Read through the
-    reverse relation `Issue.machine_labels` (the raters app sits above labeling)."""
+    resolve page after the humans' labels and nowhere an annotator looks."""
     return list(
-        project_issue.issue.machine_labels.filter(
-            rater__project_id=project_issue.project_id, is_current=True
+        MachineLabel.objects.filter(
+            issue_id=project_issue.issue_id,
+            rater__project_id=project_issue.project_id,
+            is_current=True,
         )
         .select_related("rater", "issue_type", "theme", "sub_theme")
         .order_by("rater__name")

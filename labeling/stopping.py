@@ -8,7 +8,7 @@ positive. A false-positive exclusion still needs every label taken so far. At K 
 (unanimity, the project's majority policy, else the disagreement queue) decide, so this rule
 only ever answers for fewer than K labels.
 
-An enlisted machine rater (a lead's choice, `raters.models.MachineRater.enlisted`) whose label
+An enlisted machine rater (a lead's choice, `labeling.models.MachineRater.enlisted`) whose label
 on the issue reaches its confidence threshold is one more vote (`machine`): it is counted with
 the human labels, in the minimum, the lead and the exclusion's unanimity, but only beside at
 least one human label (it never decides alone), as one vote however confident, and only below K
@@ -16,10 +16,11 @@ in all (humans plus machine < K; at K the fixed rules decide on the K human labe
 
 This module is the rule in Python, for the Python submission path and for the policy
 simulator; `labeling.submission`'s PL/pgSQL function states it again in SQL, and the
-table-driven test of both paths proves they agree. The machine's vote is stated here only:
-`labeling.resolution.enlisted_machine_vote` reads it (through `Issue.machine_labels`), and the
-PL/pgSQL function declines every label of an issue that has one, so the Python path counts it
-(`tests/labeling/test_paths_equal.py`'s machine states).
+table-driven test of both paths proves they agree. How the machine's vote counts is stated
+here only; which labels vote is `MachineLabel.objects.enlisted_votes` (read by
+`labeling.resolution.enlisted_machine_vote`, and in SQL by the PL/pgSQL function, which declines
+every label of an issue that has one, so the Python path counts it;
+`tests/labeling/test_paths_equal.py`'s machine states).
 """
 
 from __future__ import annotations

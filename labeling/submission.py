@@ -32,7 +32,15 @@ from labeling import pg_functions, resolution
 from labeling.final_agreement import FinalAgreement, agreement_of
 from labeling.issue_context import nodes_by_id
 from labeling.labels import Label
-from labeling.models import Annotation, FalsePositiveReason, ProjectIssue, Reservation, Resolution
+from labeling.models import (
+    Annotation,
+    FalsePositiveReason,
+    MachineLabel,
+    MachineRater,
+    ProjectIssue,
+    Reservation,
+    Resolution,
+)
 from labeling.proposals import proposal_from_annotation
 from labeling.queue import _SLOTS_SQL, slot_state
 from labeling.stopping import AdaptiveRule
@@ -228,16 +236,30 @@ FROM (SELECT k.fp, count(*) AS votes, row_number() OVER (ORDER BY count(*) DESC)
 """
 
 
-# An enlisted machine rater's confident label on the issue (`resolution.enlisted_machine_vote`
-# reads the same rows): the one-call path declines every label of such an issue under the
-# adaptive rule, so the machine's vote is counted by the Python path only. The machine tables
-# are read by name: labeling may not import raters.
-_ENLISTED_MACHINE_SQL = """
+def _machine_vote_sql() -> str:
+    """An enlisted machine rater's vote on the issue, in SQL: `MachineLabel.objects.enlisted_votes`
+    (the rule's one statement) read for one issue. The one-call path declines every label of
+    such an issue under the adaptive rule, so the machine's vote is counted by the Python path
+    only (`resolution.enlisted_machine_vote`). Tables and columns come from the models;
+    `tests/labeling/test_paths_equal.py` holds this equal to the queryset."""
+    label, rater = MachineLabel, MachineRater
+
+    def m(name: str) -> str:
+        return f"m.{sql.column(label, name)}"
+
+    def r(name: str) -> str:
+        return f"r.{sql.column(rater, name)}"
+
+    return f"""
 SELECT EXISTS (
-  SELECT 1 FROM raters_machinelabel m JOIN raters_machinerater r ON r.id = m.rater_id
-  WHERE m.issue_id = %(issue)s AND r.project_id = %(project)s AND r.enlisted
-    AND m.is_current AND m.valid AND m.confidence >= r.confidence_threshold)
+  SELECT 1 FROM {label._meta.db_table} m
+    JOIN {rater._meta.db_table} r ON {r("id")} = {m("rater")}
+  WHERE {m("issue")} = %(issue)s AND {r("project")} = %(project)s AND {r("enlisted")}
+    AND {m("is_current")} AND {m("valid")} AND {m("confidence")} >= {r("confidence_threshold")})
 """
+
+
+_ENLISTED_MACHINE_SQL = _machine_vote_sql()
 
 
 @pg_functions.register

@@ -16,9 +16,8 @@ from django.db.models import Count, Max
 from agreement.alt_test import AltTestResult, alt_test
 from annotator.models import Project
 from annotator.pseudonyms import natural_order, pseudonyms, unnamed
-from labeling.models import Annotation
+from labeling.models import Annotation, MachineLabel, MachineRater
 from raters.backends import theme_code
-from raters.models import MachineLabel, MachineRater
 from taxonomy.lineage import Translator
 
 # What an invalid machine output is compared as: no human label is ever this.

@@ -17,9 +17,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotator.permissions import membership_or_404
+from labeling.models import MachineRater
 from raters.enlisting import current_validation, current_validations, enlist, rule_ignores
 from raters.forms import EnlistForm
-from raters.models import MachineRater
 from raters.permissions import RUN_ROLES, VALIDATION_ROLES
 from raters.runs import RaterError
 from raters.validation import validation_report

@@ -43,7 +43,7 @@ from labeling.labels import FP
 from lib import stored_messages
 
 if TYPE_CHECKING:
-    from raters.models import MachineRater
+    from labeling.models import MachineRater
 
 FP_CODE: str = FP[0]
 

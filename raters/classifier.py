@@ -46,7 +46,7 @@ from raters.backends import BackendError, LabelRequest, Prediction
 from raters.calibration import Calibrator
 
 if TYPE_CHECKING:
-    from raters.models import MachineRater
+    from labeling.models import MachineRater
 
 MODEL_NAME = "tfidf-logreg"
 FOLDS = 5

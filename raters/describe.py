@@ -29,9 +29,9 @@ from typing import Any
 from django.db.models import Count, Max, Min
 
 from annotator.models import Project
+from labeling.models import MachineLabel, MachineRater
 from raters import prompt
 from raters.classifier import FEATURES, MODEL_NAME, config_text
-from raters.models import MachineLabel, MachineRater
 from raters.reporting import release_estimates
 from raters.validation import validation_report
 

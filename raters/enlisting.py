@@ -24,9 +24,9 @@ from django.utils.translation import gettext
 
 from agreement.alt_test import MIN_ANNOTATORS, AltTestResult
 from annotator.models import Project
+from labeling.models import MachineRater
 from labeling.stopping import AdaptiveRule
 from raters.alt_test import rater_alt_test
-from raters.models import MachineRater
 from raters.runs import RaterError, final_codes
 from raters.validation import rater_figures
 

@@ -14,9 +14,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotator.permissions import membership_or_404
+from labeling.models import MachineRater
 from raters.estimates import EstimateError, Estimates, estimate
 from raters.forms import EstimateForm
-from raters.models import MachineRater
 from raters.permissions import VALIDATION_ROLES
 
 # The interval plot's geometry (SVG user units).

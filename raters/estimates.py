@@ -36,10 +36,10 @@ from agreement.active import estimate_shares_active
 from agreement.estimates import Plan, ShareEstimate, estimate_shares, plan_sizes
 from agreement.table_one import issue_year
 from annotator.models import Project
-from labeling.models import ProjectIssue, Resolution
+from labeling.models import MachineRater, ProjectIssue, Resolution
 from labeling.stopping import AdaptiveRule
 from raters.backends import FP_CODE, theme_code, type_code
-from raters.models import MachineRater, SampleDraw
+from raters.models import SampleDraw
 from taxonomy.lineage import Translator
 from taxonomy.models import TaxonomyNode
 

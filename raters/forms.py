@@ -5,7 +5,8 @@ from __future__ import annotations
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from raters.models import MachineRater, RaterRun
+from labeling.models import MachineRater
+from raters.models import RaterRun
 from raters.runs import RaterSettings, key_variable_refused
 
 

@@ -24,11 +24,11 @@ from django.utils.translation import gettext
 
 from annotator.models import Project
 from ingest.issue_urls import parse_issue_url, read_issue_url
-from labeling.models import ProjectIssue
+from labeling.models import MachineLabel, MachineRater, ProjectIssue
 from lib import csvread
 from raters.alt_test import retest_enlisted
 from raters.backends import FP_CODE
-from raters.models import MachineLabel, MachineRater, RaterRun
+from raters.models import RaterRun
 from taxonomy.models import TaxonomyNode
 
 COLUMNS = ("Issue_URL", "label", "confidence")

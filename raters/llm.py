@@ -84,7 +84,7 @@ from raters.runs import (
 )
 
 if TYPE_CHECKING:
-    from raters.models import MachineRater
+    from labeling.models import MachineRater
 
 FEW_SHOT = 8
 TOP_LOGPROBS = 1

@@ -24,10 +24,10 @@ from __future__ import annotations
 from typing import Any
 
 from annotator.models import Project
+from labeling.models import MachineRater
 from labeling.stopping import AdaptiveRule
 from raters.alt_test import human_theme_codes, rater_alt_test
 from raters.estimates import EstimateError, estimate
-from raters.models import MachineRater
 
 ESTIMATED = "estimated"
 NO_SAMPLE = "no_sample"

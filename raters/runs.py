@@ -35,7 +35,7 @@ from django.utils.translation import gettext_lazy as _
 from annotator.models import Project
 from ingest.hosts import MODEL_API_HOSTS, base_url_refused
 from ingest.models import Comment, Issue
-from labeling.models import ProjectIssue, Resolution
+from labeling.models import MachineLabel, MachineRater, ProjectIssue, Resolution
 from lib import jobclaim, stored_messages
 from raters import liveness
 from raters.alt_test import retest_enlisted
@@ -51,7 +51,7 @@ from raters.backends import (
     backend_for,
     theme_code,
 )
-from raters.models import MachineLabel, MachineRater, RaterRun
+from raters.models import RaterRun
 from taxonomy.lineage import Translator
 from taxonomy.models import TaxonomyNode
 

@@ -30,7 +30,7 @@ from agreement.active import (
     uncertainty,
 )
 from annotator.models import Project
-from labeling.models import ProjectIssue
+from labeling.models import MachineRater, ProjectIssue
 from labeling.setup import bring_to_front
 from lib.inputlimits import integer_range
 from raters.estimates import (
@@ -41,7 +41,7 @@ from raters.estimates import (
     machine_codes_at,
     scope_of,
 )
-from raters.models import MachineRater, SampleDraw, SampleInclusion
+from raters.models import SampleDraw, SampleInclusion
 
 
 def rater_confidences(rater: MachineRater) -> dict[int, float | None]:

@@ -6,8 +6,7 @@ from __future__ import annotations
 from django.db.models.signals import post_save
 
 from annotator import outbox
-from labeling.models import Resolution
-from raters.models import MachineRater
+from labeling.models import MachineRater, Resolution
 from raters.tasks import retrain_due
 
 

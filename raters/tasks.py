@@ -13,7 +13,8 @@ from celery import shared_task
 from django.db import transaction
 
 from annotator import outbox
-from raters.models import MachineRater, RaterRun
+from labeling.models import MachineRater
+from raters.models import RaterRun
 from raters.runs import RaterBusy, begin_run, raters_due, run_rater
 
 # A run another live process runs (this message delivered twice: the broker's visibility

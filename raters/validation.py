@@ -31,10 +31,10 @@ from typing import Any
 
 from agreement.measures import cohen, load_labels
 from annotator.models import Project
+from labeling.models import MachineLabel, MachineRater
 from raters.alt_test import rater_alt_tests
 from raters.backends import theme_code, type_code
 from raters.calibration import expected_calibration_error, reliability
-from raters.models import MachineLabel, MachineRater
 from raters.runs import final_codes
 
 THRESHOLDS = (0.0, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)

@@ -10,11 +10,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext
 
 from annotator.permissions import membership_or_404
+from labeling.models import MachineRater
 from lib import superseded
 from raters.enlisting import current_validations, enlist, rule_ignores
 from raters.forms import AddRaterForm, EnlistForm, ImportLabelsForm, RunForm
 from raters.imports import MAX_BYTES, LabelFileError, import_machine_labels
-from raters.models import MachineRater, RaterRun
+from raters.models import RaterRun
 from raters.permissions import RUN_ROLES, VALIDATION_ROLES
 from raters.runs import RaterError, add_rater
 from raters.tasks import start_run

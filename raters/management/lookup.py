@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.management.base import CommandError
 
 from annotator.models import Project
-from raters.models import MachineRater
+from labeling.models import MachineRater
 
 
 def project_and_rater(options: dict) -> tuple[Project, MachineRater]:

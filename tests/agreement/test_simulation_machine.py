@@ -16,9 +16,8 @@ from django.core.management import CommandError, call_command
 
 from agreement.simulation import SimulationError, machine_votes, simulate_machine
 from ingest.models import Issue
-from labeling.models import Annotation, ProjectIssue, Resolution
+from labeling.models import Annotation, MachineLabel, MachineRater, ProjectIssue, Resolution
 from labeling.stopping import FP, AdaptiveRule, early_decision
-from raters.models import MachineLabel, MachineRater
 from tests.conftest import make_issue, make_user
 from tests.raters.conftest import label_fields
 

@@ -158,7 +158,7 @@ def test_the_demo_trains_a_classifier_with_add_rater_and_machine_label(demo):
     from sklearn.dummy import DummyClassifier
     from sklearn.metrics import accuracy_score
 
-    from raters.models import MachineLabel
+    from labeling.models import MachineLabel
 
     def run(*args: str) -> str:
         out = StringIO()

@@ -22,8 +22,7 @@ import yaml
 from dataset.releases import release_path
 from labeling import resolution as labeling_resolution
 from labeling import submission
-from labeling.models import ProjectIssue, Resolution
-from raters.models import MachineLabel, MachineRater
+from labeling.models import MachineLabel, MachineRater, ProjectIssue, Resolution
 from tests.builders import label_data
 from tests.dataset.helpers import MINDSPEED, read_rows
 from tests.dataset.test_releases import (  # noqa: F401 (fixtures)

@@ -18,9 +18,9 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from labeling.models import MachineLabel, MachineRater
 from raters.alt_test import rater_alt_test
 from raters.estimates import estimate
-from raters.models import MachineLabel, MachineRater
 from tests.raters.conftest import WORDS, label_fields
 from tests.raters.test_release_estimates import labeled_study
 

@@ -33,8 +33,8 @@ from dataset.models import ExportJob, Release, UploadJob
 from dataset.releases import create_release, release_path
 from dataset.uploads import keep_file
 from ingest.models import Issue
-from labeling.models import ProjectIssue
-from raters.models import MachineLabel, RaterRun
+from labeling.models import MachineLabel, ProjectIssue
+from raters.models import RaterRun
 from raters.runs import RaterSettings, add_rater, create_run
 from tests.builders import final_issue
 from tests.faults.services import ROOT, PrivateRedis, wait_for

@@ -207,7 +207,8 @@ def test_another_annotator_cannot_tell_what_ada_chose(
 def _machine_labels(project, items) -> None:
     """A classifier rater with a run and a label on every issue, Ada's included (the resolve
     page shows them to a lead, so the probe below can fire)."""
-    from raters.models import MachineLabel, MachineRater, RaterRun
+    from labeling.models import MachineLabel, MachineRater
+    from raters.models import RaterRun
 
     rater = MachineRater.objects.create(project=project, name="machine-secret", kind="classifier")
     run = RaterRun.objects.create(rater=rater, status="done", total=len(items), done=len(items))

@@ -26,9 +26,17 @@ from django.utils import timezone
 from annotator.models import Membership, Project, Role
 from labeling import queue, resolution, submission
 from labeling.labels import Label
-from labeling.models import Annotation, ProjectIssue, QueueFrontier, Reservation, Resolution
+from labeling.models import (
+    Annotation,
+    MachineLabel,
+    MachineRater,
+    ProjectIssue,
+    QueueFrontier,
+    Reservation,
+    Resolution,
+)
 from labeling.stopping import AdaptiveRule, deciding_key, early_decision
-from raters.models import MachineLabel, MachineRater
+from lib import sql
 from tests.conftest import make_issue, make_user
 from tests.labeling.conftest import label_data
 from tests.raters.conftest import label_fields
@@ -434,9 +442,14 @@ class AdaptiveState:
     policy: str = Project.Policy.LEAD_DECIDES
     needs_more_first: bool = True
     revised: bool = False  # the others' labels meet the rule only after a revision
-    # A machine rater's label on the target (code, confidence; its threshold is 0.5).
+    # A machine rater's label on the target (code, confidence), the rater's threshold, and
+    # whether the rater is enlisted, the label valid and current, the rater another project's.
     machine: tuple[str, float] | None = None
     enlisted: bool = True
+    threshold: float | None = 0.5
+    valid: bool = True
+    current: bool = True
+    elsewhere: bool = False
 
     def __str__(self) -> str:
         return f"{self.name}: {self.action} after {self.others}"
@@ -510,6 +523,21 @@ ADAPTIVE_TABLE = [
         lead=1,
     ),
     AdaptiveState("machine beside two", ("C.2", "C.1"), "label C.1", "final", machine=("C.1", 0.9)),
+    # Which machine labels vote: at or above the rater's threshold, valid, current, this
+    # project's rater (`MachineLabel.objects.enlisted_votes`, and its SQL copy in submission).
+    AdaptiveState("machine at its threshold", (), "label C.1", "final", machine=("C.1", 0.5)),
+    AdaptiveState(
+        "machine without a threshold", (), "label C.1", "open", machine=("C.1", 0.9), threshold=None
+    ),
+    AdaptiveState(
+        "machine output invalid", (), "label C.1", "open", machine=("C.1", 0.9), valid=False
+    ),
+    AdaptiveState(
+        "machine label superseded", (), "label C.1", "open", machine=("C.1", 0.9), current=False
+    ),
+    AdaptiveState(
+        "machine of another project", (), "label C.1", "open", machine=("C.1", 0.9), elsewhere=True
+    ),
 ]
 
 
@@ -529,18 +557,23 @@ class AdaptiveStudy(Study):
         machine = None
         if state.machine:
             code, confidence = state.machine
+            owner = project
+            if state.elsewhere:
+                owner = Project.objects.create(
+                    name="elsewhere", taxonomy_version=project.taxonomy_version
+                )
             rater = MachineRater.objects.create(
-                project=project,
+                project=owner,
                 name="clf",
                 kind="classifier",
                 enlisted=state.enlisted,
-                confidence_threshold=0.5,
+                confidence_threshold=state.threshold,
             )
             MachineLabel.objects.create(
                 rater=rater, issue_id=item.issue_id, confidence=confidence,
-                **label_fields(project, code),
+                valid=state.valid, is_current=state.current, **label_fields(project, code),
             )  # fmt: skip
-            if state.enlisted and confidence >= 0.5:
+            if self.votes(state):
                 machine = deciding_key(_label(project, code))
         keys = []
         for other, code in zip(self.others, state.others, strict=False):
@@ -565,6 +598,14 @@ class AdaptiveStudy(Study):
             self._store(self.ada, state.ada)
             own = 1
         ProjectIssue.objects.filter(pk=item.pk).update(annotation_count=len(state.others) + own)
+
+    @staticmethod
+    def votes(state) -> bool:
+        """The state's machine label votes, worked out by hand from the rule."""
+        if not state.machine or state.threshold is None:
+            return False
+        usable = state.enlisted and state.valid and state.current and not state.elsewhere
+        return usable and state.machine[1] >= state.threshold
 
     def act(self, state):
         project, item = self.project, self.target
@@ -627,16 +668,37 @@ def test_both_paths_decide_every_adaptive_state_alike(adaptive_study, settings, 
     )
     assert not decided & set(taken_in_one_call)
     assert not any(name.startswith("revision") for name in taken_in_one_call)
+    # Its SQL copy of the machine vote reads the labels the Python path reads: it declined
+    # every label of an issue with a vote and took the others that leave the issue open.
+    machine_states = [s for s in ADAPTIVE_TABLE if s.machine]
+    assert not {s.name for s in machine_states if study.votes(s)} & set(taken_in_one_call)
+    silent = {s.name for s in machine_states if not study.votes(s) and s.expect == "open"}
+    assert {"machine unsure", "machine output invalid", "machine of another project"} <= silent
+    assert silent <= set(taken_in_one_call)
 
 
-def test_an_early_final_label_is_recorded_the_same_on_both_paths(adaptive_study, settings):
-    """The rows behind the table's "final": method, label and the labels it is based on."""
-    state = next(s for s in ADAPTIVE_TABLE if s.name == "decided at min, sub-themes differ")
-    results = adaptive_study.run_both(state, settings)
-    assert differences(results) == []
-    _, rows = results["pg-functions"]
-    # The tie between sub-themes goes to the one chosen first (the other's, C.1.i).
-    assert rows["resolutions"] == [
-        ("target", "majority", "C.1.i", True, (("ada", 1), ("otto-annotator", 1)))
-    ]
-    assert rows["project issues"][1][:3] == ("target", "final", 2)
+def test_the_machine_vote_reads_the_same_labels_in_sql_and_python(adaptive_study):
+    """`submission._ENLISTED_MACHINE_SQL` (the PL/pgSQL path's) and
+    `MachineLabel.objects.enlisted_votes` (the Python path's) find a vote in the same states,
+    and the states the table works out by hand."""
+    study = adaptive_study
+    project, item = study.project, study.target
+    found = {}
+    for state in (s for s in ADAPTIVE_TABLE if s.machine):
+        with transaction.atomic():
+            study.build(state)
+            params = {"issue": item.issue_id, "project": project.pk}
+            (in_sql,) = sql.first_row(submission._ENLISTED_MACHINE_SQL, params)
+            in_python = (
+                MachineLabel.objects.enlisted_votes(project.pk)
+                .filter(issue_id=item.issue_id)
+                .exists()
+            )
+            found[state.name] = (in_sql, in_python, study.votes(state))
+            transaction.set_rollback(True)
+    assert {name: got for name, got in found.items() if len(set(got)) > 1} == {}
+    voting = {name for name, (in_sql, _, _) in found.items() if in_sql}
+    assert {"machine agrees", "machine at its threshold"} <= voting
+    assert {"machine unsure", "machine without a threshold", "machine label superseded"}.isdisjoint(
+        voting
+    )

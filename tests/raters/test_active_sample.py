@@ -18,9 +18,9 @@ from django.utils import translation
 from agreement.active import bernoulli_draw, estimate_shares_active, inclusion_probabilities
 from ingest.models import Issue
 from labeling import resolution, submission
-from labeling.models import ProjectIssue, Resolution
+from labeling.models import MachineLabel, MachineRater, ProjectIssue, Resolution
 from raters.estimates import EstimateError, estimate
-from raters.models import MachineLabel, MachineRater, SampleDraw, SampleInclusion
+from raters.models import SampleDraw, SampleInclusion
 from raters.sampling import draw_sample
 from tests.builders import final_issue, label_data, label_item
 from tests.raters.conftest import label_fields

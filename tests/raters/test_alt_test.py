@@ -13,9 +13,8 @@ import pytest
 from agreement.alt_test import alt_test
 from annotator.models import Role
 from ingest.models import Issue
-from labeling.models import Annotation, ProjectIssue
+from labeling.models import Annotation, MachineLabel, MachineRater, ProjectIssue
 from raters.alt_test import rater_alt_test
-from raters.models import MachineLabel, MachineRater
 from tests.conftest import add_members, make_user
 from tests.raters.conftest import label_fields
 

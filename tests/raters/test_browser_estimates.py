@@ -12,8 +12,8 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from django.urls import reverse
 
+from labeling.models import MachineRater
 from raters.estimates import estimate
-from raters.models import MachineRater
 from tests.axe import blocking_violations
 from tests.conftest import log_in
 from tests.raters.test_release_estimates import labeled_study

@@ -8,7 +8,8 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from django.urls import reverse
 
-from raters.models import MachineRater, RaterRun
+from labeling.models import MachineRater
+from raters.models import RaterRun
 from raters.runs import run_rater
 from raters.validation import validation_report
 from tests.axe import blocking_violations

@@ -19,9 +19,8 @@ from sklearn.calibration import calibration_curve
 
 from annotator.models import Project
 from ingest.models import Repository
-from labeling.models import Resolution
+from labeling.models import MachineLabel, MachineRater, Resolution
 from raters.calibration import Calibrator
-from raters.models import MachineLabel, MachineRater
 from raters.runs import RaterSettings, add_rater, create_run, run_rater
 from raters.validation import validation_report
 from taxonomy.models import TaxonomyVersion

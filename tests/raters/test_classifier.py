@@ -11,10 +11,10 @@ from django.utils import translation
 from sklearn.metrics import cohen_kappa_score
 
 from ingest.models import Issue
-from labeling.models import ProjectIssue, Resolution
+from labeling.models import MachineLabel, MachineRater, ProjectIssue, Resolution
 from raters import classifier
 from raters.backends import theme_code, type_code
-from raters.models import MachineLabel, MachineRater, RaterRun
+from raters.models import RaterRun
 from raters.runs import (
     RaterError,
     RaterSettings,

@@ -8,7 +8,8 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from raters.models import MachineLabel, MachineRater, RaterRun
+from labeling.models import MachineLabel, MachineRater
+from raters.models import RaterRun
 
 pytestmark = pytest.mark.django_db
 

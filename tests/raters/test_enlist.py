@@ -21,8 +21,8 @@ from sklearn.metrics import cohen_kappa_score
 
 from annotator.models import Membership, Role
 from labeling.labels import LABEL_FIELDS
-from labeling.models import Annotation, Resolution
-from raters.models import MachineLabel, MachineRater, RaterRun
+from labeling.models import Annotation, MachineLabel, MachineRater, Resolution
+from raters.models import RaterRun
 from raters.runs import create_run, run_rater
 from tests.conftest import add_members, make_user
 from tests.raters.conftest import add_finals, label_fields

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from raters.models import MachineRater
+from labeling.models import MachineRater
 from tests.builders import final_issue
 from tests.raters.test_estimates import HUMAN, queue  # noqa: F401 (a fixture)
 

@@ -14,9 +14,8 @@ from django.core.management import CommandError, call_command
 from agreement.estimates import estimate_shares
 from ingest.models import Issue, Repository
 from labeling import resolution, submission
-from labeling.models import ProjectIssue, Resolution
+from labeling.models import MachineLabel, MachineRater, ProjectIssue, Resolution
 from raters.estimates import EstimateError, estimate
-from raters.models import MachineLabel, MachineRater
 from tests.builders import final_issue, label_data, label_item
 from tests.raters.conftest import label_fields
 

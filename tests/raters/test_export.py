@@ -10,8 +10,7 @@ import zipfile
 import pytest
 
 from dataset.exports import MACHINE_LABEL_COLUMNS, build_zip
-from labeling.models import ProjectIssue
-from raters.models import MachineLabel, MachineRater
+from labeling.models import MachineLabel, MachineRater, ProjectIssue
 from raters.runs import create_run, run_rater
 
 pytestmark = pytest.mark.django_db

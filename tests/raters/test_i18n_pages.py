@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from raters.models import MachineRater, RaterRun
+from labeling.models import MachineRater
+from raters.models import RaterRun
 
 pytestmark = pytest.mark.django_db
 

@@ -9,9 +9,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from ingest.models import Issue
-from labeling.models import ProjectIssue
+from labeling.models import MachineLabel, MachineRater, ProjectIssue
 from raters.imports import LabelFileError, import_machine_labels
-from raters.models import MachineLabel, MachineRater, RaterRun
+from raters.models import RaterRun
 from raters.runs import RaterError, create_run
 from raters.validation import validation_report
 

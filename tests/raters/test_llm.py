@@ -21,8 +21,8 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from labeling.models import Resolution
-from raters.models import MachineLabel, MachineRater, RaterRun
+from labeling.models import MachineLabel, MachineRater, Resolution
+from raters.models import RaterRun
 from raters.runs import RaterError, RaterSettings, add_rater, create_run, run_rater
 from raters.validation import validation_report
 from taxonomy.models import TaxonomyNode

@@ -33,9 +33,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from dataset.exports import write_machine_labels_csv
+from labeling.models import MachineLabel, MachineRater
 from raters import liveness
 from raters.describe import describe_raters
-from raters.models import MachineLabel, MachineRater, RaterRun
+from raters.models import RaterRun
 from raters.runs import RaterError, RaterSettings, add_rater, begin_run, create_run, run_rater
 from tests.raters.conftest import add_finals
 from tests.raters.fakeopenai import FakeOpenAI

@@ -11,7 +11,8 @@ import pytest
 from celery.exceptions import Retry
 from django.utils import timezone
 
-from raters.models import MachineLabel, RaterRun
+from labeling.models import MachineLabel
+from raters.models import RaterRun
 from raters.runs import RaterSettings, add_rater, create_run
 from raters.tasks import run_rater_task
 

@@ -19,9 +19,8 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from dataset.releases import build_release, create_release, release_path
-from labeling.models import Resolution
+from labeling.models import MachineLabel, MachineRater, Resolution
 from raters import prompt
-from raters.models import MachineLabel, MachineRater
 from raters.runs import create_run, run_rater
 from raters.validation import validation_report
 

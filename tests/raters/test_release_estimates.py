@@ -21,10 +21,9 @@ import pytest
 from annotator.models import Role
 from dataset.releases import build_release, create_release, release_path
 from ingest.models import Repository
-from labeling.models import ProjectIssue
+from labeling.models import MachineLabel, MachineRater, ProjectIssue
 from raters.alt_test import rater_alt_test
 from raters.estimates import estimate
-from raters.models import MachineLabel, MachineRater
 from tests.conftest import add_members, make_user
 from tests.raters.conftest import WORDS, add_finals, label_fields
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from django.db import IntegrityError
 
-from labeling.models import Resolution
-from raters.models import MachineLabel, MachineRater, RaterRun
+from labeling.models import MachineLabel, MachineRater, Resolution
+from raters.models import RaterRun
 from raters.runs import RaterBusy, begin_run, create_run, run_rater
 from raters.tasks import retrain_due
 from tests.raters.conftest import add_finals

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from raters.models import MachineRater, RaterRun
+from labeling.models import MachineRater
+from raters.models import RaterRun
 from raters.runs import create_run, run_rater
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fit_once")]
