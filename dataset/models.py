@@ -7,6 +7,7 @@ from django.db import models
 from django.db.models import JSONField, Value
 from django.utils import timezone, translation
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from lib import stored_messages
 
@@ -381,7 +382,7 @@ class RecallRanking(models.Model):
 
     class Status(models.TextChoices):
         PENDING = "pending", _("queued")
-        RUNNING = "running", _("ranking")
+        RUNNING = "running", pgettext_lazy("a job's status", "ranking")
         DONE = "done", _("ready")
         FAILED = "failed", _("failed")
 
