@@ -141,7 +141,7 @@ def expected_ranking(project: Project) -> list[tuple[int, float]]:
     for row in Resolution.objects.filter(project=project, is_current=True).select_related(
         "issue_type", "theme", "sub_theme"
     ):
-        finals[row.issue_id] = "FP" if row.is_false_positive else row.theme.code
+        finals[row.issue_id] = "FP" if row.theme is None else row.theme.code
     texts = {i.pk: f"{i.title}\n{i.body}" for i in Issue.objects.all()}
     in_project = set(
         ProjectIssue.objects.filter(project=project).values_list("issue_id", flat=True)
