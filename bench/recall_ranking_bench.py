@@ -149,8 +149,9 @@ def main() -> None:
     url = f"/projects/{project.pk}/recall/"
 
     def page() -> None:
-        answer = client.get(url)
-        assert answer.status_code == 200 and b'id="ranking-table"' in answer.content
+        answer = client.get(url, secure=True)
+        assert answer.status_code == 200, answer.status_code
+        assert b'id="ranking-table"' in answer.content
 
     stored_view = recall_views.ranking_state
     recall_views.ranking_state = in_request
