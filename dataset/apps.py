@@ -8,6 +8,7 @@ class DatasetConfig(AppConfig):
 
     def ready(self) -> None:
         from annotator.links import ANALYSE, PUBLISH, SET_UP, ProjectLink, register
+        from dataset import signals
         from dataset.permissions import EXPORT_ROLES, RECALL_ROLES, RELEASE_ROLES, UPLOAD_ROLES
 
         register(
@@ -23,3 +24,4 @@ class DatasetConfig(AppConfig):
             ProjectLink(_("Filter recall"), "filter_recall", RECALL_ROLES, 75, group=ANALYSE),
             ProjectLink(_("Upload issues"), "upload_issues", UPLOAD_ROLES, 78, group=SET_UP),
         )
+        signals.connect()

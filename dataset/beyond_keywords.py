@@ -5,8 +5,17 @@ The dropped issues are those `dataset.recall.dropped_population` offers a draw: 
 scope, dropped by the filter (`Issue.filter_status`), not in the project yet. The classifier
 (`raters.classifier.fit`, the same features and model as the classifier rater) is trained on the
 project's final issues (`raters.runs.final_codes`, theme level) and each dropped issue is scored
-by its probability of not being a false positive. Nothing is stored: the ranking is computed when
-a lead asks for it.
+by its probability of not being a false positive (`score_dropped`).
+
+Fitting takes seconds to a minute, so it never runs in a request: a job (`RecallRanking`, the
+task `dataset.tasks.run_ranking`) scores every dropped issue and stores the scores
+(`RankedIssue`), once per version of the project's classifier rater. Training a classifier
+rater queues it (`raters.runs.rater_trained`, received by `dataset.signals`); a lead may also
+ask for one from the recall page, which is how a project with no trained classifier rater gets
+a ranking (its `rater` empty). The page reads the latest ready ranking of the current (rater,
+version) (`ranking_state`): the `TOP` best scored issues that are still dropped issues outside
+the project. A dropped issue's score depends only on the training set and its own text, so
+leaving out the issues that have joined the project since gives what ranking again would.
 
 An issue a lead adds this way joins the queue as an ordinary issue, not as a recall probe: it was
 chosen, not drawn at random, so it must not enter the recall estimate. It also leaves the dropped
@@ -16,21 +25,37 @@ recall page counts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
 
 from django.db import transaction
-from django.utils.translation import gettext
+from django.utils import timezone
+from django.utils.translation import gettext, gettext_noop
 
 from annotator.models import Project
+from dataset.models import RankedIssue, RecallRanking
 from dataset.recall import RecallError, dropped_population
 from ingest.models import Issue
-from labeling.models import ProjectIssue
+from labeling.models import MachineRater, ProjectIssue
 from labeling.setup import place_in_queue
+from lib import jobclaim, stored_messages
 from raters import classifier
 from raters.runs import final_codes, issue_texts
 
-# The page lists this many; a larger list is what the command line is for.
+# The page lists this many.
 TOP = 25
+# Scores are written this many rows per statement.
+STORE_CHUNK = 5000
+# A ranking `running` under a worker on another host not heard of for this long is taken over.
+STALE_RANKING = timedelta(minutes=30)
+
+TOO_FEW_FINALS = gettext_noop(
+    "the classifier needs at least %(needed)s final issues with two "
+    "different labels to learn from (this project has %(finals)s)"
+)
+
+Progress = Callable[[str, int, int], None]
 
 
 @dataclass
@@ -44,29 +69,233 @@ class Candidate:
     relevance: float
 
 
-def rank_dropped(project: Project, top: int = TOP) -> list[Candidate]:
-    """The `top` dropped issues most likely relevant, likeliest first (ties by issue id)."""
+def _too_few(finals: dict[int, str]) -> bool:
+    return len(finals) < classifier.MIN_FINALS or len(set(finals.values())) < 2
+
+
+def check_trainable(project: Project) -> None:
+    """RecallError("rank") when the project's finals are too few to learn from (no fitting)."""
     finals = final_codes(project)
-    if len(finals) < classifier.MIN_FINALS or len(set(finals.values())) < 2:
+    if _too_few(finals):
         raise RecallError(
             "rank",
-            gettext(
-                "the classifier needs at least %(needed)s final issues with two "
-                "different labels to learn from (this project has %(finals)s)"
-            )
-            % {"needed": classifier.MIN_FINALS, "finals": len(finals)},
+            gettext(TOO_FEW_FINALS) % {"needed": classifier.MIN_FINALS, "finals": len(finals)},
         )
+
+
+def score_dropped(
+    project: Project, progress: Progress | None = None
+) -> tuple[int, list[tuple[int, float]]]:
+    """Fit the classifier on the project's finals and score every dropped issue: the number of
+    final issues trained on, and (issue id, relevance) pairs, likeliest first (ties by id).
+    What the ranking job stores; RecallError when there is too little to learn from."""
+    finals = final_codes(project)
+    if _too_few(finals):
+        raise RecallError(
+            "rank",
+            gettext(TOO_FEW_FINALS) % {"needed": classifier.MIN_FINALS, "finals": len(finals)},
+        )
+    return _score(project, finals, progress or (lambda step, done, total: None))
+
+
+def _score(
+    project: Project, finals: dict[int, str], progress: Progress
+) -> tuple[int, list[tuple[int, float]]]:
     _, candidates = dropped_population(project)
     ids = sorted(i for group in candidates.values() for i in group)
     if not ids:
-        return []
-    texts = issue_texts(set(ids) | set(finals))
-    trained = [i for i in finals if i in texts]
-    model = classifier.fit([texts[i] for i in trained], [finals[i] for i in trained])
-    scores = model.relevance([texts.get(i, "") for i in ids])
-    best = sorted(zip(ids, scores, strict=True), key=lambda pair: (-pair[1], pair[0]))[:top]
+        return 0, []
+    progress("training", 0, len(ids))
+    final_texts = issue_texts(finals)
+    trained = [i for i in finals if i in final_texts]
+    model = classifier.fit([final_texts[i] for i in trained], [finals[i] for i in trained])
+    # Texts read and scored a chunk at a time: a dropped issue's score is its own text's.
+    scores: list[float] = []
+    for start in range(0, len(ids), classifier.PREDICT_CHUNK):
+        chunk = ids[start : start + classifier.PREDICT_CHUNK]
+        texts = issue_texts(chunk)
+        scores += model.relevance([texts.get(i, "") for i in chunk])
+        progress("scoring", start + len(chunk), len(ids))
+    ranked = sorted(zip(ids, scores, strict=True), key=lambda pair: (-pair[1], pair[0]))
+    return len(trained), ranked
+
+
+def ranking_key(project: Project) -> tuple[MachineRater | None, int]:
+    """Whose ranking the page shows: the project's classifier rater trained last and its
+    version, or (None, 0) when no classifier rater is trained."""
+    rater = (
+        MachineRater.objects.filter(
+            project=project, kind=MachineRater.Kind.CLASSIFIER, version__gt=0
+        )
+        .order_by("-trained_at", "-pk")
+        .first()
+    )
+    return rater, rater.version if rater is not None else 0
+
+
+def _of_key(project: Project, rater: MachineRater | None, version: int):
+    """The project's rankings for (rater, version); rater None: those with no rater."""
+    return RecallRanking.objects.filter(project=project, rater=rater, rater_version=version)
+
+
+@transaction.atomic
+def begin_ranking(
+    project: Project, rater: MachineRater | None, version: int, user=None
+) -> tuple[RecallRanking, bool]:
+    """A new ranking of the project for (rater, version), and True; or the one of that key
+    already queued or running, and False (two requests at once start one job between them:
+    the project's row is locked while this decides)."""
+    Project.objects.select_for_update().filter(pk=project.pk).first()
+    busy = (
+        _of_key(project, rater, version)
+        .filter(status__in=[RecallRanking.Status.PENDING, RecallRanking.Status.RUNNING])
+        .first()
+    )
+    if busy is not None:
+        return busy, False
+    ranking = RecallRanking.objects.create(
+        project=project, rater=rater, rater_version=version, requested_by=user
+    )
+    return ranking, True
+
+
+def _claim(ranking_id: int) -> RecallRanking | None:
+    """Mark the ranking as this process's (RUNNING), under a row lock; None when it is done
+    or failed. `jobclaim.Busy` while another live process ranks it."""
+    key = f"ranking:{ranking_id}"
+    with transaction.atomic():
+        ranking = (
+            RecallRanking.objects.select_for_update()
+            .select_related("project__taxonomy_version")
+            .get(pk=ranking_id)
+        )
+        if ranking.status in (RecallRanking.Status.DONE, RecallRanking.Status.FAILED):
+            return None
+        if ranking.status == RecallRanking.Status.RUNNING and not jobclaim.gone(
+            key, ranking.worker, ranking.heartbeat_at or ranking.started_at, STALE_RANKING
+        ):
+            raise jobclaim.Busy(key)
+        now = timezone.now()
+        ranking.status, ranking.started_at = RecallRanking.Status.RUNNING, now
+        ranking.worker, ranking.heartbeat_at = jobclaim.this_worker(), now
+        ranking.save(update_fields=["status", "started_at", "worker", "heartbeat_at"])
+        jobclaim.start(key)
+    return ranking
+
+
+def run_ranking_job(ranking_id: int) -> RecallRanking:
+    """Score the project's dropped issues and store the ranking; safe to run twice (a finished
+    ranking is left as it is; one whose worker died is taken over and ranked again)."""
+    ranking = _claim(ranking_id)
+    if ranking is None:
+        return RecallRanking.objects.get(pk=ranking_id)
+    try:
+        return _rank(ranking)
+    finally:
+        jobclaim.stop(f"ranking:{ranking_id}")
+
+
+def _rank(ranking: RecallRanking) -> RecallRanking:
+    def progress(step: str, done: int, total: int) -> None:
+        RecallRanking.objects.filter(pk=ranking.pk).update(
+            step=step, progress=min(99, 100 * done // max(total, 1)), heartbeat_at=timezone.now()
+        )
+        jobclaim.step_pause()
+
+    finals = final_codes(ranking.project)
+    if _too_few(finals):
+        error = stored_messages.dump(
+            TOO_FEW_FINALS, needed=classifier.MIN_FINALS, finals=len(finals)
+        )
+        return _finish(ranking, RecallRanking.Status.FAILED, error=error)
+    try:
+        trained_on, ranked = _score(ranking.project, finals, progress)
+        progress("storing", 0, 1)
+        with transaction.atomic():
+            # A ranking taken over from a worker that died may hold part of its scores.
+            RankedIssue.objects.filter(ranking=ranking).delete()
+            for start in range(0, len(ranked), STORE_CHUNK):
+                RankedIssue.objects.bulk_create(
+                    RankedIssue(ranking_id=ranking.pk, issue_id=i, relevance=score)
+                    for i, score in ranked[start : start + STORE_CHUNK]
+                )
+            done = _finish(
+                ranking, RecallRanking.Status.DONE, trained_on=trained_on, scored=len(ranked)
+            )
+            # The rater's earlier rankings are no longer current: their scores go.
+            RecallRanking.objects.filter(
+                project=ranking.project_id,
+                rater=ranking.rater_id,
+                status__in=[RecallRanking.Status.DONE, RecallRanking.Status.FAILED],
+                created_at__lte=ranking.created_at,
+            ).exclude(pk=ranking.pk).delete()
+        return done
+    except Exception as exc:
+        _finish(
+            ranking,
+            RecallRanking.Status.FAILED,
+            error=stored_messages.dump(gettext_noop("ranking failed: %(error)s"), error=str(exc)),
+        )
+        raise
+
+
+def _finish(ranking: RecallRanking, status: str, **fields) -> RecallRanking:
+    RecallRanking.objects.filter(pk=ranking.pk).update(
+        status=status,
+        progress=100 if status == RecallRanking.Status.DONE else ranking.progress,
+        finished_at=timezone.now(),
+        **fields,
+    )
+    ranking.refresh_from_db()
+    return ranking
+
+
+@dataclass
+class RankingState:
+    """What the recall page shows of the ranking: whose it is (the classifier rater and version,
+    or none), the latest job of that key, its latest ready ranking and the best candidates."""
+
+    rater: MachineRater | None
+    version: int
+    job: RecallRanking | None = None
+    ready: RecallRanking | None = None
+    candidates: list[Candidate] = field(default_factory=list)
+
+    @property
+    def working(self) -> bool:
+        return self.job is not None and self.job.status in (
+            RecallRanking.Status.PENDING,
+            RecallRanking.Status.RUNNING,
+        )
+
+
+def ranking_state(
+    project: Project, top: int = TOP, dropped: Sequence[int] | None = None
+) -> RankingState:
+    """The stored ranking of the project's current classifier rater version (no fitting): the
+    `top` scored issues still dropped and outside the project, likeliest first. `dropped`: the
+    current candidates' ids, when the caller has them (`dropped_population`)."""
+    rater, version = ranking_key(project)
+    rankings = _of_key(project, rater, version).order_by("-created_at", "-pk")
+    state = RankingState(rater=rater, version=version, job=rankings.first())
+    state.ready = rankings.filter(status=RecallRanking.Status.DONE).first()
+    if state.ready is None:
+        return state
+    if dropped is None:
+        _, candidates = dropped_population(project)
+        dropped = [i for group in candidates.values() for i in group]
+    still = set(dropped)
+    best: list[tuple[int, float]] = []
+    scores = RankedIssue.objects.filter(ranking=state.ready).order_by("-relevance", "issue_id")
+    batch, start = max(4 * top, 100), 0
+    while len(best) < top:
+        rows = list(scores.values_list("issue_id", "relevance")[start : start + batch])
+        best += [(i, score) for i, score in rows if i in still][: top - len(best)]
+        if len(rows) < batch:
+            break
+        start += batch
     issues = Issue.objects.select_related("repository").in_bulk([i for i, _ in best])
-    return [
+    state.candidates = [
         Candidate(
             issue_id=i,
             repository=issues[i].repository.full_name,
@@ -76,6 +305,7 @@ def rank_dropped(project: Project, top: int = TOP) -> list[Candidate]:
         )
         for i, score in best
     ]
+    return state
 
 
 @transaction.atomic

@@ -7,9 +7,11 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 from django.db.models import JSONField, Value
-from django.utils import translation
+from django.utils import timezone, translation
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
+from lib import stored_messages
 from lib.jobs import Job
 
 
@@ -357,3 +359,90 @@ class PublishedRepeat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.file_name}, line {self.line}: repeats issue {self.issue_id}"
+
+
+# The steps a running ranking names (stored in English, shown in the reader's language).
+RANKING_STEP_LABELS = {
+    "training": _("training the classifier"),
+    "scoring": _("scoring the dropped issues"),
+    "storing": _("storing the ranking"),
+}
+
+
+class RecallRanking(models.Model):
+    """The classifier's ranking of a project's dropped issues (`dataset.beyond_keywords`),
+    computed by a job, never in a request: once per version of the project's classifier rater
+    (queued when the rater is trained), or when a lead asks (`rater` empty where the project
+    has no trained classifier rater). The recall page reads the latest ready ranking of the
+    current (rater, version); a rater trained again gets a new one."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", _("queued")
+        RUNNING = "running", pgettext_lazy("a job's status", "ranking")
+        DONE = "done", _("ready")
+        FAILED = "failed", _("failed")
+
+    project = models.ForeignKey(
+        "annotator.Project", on_delete=models.CASCADE, related_name="recall_rankings"
+    )
+    rater = models.ForeignKey(
+        "labeling.MachineRater", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    rater_version = models.PositiveIntegerField(default=0)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    step = models.CharField(max_length=20, blank=True)
+    progress = models.PositiveSmallIntegerField(default=0, help_text=_("percent"))
+    # A message stored to be read in each reader's language (`lib.stored_messages`).
+    error = models.TextField(blank=True)
+    trained_on = models.PositiveIntegerField(default=0, help_text=_("final issues trained on"))
+    scored = models.PositiveIntegerField(default=0, help_text=_("dropped issues scored"))
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # The process ranking it ("host:pid") and when it was last heard of (lib.jobclaim).
+    worker = models.CharField(max_length=200, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("recall ranking")
+        verbose_name_plural = _("recall rankings")
+        ordering = ["-created_at", "-pk"]
+        indexes = [
+            models.Index(fields=["project", "rater", "rater_version"], name="recall_ranking_key")
+        ]
+
+    def __str__(self) -> str:
+        return f"ranking {self.pk} of {self.project} (v{self.rater_version}, {self.status})"
+
+    @property
+    def error_shown(self) -> str:
+        """The error in the reader's language (`lib.stored_messages`)."""
+        return stored_messages.shown(self.error)
+
+    @property
+    def step_shown(self) -> str:
+        return str(RANKING_STEP_LABELS.get(self.step, self.step))
+
+
+class RankedIssue(models.Model):
+    """One dropped issue's score in a ranking: the probability that it is not a false positive."""
+
+    ranking = models.ForeignKey(RecallRanking, on_delete=models.CASCADE, related_name="scores")
+    issue = models.ForeignKey("ingest.Issue", on_delete=models.CASCADE, related_name="+")
+    relevance = models.FloatField()
+
+    class Meta:
+        verbose_name = _("ranked dropped issue")
+        verbose_name_plural = _("ranked dropped issues")
+        constraints = [
+            models.UniqueConstraint(fields=["ranking", "issue"], name="one_score_per_ranked_issue")
+        ]
+        indexes = [
+            models.Index(fields=["ranking", "-relevance", "issue"], name="ranked_issue_order")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.issue_id}: {self.relevance:.3f}"

@@ -1,6 +1,8 @@
 """The filter-recall page: the report of the keyword filter's estimated recall (leads, admins
 and researchers), the form that draws recall probes, and the classifier's ranking of the dropped
-issues with a button that adds one to the queue (leads and admins)."""
+issues with a button that adds one to the queue (leads and admins). The ranking is read as a
+job stored it (`dataset.beyond_keywords.ranking_state`), never fitted in a request: a lead
+starts the job where none is ready, and the ranking's card polls (htmx) while it runs."""
 
 from __future__ import annotations
 
@@ -13,11 +15,18 @@ from django.utils.translation import gettext, ngettext
 from django.views.decorators.http import require_POST
 
 from annotator.permissions import membership_or_404
-from dataset.beyond_keywords import Candidate, add_dropped_issue, rank_dropped
+from dataset.beyond_keywords import (
+    RankingState,
+    add_dropped_issue,
+    check_trainable,
+    ranking_key,
+    ranking_state,
+)
 from dataset.forms import AddDroppedIssueForm, RecallDrawForm
 from dataset.formviews import call_with_form
 from dataset.permissions import RECALL_ROLES, can_draw_probes
 from dataset.recall import RecallError, draw_probes, recall_report
+from dataset.tasks import start_ranking
 
 
 @login_required
@@ -57,22 +66,19 @@ def filter_recall(request, project_id: int):
 
 
 def _page(
-    request, membership, *, form=None, add_form=None, status: int = 200
-):  # the page, with the ranking when a lead asked for it (`?rank=1`)
+    request, membership, *, form=None, add_form=None, rank_error: str = "", status: int = 200
+):  # the page, with the stored ranking for those who may add from it
     may_draw = can_draw_probes(membership)
-    ranking: list[Candidate] | None = None
-    rank_error = ""
-    if may_draw and (request.GET.get("rank") or add_form is not None):
-        try:
-            ranking = rank_dropped(membership.project)
-        except RecallError as exc:
-            rank_error = exc.message
+    report = recall_report(membership.project)
+    ranking: RankingState | None = None
+    if may_draw:
+        ranking = ranking_state(membership.project)
     return render(
         request,
         "dataset/recall.html",
         {
             "project": membership.project,
-            "report": recall_report(membership.project),
+            "report": report,
             "form": form or RecallDrawForm(),
             "may_draw": may_draw,
             "ranking": ranking,
@@ -83,13 +89,49 @@ def _page(
     )
 
 
+def _lead(request, project_id: int):
+    membership = membership_or_404(request.user, project_id, roles=RECALL_ROLES)
+    if not can_draw_probes(membership):
+        raise Http404
+    return membership
+
+
+@login_required
+def ranking(request, project_id: int):
+    """The ranking's card alone: what the page polls while the job runs."""
+    membership = _lead(request, project_id)
+    return render(
+        request,
+        "dataset/_ranking.html",
+        {
+            "project": membership.project,
+            "ranking": ranking_state(membership.project),
+            "add_form": AddDroppedIssueForm(),
+        },
+    )
+
+
+@login_required
+@require_POST
+def rank(request, project_id: int):
+    """A lead asks for the ranking of the current classifier rater version (or, with none
+    trained, of the project's final labels): the job is queued, never run here."""
+    membership = _lead(request, project_id)
+    project = membership.project
+    try:
+        check_trainable(project)
+    except RecallError as exc:
+        return _page(request, membership, rank_error=exc.message, status=400)
+    rater, version = ranking_key(project)
+    start_ranking(project, rater, version, request.user)
+    return redirect(reverse("filter_recall", args=[project_id]) + "#recall-ranking")
+
+
 @login_required
 @require_POST
 def add_dropped(request, project_id: int):
     """A lead adds one dropped issue of the ranking to the project's queue."""
-    membership = membership_or_404(request.user, project_id, roles=RECALL_ROLES)
-    if not can_draw_probes(membership):
-        raise Http404
+    membership = _lead(request, project_id)
     form = AddDroppedIssueForm(request.POST)
     if form.is_valid():
         try:
@@ -98,5 +140,5 @@ def add_dropped(request, project_id: int):
             form.add_error("issue", exc.message)
         else:
             messages.success(request, gettext("The issue joined the queue."))
-            return redirect(reverse("filter_recall", args=[project_id]) + "?rank=1#recall-ranking")
+            return redirect(reverse("filter_recall", args=[project_id]) + "#recall-ranking")
     return _page(request, membership, add_form=form, status=400)

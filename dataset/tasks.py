@@ -1,7 +1,9 @@
 """Celery wrappers: they take ids and call the functions that tests call directly.
 
 `start_export` is how a page, the API or a command asks for an export: it records the job and
-queues the task once the transaction commits. Tasks call the services; services never import
+queues the task once the transaction commits; `start_ranking` the same for the classifier's
+ranking of the dropped issues (`dataset.beyond_keywords`), asked for by the recall page and by
+a classifier rater's training (`dataset.signals`). Tasks call the services; services never import
 this module.
 """
 
@@ -14,11 +16,13 @@ from django.utils.translation import get_language
 
 from annotator import outbox
 from annotator.models import Project
+from dataset.beyond_keywords import begin_ranking, run_ranking_job
 from dataset.exports import run_export_job
-from dataset.models import ExportJob, Release, UploadJob
+from dataset.models import ExportJob, RecallRanking, Release, UploadJob
 from dataset.releases import build_release, create_release
 from dataset.uploads import keep_file, run_upload_job
 from ingest.issue_files import guess_kind
+from labeling.models import MachineRater
 from lib import jobclaim
 
 # A job another live worker builds (its message delivered twice: docs/OPERATIONS.md "Faults")
@@ -99,3 +103,25 @@ def start_upload(
         job = keep_file(project, user, name, data, kind, source, dry_run, add_to_queue, fetch)
         outbox.enqueue(run_upload.name, [job.pk, language])
     return job
+
+
+@shared_task(bind=True, acks_late=True, max_retries=None)
+def run_ranking(self, ranking_id: int) -> None:
+    """Rank a project's dropped issues (`dataset.beyond_keywords.run_ranking_job`)."""
+    if RecallRanking.objects.filter(pk=ranking_id).exists():
+        try:
+            run_ranking_job(ranking_id)
+        except jobclaim.Busy as exc:
+            raise self.retry(exc=exc, countdown=BUSY_RETRY_SECONDS) from exc
+
+
+def start_ranking(
+    project: Project, rater: MachineRater | None, version: int, user=None
+) -> RecallRanking:
+    """Record a ranking of the project for (rater, version) and queue it once the transaction
+    commits; one of that key already queued or running is returned instead, not started twice."""
+    with transaction.atomic():
+        ranking, created = begin_ranking(project, rater, version, user)
+        if created:
+            outbox.enqueue(run_ranking.name, [ranking.pk])
+    return ranking

@@ -106,6 +106,12 @@ urlpatterns += [
         recall_views.add_dropped,
         name="filter_recall_add",
     ),
+    path("projects/<int:project_id>/recall/rank/", recall_views.rank, name="filter_recall_rank"),
+    path(
+        "projects/<int:project_id>/recall/ranking/",
+        recall_views.ranking,
+        name="filter_recall_ranking",
+    ),
     path(
         "api/projects/<int:project_id>/recall/",
         recall_api.RecallReport.as_view(),

@@ -14,6 +14,7 @@ once. The tokens an endpoint counted are summed on the run. Nothing here touches
 annotation, a reservation or an issue's status: machine labels never count toward K and never
 change what an annotator is served. An llm rater's model is checked against what its endpoint
 lists when it is added.
+A run that trained a rater sends `rater_trained` with the rater at its new version.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from django.conf import settings as django_settings
 from django.db import DatabaseError, transaction
 from django.db.models import F, Window
 from django.db.models.functions import RowNumber
+from django.dispatch import Signal
 from django.utils import timezone
 from django.utils.translation import gettext, gettext_noop
 from django.utils.translation import gettext_lazy as _
@@ -59,6 +61,10 @@ from taxonomy.models import TaxonomyNode
 FIRST_COMMENTS = 3
 MAX_TEXT = 20_000
 STORE_CHUNK = 2000
+
+# Sent with `rater` (its new `version`) after a run trained a rater: apps above this one act on
+# a new version without this app importing them (`dataset.signals` queues the recall ranking).
+rater_trained = Signal()
 
 
 class RaterError(Exception):
@@ -455,6 +461,8 @@ def _run(run: RaterRun) -> RaterRun:
         )
         # A new version counts only once it passes the alternative annotator test itself.
         retest_enlisted(rater.pk)
+        rater.refresh_from_db(fields=["version", "trained_on", "trained_at"])
+        rater_trained.send(sender=MachineRater, rater=rater)
     RaterRun.objects.filter(pk=run.pk).update(
         status=RaterRun.Status.DONE,
         done=len(ids),
