@@ -17,6 +17,8 @@ application = get_wsgi_application()
 # Celery workers start fast; a web worker pays for them here, at boot, instead of the first
 # lead or researcher who opens the agreement report, Table I's export or the API's report.
 STATISTICS_MODULES = ("numpy", "krippendorff", "statsmodels.stats.inter_rater")
+# Likewise the Markdown parser of issue texts (labeling.rendering imports it on first use).
+RENDERING_MODULES = ("markdown_it",)
 
 
 def _warm_up() -> None:
@@ -27,7 +29,7 @@ def _warm_up() -> None:
     resolver = get_resolver()
     resolver.url_patterns  # noqa: B018 (imports the URLconf and, through it, every view)
     resolver.reverse_dict  # noqa: B018 (compiles the routes)
-    for name in STATISTICS_MODULES:
+    for name in STATISTICS_MODULES + RENDERING_MODULES:
         importlib.import_module(name)
 
 

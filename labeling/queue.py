@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db import OperationalError, connection, transaction
@@ -90,13 +91,16 @@ WHERE pi.project_id = %(project)s AND pi.status = 'open'{{needs_more}}
 ORDER BY pi.position, pi.id
 LIMIT %(limit)s
 """
-_CANDIDATES_SQL = f"SELECT pi.id, pi.issue_id, pi.position FROM {_PROJECTISSUE_TABLE} pi" + (
+# Each candidate with its public id, which the labeling page's URL names it by: the caller
+# redirects there without looking it up again.
+_CANDIDATE_COLUMNS = "pi.id, pi.issue_id, pi.position, pi.public_id"
+_CANDIDATES_SQL = f"SELECT {_CANDIDATE_COLUMNS} FROM {_PROJECTISSUE_TABLE} pi" + (
     _CANDIDATES_WHERE.format(needs_more="")
 )
 # With the project's `needs_more_first`: the open issues that already have labels, which are
 # looked at before fresh ones (the partial index `projectissue_needs_more` holds just them).
 _NEEDS_MORE_CANDIDATES_SQL = (
-    f"SELECT pi.id, pi.issue_id, pi.position FROM {_PROJECTISSUE_TABLE} pi"
+    f"SELECT {_CANDIDATE_COLUMNS} FROM {_PROJECTISSUE_TABLE} pi"
     + _CANDIDATES_WHERE.format(needs_more=" AND pi.annotation_count > 0")
 )
 _LOCK = "FOR UPDATE OF pi SKIP LOCKED"
@@ -106,19 +110,20 @@ _WAIT_LOCK = "FOR UPDATE OF pi"
 # most requests need (a volunteer who just submitted holds no reservation).
 _EXISTING_OR_CANDIDATES_SQL = f"""
 WITH existing AS (
-  SELECT r.project_issue_id FROM {_RESERVATION_TABLE} r
+  SELECT r.project_issue_id, ep.public_id FROM {_RESERVATION_TABLE} r
   JOIN {_PROJECTISSUE_TABLE} ep ON ep.id = r.project_issue_id
   WHERE r.annotator_id = %(user)s AND ep.project_id = %(project)s AND ep.status = 'open'
     AND r.skipped_at IS NULL AND r.expires_at > %(now)s
   ORDER BY r.created_at LIMIT 1)
-SELECT project_issue_id AS id, NULL AS issue_id, NULL AS position, 1 AS existing FROM existing
+SELECT project_issue_id AS id, NULL AS issue_id, NULL AS position, public_id, 1 AS existing
+FROM existing
 UNION ALL
-SELECT c.id, c.issue_id, c.position, 0 FROM ({{candidates}} {{lock}}) c
+SELECT c.id, c.issue_id, c.position, c.public_id, 0 FROM ({{candidates}} {{lock}}) c
 WHERE NOT EXISTS (SELECT 1 FROM existing)
 """
 # The fresh candidates' second look under `needs_more_first`, shaped as the rows above.
 _MORE_CANDIDATES_SQL = (
-    "SELECT c.id, c.issue_id, c.position, 0 AS existing FROM ({candidates} {lock}) c"
+    "SELECT c.id, c.issue_id, c.position, c.public_id, 0 AS existing FROM ({candidates} {lock}) c"
 )
 
 
@@ -277,11 +282,23 @@ def _lock_clause(wait: bool = False) -> str:
     return _WAIT_LOCK if wait else _LOCK
 
 
+class QueueItem(NamedTuple):
+    """An item the queue handed out: its row id, and the public id its labeling page is named
+    by (`ProjectIssue.public_id`)."""
+
+    id: int
+    public_id: int
+
+
+# A locked candidate: id, issue id, position, public id.
+_Candidate = tuple[int, int, int, int]
+
+
 def _existing_or_candidates(
     user, project: Project, with_skipped: bool, wait: bool = False, more_first: bool = False
-) -> tuple[int | None, list[tuple[int, int, int]]]:
-    """(the user's reserved issue, or None; else the locked candidates: id, issue, position).
-    With `more_first`, the candidates are the issues that already have labels."""
+) -> tuple[QueueItem | None, list[_Candidate]]:
+    """(the user's reserved issue, or None; else the locked candidates: id, issue, position,
+    public id). With `more_first`, the candidates are the issues that already have labels."""
     if wait and connection.vendor == "postgresql":
         sql.execute(f"SET LOCAL lock_timeout = '{LOCK_WAIT}'", {})
     candidates = _NEEDS_MORE_CANDIDATES_SQL if more_first else _CANDIDATES_SQL
@@ -289,20 +306,20 @@ def _existing_or_candidates(
         _EXISTING_OR_CANDIDATES_SQL.format(candidates=candidates, lock=_lock_clause(wait)),
         _params(user, project, with_skipped),
     )
-    if found and found[0][3]:
-        return found[0][0], []
-    return None, [(pk, issue_id, position) for pk, issue_id, position, _ in found]
+    if found and found[0][4]:
+        return QueueItem(found[0][0], found[0][3]), []
+    return None, [row[:4] for row in found]
 
 
 def _fresh_candidates(
     user, project: Project, with_skipped: bool, wait: bool = False
-) -> list[tuple[int, int, int]]:
+) -> list[_Candidate]:
     """The locked candidates in queue order, after the issues needing more were looked at."""
     found = sql.rows(
         _MORE_CANDIDATES_SQL.format(candidates=_CANDIDATES_SQL, lock=_lock_clause(wait)),
         _params(user, project, with_skipped),
     )
-    return [(pk, issue_id, position) for pk, issue_id, position, _ in found]
+    return [row[:4] for row in found]
 
 
 @pg_functions.register
@@ -322,7 +339,7 @@ def _reserve_next_function() -> pg_functions.Function:
     # One look at a list of candidates: the user's reservation, or reserve the first free one.
     try_each = f"""LOOP
     IF found_row.existing = 1 THEN
-      RETURN QUERY SELECT found_row.id, 0;
+      RETURN QUERY SELECT found_row.id, found_row.public_id, 0;
       RETURN;
     END IF;
     locked := locked + 1;
@@ -332,7 +349,7 @@ def _reserve_next_function() -> pg_functions.Function:
     {reserve};
     IF FOUND THEN
       {advance};
-      RETURN QUERY SELECT arg_item, locked;
+      RETURN QUERY SELECT arg_item, found_row.public_id, locked;
       RETURN;
     END IF;
   END LOOP;"""
@@ -349,7 +366,7 @@ def _reserve_next_function() -> pg_functions.Function:
             ("limit", "integer"),
             ("more_first", "boolean"),
         ),
-        returns="TABLE(out_item bigint, out_candidates integer)",
+        returns="TABLE(out_item bigint, out_public_id bigint, out_candidates integer)",
         body=f"""
 DECLARE
   found_row record;
@@ -364,15 +381,15 @@ BEGIN
   ELSE
     FOR found_row IN {existing_or(_CANDIDATES_SQL)} {try_each}
   END IF;
-  RETURN QUERY SELECT NULL::bigint, locked;
+  RETURN QUERY SELECT NULL::bigint, NULL::bigint, locked;
 END""",
     )
 
 
 def _reserve_round(
     user, project: Project, with_skipped: bool, expires, wait: bool = False
-) -> tuple[int | None, int]:
-    """One try: the user's active reservation or a newly reserved issue (its id, or None), and
+) -> tuple[QueueItem | None, int]:
+    """One try: the user's active reservation or a newly reserved issue (or None), and
     how many candidates this try locked. With `wait`, it waits (up to LOCK_WAIT) for rows other
     annotators hold instead of skipping them."""
     more_first = needs_more_first(project)
@@ -386,8 +403,8 @@ def _reserve_round(
         try:
             row = pg_functions.first(function, params)
             assert row is not None  # the function returns exactly one row
-            item, locked = row
-            return item, locked
+            item, public_id, locked = row
+            return (None if item is None else QueueItem(item, public_id)), locked
         except pg_functions.Missing:
             pass
     with transaction.atomic():
@@ -401,12 +418,12 @@ def _reserve_round(
         for round_ in ("first", "fresh") if more_first else ("first",):
             if round_ == "fresh":
                 candidates = _fresh_candidates(user, project, with_skipped, wait)
-            for pk, issue_id, position in candidates:
+            for pk, issue_id, position, public_id in candidates:
                 locked += 1
                 # The filter above ran on a snapshot; re-count now that the row is ours.
                 if _reserve_if_free(project, pk, issue_id, user, expires):
                     _advance_frontier(project, user, position)
-                    return pk, locked
+                    return QueueItem(pk, public_id), locked
         return None, locked
 
 
@@ -414,8 +431,8 @@ def _any_candidate(user, project: Project, with_skipped: bool) -> bool:
     return bool(sql.rows(_CANDIDATES_SQL, _params(user, project, with_skipped)))
 
 
-def next_issue_id_for(user, project: Project) -> int | None:
-    """Reserve the next issue the user should label; its `ProjectIssue` id, or None when
+def next_item_for(user, project: Project) -> QueueItem | None:
+    """Reserve the next issue the user should label; its ids (row and public), or None when
     nothing is left.
 
     Asking again while a reservation is active returns the same issue, so a reload never
@@ -439,6 +456,12 @@ def next_issue_id_for(user, project: Project) -> int | None:
                 break
             wait = not locked
     return None
+
+
+def next_issue_id_for(user, project: Project) -> int | None:
+    """Like `next_item_for`: the reserved issue's `ProjectIssue` id, or None."""
+    item = next_item_for(user, project)
+    return None if item is None else item.id
 
 
 def next_issue_for(user, project: Project) -> ProjectIssue | None:

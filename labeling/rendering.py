@@ -9,12 +9,16 @@ loaded on sight: each becomes a button that loads it when clicked (static/js/lab
 
 from __future__ import annotations
 
+import functools
 import re
+from typing import TYPE_CHECKING
 
 import nh3
 from django.utils.html import escape
 from django.utils.translation import gettext
-from markdown_it import MarkdownIt
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 ALLOWED_TAGS = {
     "a", "abbr", "b", "blockquote", "br", "code", "dd", "del", "details", "div", "dl", "dt",
@@ -35,9 +39,19 @@ URL_SCHEMES = {"http", "https", "mailto"}
 CLEAN_CONTENT_TAGS = {"script", "style", "svg", "math", "iframe", "object", "embed", "noscript",
                       "template"}  # fmt: skip
 
-_markdown = MarkdownIt("commonmark", {"html": True, "linkify": False}).enable(
-    ["table", "strikethrough"]
-)
+
+@functools.cache
+def _markdown() -> MarkdownIt:
+    # markdown-it-py is some 60 modules that only rendering uses: imported here, at the first
+    # render, so `manage.py` and Celery workers do not load it at start (config.wsgi imports it
+    # at a web worker's boot).
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": True, "linkify": False}).enable(
+        ["table", "strikethrough"]
+    )
+
+
 # nh3 writes attributes double-quoted and escaped, so matching its own output is reliable.
 _IMG = re.compile(r"<img\b([^>]*)>")
 _ATTR = re.compile(r'\b(src|alt)="([^"]*)"')
@@ -75,4 +89,4 @@ def render_markdown(text: str) -> str:
     """Issue Markdown to HTML that is safe to mark safe in a template."""
     if not text:
         return ""
-    return sanitize(_markdown.render(text))
+    return sanitize(_markdown().render(text))

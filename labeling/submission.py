@@ -165,16 +165,22 @@ def own_annotation(user, project_issue: ProjectIssue) -> Annotation | None:
     )
 
 
-_LOCK_ITEM_SQL = (
+_ITEM_SQL = (
     f"SELECT {sql.columns(ProjectIssue, 'pi')} FROM {_PROJECTISSUE_TABLE} pi"
-    " WHERE pi.id = %(item)s AND pi.project_id = %(project)s"
+    " WHERE pi.{column} = %(item)s AND pi.project_id = %(project)s"
 )
+_LOCK_ITEM_SQL = _ITEM_SQL.replace("{column}", "id")
+# By the public id the labeling page's URL names the item by (`ProjectIssue.public_id`), so a
+# submission from that page needs no look-up of the row id first.
+_LOCK_PUBLIC_ITEM_SQL = _ITEM_SQL.replace("{column}", "public_id")
 
 
-def _lock_item(project: Project, item_id: int) -> ProjectIssue:
-    """The project's issue, locked for this transaction (the lock the queue takes too)."""
+def _lock_item(project: Project, item_id: int, public: bool = False) -> ProjectIssue:
+    """The project's issue by row id (or by public id, `public`), locked for this transaction
+    (the lock the queue takes too)."""
     lock = " FOR UPDATE" if connection.vendor == "postgresql" else ""
-    row = sql.first(_LOCK_ITEM_SQL + lock, {"item": item_id, "project": project.pk})
+    statement = _LOCK_PUBLIC_ITEM_SQL if public else _LOCK_ITEM_SQL
+    row = sql.first(statement + lock, {"item": item_id, "project": project.pk})
     if row is None:
         raise NotYours
     return sql.model_from_row(ProjectIssue, row)[0]
@@ -279,6 +285,7 @@ def _submit_first_function() -> pg_functions.Function:
         arguments=(
             ("project", "bigint"),
             ("item", "bigint"),
+            ("public", "boolean"),
             ("user", "integer"),
             ("now", "timestamptz"),
             ("k", "integer"),
@@ -297,10 +304,16 @@ DECLARE
   new_id bigint;
   decided boolean;
 BEGIN
-  SELECT * INTO locked FROM ({pg_functions.plpgsql(_LOCK_ITEM_SQL)} FOR UPDATE) pi;
+  -- arg_item names the item by its public id with arg_public, else by its row id.
+  IF arg_public THEN
+    SELECT * INTO locked FROM ({pg_functions.plpgsql(_LOCK_PUBLIC_ITEM_SQL)} FOR UPDATE) pi;
+  ELSE
+    SELECT * INTO locked FROM ({pg_functions.plpgsql(_LOCK_ITEM_SQL)} FOR UPDATE) pi;
+  END IF;
   IF NOT FOUND OR locked.status <> '{ProjectIssue.Status.OPEN.value}' THEN
     RETURN;
   END IF;
+  arg_item := locked.id;
   arg_issue := locked.issue_id;
   SELECT * INTO slots
     FROM ({pg_functions.plpgsql(_SLOTS_SQL)}) s(own, reservation, annotations, reserved);
@@ -330,8 +343,11 @@ END""",
     )
 
 
-def _submit_first(user, project: Project, item_id: int, label: Label) -> Annotation | None:
-    """The stored annotation if the one-call path took the submission, else None."""
+def _submit_first(
+    user, project: Project, item_id: int, label: Label, public: bool = False
+) -> Annotation | None:
+    """The stored annotation if the one-call path took the submission, else None. `item_id`
+    is the item's public id with `public`."""
     if label.proposed_category:
         return None  # a proposal also becomes a taxonomy proposal: the Python path
     function = pg_functions.usable(_submit_first_function)
@@ -346,6 +362,7 @@ def _submit_first(user, project: Project, item_id: int, label: Label) -> Annotat
     params = {
         "project": project.pk,
         "item": item_id,
+        "public": public,
         "user": user.pk,
         "now": timezone.now(),
         "k": project.annotations_per_issue,
@@ -368,25 +385,31 @@ def _submit_first(user, project: Project, item_id: int, label: Label) -> Annotat
     return annotation
 
 
-def submit(user, project: Project, project_issue: ProjectIssue | int, label: Label) -> Annotation:
+def submit(
+    user, project: Project, project_issue: ProjectIssue | int, label: Label, *, public: bool = False
+) -> Annotation:
     """Record the user's label of an issue of the project: a first annotation or a revision.
 
-    `project_issue` may be just its id: the row is read again under its lock. Raises NotYours
+    `project_issue` may be just its id: the row is read again under its lock; with `public`,
+    the id is its public id (the labeling page's URL names it so). Raises NotYours
     when the issue was never handed to the user, LabelError when it can no longer take their
     label. Every volunteer calls this once per issue, so it is hand-written SQL (see
     lib.sql): a lock, one look at the slots, and the writes; on PostgreSQL the common
     case is one call of `_submit_first_function`.
     """
-    item_id = project_issue.pk if isinstance(project_issue, ProjectIssue) else project_issue
+    if isinstance(project_issue, ProjectIssue):
+        item_id, public = project_issue.pk, False
+    else:
+        item_id = project_issue
     if item_id is None or not sql.is_row_id(item_id):
         raise NotYours
-    annotation = _submit_first(user, project, item_id, label)
+    annotation = _submit_first(user, project, item_id, label, public)
     if annotation is not None:
         _count(project.pk, "first")
         return annotation
     with transaction.atomic():
         # Same lock as the queue takes, so the K-slot count below cannot race a reservation.
-        pi = _lock_item(project, item_id)
+        pi = _lock_item(project, item_id, public)
         slots = slot_state(pi, user)
         # Loaded only for a revision: a first label needs nothing of it.
         current = (

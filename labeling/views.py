@@ -117,15 +117,16 @@ def _project_issue_or_404(project: Project, item_id: int, *, public: bool = Fals
 @login_required
 def label_next(request, project_id: int):
     membership = membership_or_404(request.user, project_id, roles=LABELER_ROLES)
-    item_id = queue.next_issue_id_for(request.user, membership.project)
-    if item_id is None:
+    # The queue hands back the item's public id with it: no look-up before the redirect.
+    item = queue.next_item_for(request.user, membership.project)
+    if item is None:
         progress = submission.progress_of(request.user, membership.project)
         return render(
             request,
             "labeling/nothing_left.html",
             {"project": membership.project, "progress": progress},
         )
-    return redirect("label_issue", project_id=project_id, public_id=_public_id(item_id))
+    return redirect("label_issue", project_id=project_id, public_id=item.public_id)
 
 
 @login_required
@@ -136,15 +137,12 @@ def label_issue(request, project_id: int, public_id: int):
     project = membership.project
     error = None
     if request.method == "POST":
-        # A submission needs only the id (`submit` locks and reads the row, and raises
-        # NotYours for an issue that is not the project's); the issue itself is loaded only
-        # to show the form again with an error.
+        # A submission needs only the public id (`submit` locks and reads the row by it, and
+        # raises NotYours for an issue that is not the project's); the issue itself is loaded
+        # only to show the form again with an error.
         try:
             label = submission.parse_label(project, request.POST)
-            pk = _item_id(project, public_id)
-            if pk is None:
-                raise submission.NotYours
-            submission.submit(request.user, project, pk, label)
+            submission.submit(request.user, project, public_id, label, public=True)
         except submission.NotYours:
             raise Http404 from None
         except submission.LabelError as exc:

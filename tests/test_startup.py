@@ -5,6 +5,8 @@ so does any command that reverses a URL) and the tasks of every app. statsmodels
 pandas cost ~1.5 s to import, and only the agreement report computes with them, so they are
 imported where it computes (`agreement.measures`). A web worker is the exception on purpose:
 `config.wsgi` imports them at boot, so the first agreement page a lead opens is not 1.5 s slower.
+The machine raters' libraries (scikit-learn, openai, ppi_py) are imported where they are used
+too, and no process imports them at start (issue 30).
 
 Each scenario runs a fresh interpreter (this test process has long imported everything) with
 the test settings' environment.
@@ -24,14 +26,20 @@ ROOT = Path(__file__).resolve().parent.parent
 # Fresh interpreters, one per scenario: the slow tier (not in bin/test --fast).
 pytestmark = pytest.mark.slow
 HEAVY = ("statsmodels", "scipy", "pandas", "numpy", "krippendorff")
+# The machine raters' libraries (issue 30): the classifier's scikit-learn, the llm rater's
+# openai client, the estimates' ppi_py (which pulls in numba); imported where they are used.
+RATERS_HEAVY = ("sklearn", "openai", "ppi_py", "numba", "joblib")
 
-REPORT = f"import json, sys; print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))"
+REPORT = (
+    "import json, sys; print(json.dumps(sorted("
+    f"m for m in {HEAVY + RATERS_HEAVY!r} if m in sys.modules)))"
+)
 
 
 def heavy_imported_by(code: str) -> list[str]:
     """The statistics packages a fresh interpreter has imported after running `code`."""
     done = subprocess.run(
-        [sys.executable, "-c", f"{code}\n{REPORT}"],
+        [sys.executable, "-c", f"import sys\n{code}\n{REPORT}"],
         cwd=ROOT,
         env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"},
         capture_output=True,
@@ -49,6 +57,27 @@ def test_loading_the_url_conf_imports_no_statistics_library():
         "from django.urls import get_resolver; get_resolver().url_patterns"
     )
     assert loaded == []
+
+
+def test_manage_py_check_imports_no_statistics_or_machine_rater_library():
+    # The command itself, in its own process: settings, apps, the URL conf, every check.
+    loaded = heavy_imported_by(
+        "import runpy\n"
+        "sys.argv = ['manage.py', 'check']\n"
+        "runpy.run_path('manage.py', run_name='__main__')"
+    )
+    assert loaded == []
+
+
+def test_the_check_sees_a_library_imported_at_start():
+    # The scenario above can fail: a module that imports numpy at start is reported.
+    loaded = heavy_imported_by(
+        "import runpy\n"
+        "sys.argv = ['manage.py', 'check']\n"
+        "runpy.run_path('manage.py', run_name='__main__')\n"
+        "import numpy"
+    )
+    assert loaded == ["numpy"]
 
 
 def test_a_celery_worker_loading_every_task_imports_no_statistics_library():

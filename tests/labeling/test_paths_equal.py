@@ -16,7 +16,7 @@ personas. Impossible states are skipped with the reason they cannot arise. A sec
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 import pytest
@@ -53,6 +53,10 @@ SLOTS = ("fewer", "k-1", "full")
 POLICIES = (Project.Policy.LEAD_DECIDES, Project.Policy.MAJORITY)
 KS = (2, 3)
 ACTIONS = ("next issue", "first label agreeing", "first label differing", "revision", "same again")
+# How a submission names the issue: by row id (`submit(item.pk)`) or by the public id the
+# labeling page's URL carries (`submit(public_id, public=True)`), which the one-call path
+# looks the row up by itself.
+NAMINGS = ("row id", "public id")
 
 # Ada's own label, the others' labels, and what she sends. In a disagreement every label
 # differs (no majority under either policy); otherwise the others agree with each other.
@@ -72,17 +76,20 @@ class State:
     policy: str
     k: int
     action: str
+    naming: str = "row id"
 
     def __str__(self) -> str:
         return (
-            f"{self.action} | status={self.status} own={self.own} reservation={self.reservation}"
-            f" slots={self.slots} policy={self.policy} K={self.k}"
+            f"{self.action} by {self.naming} | status={self.status} own={self.own}"
+            f" reservation={self.reservation} slots={self.slots} policy={self.policy} K={self.k}"
         )
 
 
 def why_impossible(state: State) -> str | None:
     """The reason a combination cannot arise, or None when it can."""
     labeled = state.own == "current"
+    if state.action == "next issue" and state.naming != "public id":
+        return "asking for the next issue names no issue: the queue answers with both ids"
     if state.action.startswith("first label") and labeled:
         return "a label sent over one's own current label is a revision (or the same again)"
     if state.action in ("revision", "same again") and not labeled:
@@ -114,7 +121,7 @@ def why_impossible(state: State) -> str | None:
 TABLE = [
     State(*combination)
     for combination in itertools.product(
-        STATUSES, OWN_LABELS, RESERVATIONS, SLOTS, POLICIES, KS, ACTIONS
+        STATUSES, OWN_LABELS, RESERVATIONS, SLOTS, POLICIES, KS, ACTIONS, NAMINGS
     )
 ]
 POSSIBLE = [state for state in TABLE if why_impossible(state) is None]
@@ -140,6 +147,22 @@ class Study:
         self.who = {annotator.pk: "ada", **{u.pk: u.username for u in others}}
         self.issue_name = {self.target.issue_id: "target", self.spare.issue_id: "spare"}
         self.item_name = {self.target.pk: "target", self.spare.pk: "spare"}
+        self.public_name = {self.target.public_id: "target", self.spare.public_id: "spare"}
+
+    def next_issue(self) -> tuple:
+        """Ada's next issue, named by its row id and by the public id the queue gave with it."""
+        got = queue.next_item_for(self.ada, self.project)
+        if got is None:
+            return ("issue", None)
+        return ("issue", self.item_name.get(got.id, got.id), self.public_name.get(got.public_id))
+
+    def submit(self, label: Label, naming: str) -> Annotation:
+        """Ada's label of the target, naming it by row id or by public id."""
+        if naming == "public id":
+            return submission.submit(
+                self.ada, self.project, self.target.public_id, label, public=True
+            )
+        return submission.submit(self.ada, self.project, self.target.pk, label)
 
     def build(self, state: State) -> None:
         """Store the state's rows, as the queue and submissions would have left them."""
@@ -206,19 +229,18 @@ class Study:
 
     def act(self, state: State):
         """Run Ada's action; what it returned, or what it raised."""
-        project, item = self.project, self.target
+        project = self.project
         try:
             with transaction.atomic():
                 if state.action == "next issue":
-                    got = queue.next_issue_id_for(self.ada, project)
-                    return ("issue", self.item_name.get(got, got))
+                    return self.next_issue()
                 code = {
                     "first label agreeing": OTHERS_CODE,
                     "first label differing": DIFFERING_CODE,
                     "revision": DIFFERING_CODE,  # never Ada's own label
                     "same again": self.own_code(state),
                 }[state.action]
-                stored = submission.submit(self.ada, project, item.pk, _label(project, code))
+                stored = self.submit(_label(project, code), state.naming)
                 return ("annotation", self._annotation(stored), stored.pk == self._pk(stored))
         except Exception as exc:  # any refusal or failure is an outcome to compare
             return ("raised", type(exc).__name__, getattr(exc, "field", None), str(exc))
@@ -343,9 +365,13 @@ def _function_calls() -> dict[str, int]:
 
 
 def test_every_impossible_state_says_why_and_every_action_and_status_is_reached():
-    assert len(TABLE) == 3 * 2 * 4 * 3 * 2 * 2 * 5
+    assert len(TABLE) == 3 * 2 * 4 * 3 * 2 * 2 * 5 * 2
     reached = {(s.action, s.status) for s in POSSIBLE}
     assert reached == set(itertools.product(ACTIONS, STATUSES))
+    # Every submission's state is reached by both namings of the issue.
+    by_naming = {n: {replace(s, naming="") for s in POSSIBLE if s.naming == n} for n in NAMINGS}
+    asked = {replace(s, naming="") for s in POSSIBLE if s.action == "next issue"}
+    assert by_naming["row id"] == by_naming["public id"] - asked
     for state in TABLE:
         reason = why_impossible(state)
         assert reason is None or len(reason) > 20, state
@@ -376,6 +402,10 @@ def test_both_paths_decide_every_state_alike(study, settings, monkeypatch, k, po
         results = study.run_both(state, settings)
         disagreeing += [f"{state}: {d}" for d in differences(results)]
         outcomes.add(results["python-only"][0][0])
+        served = results["pg-functions"][0]
+        if served[0] == "issue" and served[1] is not None:
+            # The public id the queue gave is the served issue's own.
+            assert served[1] == served[2], f"{state}: {served}"
     assert disagreeing == [], "\n".join(disagreeing)
     # The comparison was not vacuous: both functions ran, the submission function stored the
     # first labels below K that it exists for, and the states led to issues, stored labels
@@ -392,8 +422,8 @@ def test_both_paths_decide_every_state_alike(study, settings, monkeypatch, k, po
 def test_the_comparison_reports_a_path_that_stores_something_else(study, settings, monkeypatch):
     real_submit_first = submission._submit_first
 
-    def submit_first_miscounting(user, project, item_id, label):
-        stored = real_submit_first(user, project, item_id, label)
+    def submit_first_miscounting(user, project, item_id, label, public=False):
+        stored = real_submit_first(user, project, item_id, label, public)
         if stored is not None:  # the one-call path took it: count one label too many
             ProjectIssue.objects.filter(pk=item_id).update(annotation_count=99)
         return stored
@@ -406,16 +436,40 @@ def test_the_comparison_reports_a_path_that_stores_something_else(study, setting
 
 
 def test_the_comparison_reports_a_path_that_answers_something_else(study, settings, monkeypatch):
-    real_next = queue.next_issue_id_for
+    real_next = queue.next_item_for
 
     def next_ignoring_the_queue_with_functions(user, project):
         got = real_next(user, project)
         return None if settings.DB_FUNCTIONS else got
 
-    monkeypatch.setattr(queue, "next_issue_id_for", next_ignoring_the_queue_with_functions)
-    state = State("open", "none", "none", "fewer", Project.Policy.MAJORITY, 2, "next issue")
+    monkeypatch.setattr(queue, "next_item_for", next_ignoring_the_queue_with_functions)
+    state = State(
+        "open", "none", "none", "fewer", Project.Policy.MAJORITY, 2, "next issue", "public id"
+    )
     found = differences(study.run_both(state, settings))
-    assert found == ["outcome: pg-functions ('issue', None) != python-only ('issue', 'target')"]
+    assert found == [
+        "outcome: pg-functions ('issue', None) != python-only ('issue', 'target', 'target')"
+    ]
+
+
+def test_the_comparison_reports_a_path_that_gives_another_public_id(study, settings, monkeypatch):
+    real_next = queue.next_item_for
+
+    def next_with_the_spare_public_id(user, project):
+        got = real_next(user, project)
+        if got is None or not settings.DB_FUNCTIONS:
+            return got
+        return got._replace(public_id=study.spare.public_id)
+
+    monkeypatch.setattr(queue, "next_item_for", next_with_the_spare_public_id)
+    state = State(
+        "open", "none", "none", "fewer", Project.Policy.MAJORITY, 2, "next issue", "public id"
+    )
+    found = differences(study.run_both(state, settings))
+    assert found == [
+        "outcome: pg-functions ('issue', 'target', 'spare')"
+        " != python-only ('issue', 'target', 'target')"
+    ]
 
 
 # The adaptive stopping rule (labeling.stopping): the same comparison, from states of an
@@ -608,14 +662,14 @@ class AdaptiveStudy(Study):
         return usable and state.machine[1] >= state.threshold
 
     def act(self, state):
-        project, item = self.project, self.target
+        project = self.project
         try:
             with transaction.atomic():
                 if state.action == "next issue":
-                    got = queue.next_issue_id_for(self.ada, project)
-                    return ("issue", self.item_name.get(got, got))
+                    return self.next_issue()
                 _, code = state.action.split()
-                stored = submission.submit(self.ada, project, item.pk, _label(project, code))
+                # As the labeling page sends it: by the public id.
+                stored = self.submit(_label(project, code), "public id")
                 return ("annotation", self._annotation(stored), stored.pk == self._pk(stored))
         except Exception as exc:
             return ("raised", type(exc).__name__, getattr(exc, "field", None), str(exc))
