@@ -82,6 +82,7 @@ def stage(name: str, data: Path = DATA) -> dict:
     # on a shared host. They include the stage's setup (the import's emptying of the project).
     cpu_start, pg_start = time.process_time(), backend_cpu()
     start = time.perf_counter()
+    extra: dict[str, object]
     if name == "import":
         from dataset.importer import import_labels
 
