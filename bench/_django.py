@@ -85,3 +85,15 @@ def run_stage(script: str, db: str, stage: str, env: dict[str, str], *extra: str
     result = json.loads(out.stdout.strip().splitlines()[-1])
     print(json.dumps(result), flush=True)
     return result
+
+
+def backend_cpu() -> float:
+    """CPU seconds used so far by this process's PostgreSQL backend (read from /proc: the
+    server runs on this machine; parallel query workers are not counted)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        (pid,) = cursor.fetchone()
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -4,14 +4,19 @@ Type mix as the study: 542 questions, 12,491 requirements, 25,709 bugs. Each rat
 final theme with probability 0.85, otherwise another theme (of the same type 4 times in 5).
 Deterministic (seeded), so every run benchmarks the same files.
 
-    .venv/bin/python bench/dataset_generate.py OUT_DIR
+`--times K` makes a study K times the size (issue #30 item 5): the same labels replicated K
+times, each copy under new URLs (GitHub numbers `k * 1,000,000 + number`, Gitee numbers with
+the copy's two digits appended), so K = 10 gives 387,420 issues and 2,711,940 labels. The first
+copy is the 1x study itself, and `--times 1` (the default) writes the very same files as before.
+
+    .venv/bin/python bench/dataset_generate.py OUT_DIR [--times K]
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
 import random
-import sys
 from pathlib import Path
 
 THEMES = {
@@ -38,7 +43,16 @@ REPOS = [
 GITEE_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 
-def generate(out: Path, seed: int = 20250101) -> list[Path]:
+def copy_number(number: str, copy: int) -> str:
+    """Issue `number` of the 1x study renumbered for copy `copy` (0: itself) of a scaled study."""
+    if copy == 0:
+        return number
+    if number.isdigit():
+        return str(copy * 1_000_000 + int(number))
+    return f"{number}{copy:02d}"
+
+
+def generate(out: Path, seed: int = 20250101, times: int = 1) -> list[Path]:
     rng = random.Random(seed)
     types = [t for t, n in MIX.items() for _ in range(n)]
     rng.shuffle(types)
@@ -56,7 +70,7 @@ def generate(out: Path, seed: int = 20250101) -> list[Path]:
             gitee_seen.add(number)
         else:
             number = str(100_000 - n)
-        url = f"https://{forge}.com/{owner}/{name}/issues/{number}"
+        url = f"https://{forge}.com/{owner}/{name}/issues/"
         final = rng.choice(THEMES[type_code])
         labels = []
         for _ in range(RATERS):
@@ -66,7 +80,7 @@ def generate(out: Path, seed: int = 20250101) -> list[Path]:
                 labels.append(rng.choice(THEMES[type_code]))
             else:
                 labels.append(rng.choice(all_themes))
-        rows[repo].append([url, *labels, final])
+        rows[repo].append([url, number, *labels, final])
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     header = ["Issue_URL", *(f"Label{i}" for i in range(1, RATERS + 1)), "Final_Label"]
@@ -75,13 +89,21 @@ def generate(out: Path, seed: int = 20250101) -> list[Path]:
         with open(path, "w", encoding="utf-8-sig", newline="") as fh:
             writer = csv.writer(fh, lineterminator="\n")
             writer.writerow(header)
-            writer.writerows(rows[repo])
+            for copy in range(times):
+                writer.writerows(
+                    [f"{base}{copy_number(number, copy)}", *labels]
+                    for base, number, *labels in rows[repo]
+                )
         paths.append(path)
     return paths
 
 
 if __name__ == "__main__":
-    target = Path(sys.argv[1] if len(sys.argv) > 1 else "/tmp/bench-dataset")
-    files = generate(target)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out", nargs="?", default="/tmp/bench-dataset")
+    parser.add_argument("--times", type=int, default=1)
+    args = parser.parse_args()
+    target = Path(args.out)
+    files = generate(target, times=args.times)
     rows = sum(len(p.read_text(encoding="utf-8-sig").splitlines()) - 1 for p in files)
     print(f"{rows} rows in {len(files)} files under {target}")

@@ -24,3 +24,9 @@ def foreign_keys_validated_at_end(
 ) -> AbstractContextManager[None]:
     """`lib.sql.foreign_keys_validated_at_end` from this module's `REVALIDATE_FROM`."""
     return sql.foreign_keys_validated_at_end(model, rows, from_rows=REVALIDATE_FROM)
+
+
+def analyze_if_large(rows: int, *loaded: type[models.Model]) -> None:
+    """`lib.sql.analyze` the tables of `loaded` after a load of at least `REVALIDATE_FROM` rows."""
+    if rows >= REVALIDATE_FROM:
+        sql.analyze(*loaded)

@@ -226,7 +226,7 @@ def write_study_csv(
         .values_list("issue_id", "issue__url", "issue__number", "status")
     )
     rows = 0
-    for chunk in _chunks(iter(scope), CHUNK):
+    for chunk in chunks(iter(scope), CHUNK):
         ids = [row[0] for row in chunk]
         labels: dict[int, list[LabelInVersion | None]] = defaultdict(lambda: [None] * len(raters))
         for issue_id, user_id, *label_ids in (
@@ -295,7 +295,8 @@ def unmapped_labels(project_or_context: Project | ExportContext) -> list[dict]:
     return out
 
 
-def _chunks(iterator: Iterator, size: int) -> Iterator[list]:
+def chunks(iterator: Iterator, size: int) -> Iterator[list]:
+    """Lists of `size` items from `iterator` in order (the last one shorter)."""
     chunk = []
     for item in iterator:
         chunk.append(item)
@@ -365,7 +366,7 @@ def write_jsonl(
     total = scope.count()
     done = 0
     rows = scope.values_list("issue_id", "status", "is_pilot", "recall_probe")
-    for chunk in _chunks(iter(list(rows)), CHUNK):
+    for chunk in chunks(iter(list(rows)), CHUNK):
         ids = [c[0] for c in chunk]
         issues = {
             row["id"]: row

@@ -16,6 +16,7 @@ alone (a published file never silently overwrites labels).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from annotator.models import Membership, Project, Role
-from dataset.bulk import foreign_keys_validated_at_end, insert_rows
+from dataset.bulk import analyze_if_large, foreign_keys_validated_at_end, insert_rows
 from dataset.forges import IssueRef, parse_issue_url
 from dataset.models import PublishedRepeat
 from ingest.models import Issue, Repository
@@ -78,7 +79,7 @@ class Repeat:
         return f"{self.path}, line {self.line}: {self.url} repeats {first} ({what}); kept the first"
 
 
-@dataclass
+@dataclass(slots=True)
 class LabelRow:
     path: str
     line: int
@@ -263,14 +264,16 @@ def read_label_file(
                             bad = True
                 if bad or ref is None:
                     continue
+                # Interned: a code is one string however many cells hold it (ten times the
+                # study is 3 million cells).
                 rows.append(
                     LabelRow(
                         name,
                         line,
                         url,
                         ref,
-                        [row[c].strip() for c in label_cols],
-                        row[final_col].strip(),
+                        [sys.intern(row[c].strip()) for c in label_cols],
+                        sys.intern(row[final_col].strip()),
                     )
                 )
         except UnicodeDecodeError as exc:
@@ -480,7 +483,18 @@ def _write(
         ProjectIssue.objects.filter(project=project).aggregate(m=Max("position"))["m"] or 0
     ) + 1
 
-    new_pi, make_final, new_ann, new_res = [], [], [], []
+    fields_of: dict[str, dict] = {}  # a code's label fields, computed once per code
+
+    def label_fields(code: str) -> dict:
+        fields = fields_of.get(code)
+        if fields is None:
+            fields = fields_of[code] = _label_fields(codes[code])
+        return fields
+
+    # The new annotations as (issue, annotator, code), their rows made as they are copied: a
+    # list of full rows held ~330 MB at ten times the study (2.7 million labels, issue #30).
+    new_ann: list[tuple[int, int, str]] = []
+    new_pi, make_final, new_res = [], [], []
     for n, (row, issue_id) in enumerate(zip(rows, row_issue, strict=True)):
         changed = False
         if issue_id not in in_project:
@@ -491,25 +505,17 @@ def _write(
         elif in_project[issue_id] != ProjectIssue.Status.FINAL and issue_id not in existing_res:
             make_final.append(issue_id)
         for member, code in zip(members, row.labels, strict=False):
-            fields = _label_fields(codes[code])
+            fields = label_fields(code)
             old = existing_ann.get((issue_id, member.user_id))
             if old is None:
-                new_ann.append(
-                    (
-                        project.pk,
-                        issue_id,
-                        member.user_id,
-                        now,
-                        *(fields[name] for name in NODE_FIELDS),
-                    )
-                )
+                new_ann.append((issue_id, member.user_id, code))
                 changed = True
             elif old != (fields["theme_id"], fields["sub_theme_id"]):
                 report.conflicts.append(
                     f"{row.path}, line {row.line}: {member.pseudonym} already labeled "
                     f"{row.url} differently"
                 )
-        final = _label_fields(codes[row.final])
+        final = label_fields(row.final)
         old = existing_res.get(issue_id)
         if old is None:
             new_res.append(
@@ -541,11 +547,20 @@ def _write(
     ann_columns = ["project_id", "issue_id", "annotator_id", "created_at", *label_columns]
     with foreign_keys_validated_at_end(Annotation, len(new_ann)):
         for start in range(0, len(new_ann), BATCH * 10):
-            insert_rows(Annotation, ann_columns, new_ann[start : start + BATCH * 10])
+            insert_rows(
+                Annotation,
+                ann_columns,
+                (
+                    (project.pk, issue_id, user_id, now, *map(label_fields(code).get, NODE_FIELDS))
+                    for issue_id, user_id, code in new_ann[start : start + BATCH * 10]
+                ),
+            )
             if progress:
                 progress("annotations", min(start + BATCH * 10, len(new_ann)), len(new_ann))
     res_columns = ["project_id", "issue_id", "method", "decided_at", "note", *label_columns]
     with foreign_keys_validated_at_end(Resolution, len(new_res)):
         insert_rows(Resolution, res_columns, new_res)
+    # Planner statistics for what was just loaded, before anything reads it.
+    analyze_if_large(len(new_ann), Issue, ProjectIssue, Annotation, Resolution)
     report.created_annotations, report.created_resolutions = len(new_ann), len(new_res)
     return {row.url: issue_id for row, issue_id in zip(rows, row_issue, strict=True)}

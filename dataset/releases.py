@@ -55,8 +55,10 @@ from annotator.pseudonyms import pseudonyms, unnamed
 from dataset import datasheet, metadata
 from dataset.errors import FieldError
 from dataset.exports import (
+    CHUNK,
     ExportContext,
     cell_code,
+    chunks,
     rater_columns,
     repositories,
     study_filename,
@@ -274,16 +276,8 @@ def write_final_labels(ctx: ExportContext, out: TextIO) -> int:
     names = pseudonyms(ctx.project)
     writer = csvsafe.writer(out)
     writer.writerow(FINAL_COLUMNS)
-    finals = {
-        row["issue_id"]: row
-        for row in Resolution.objects.filter(
-            project=ctx.project, is_current=True, issue_id__in=ctx.scope().values("issue_id")
-        )
-        .order_by()
-        .values("issue_id", "method", "decided_by_id", "decided_at", *LABEL_FIELDS)
-    }
     rows = 0
-    for issue_id, url, owner, name, number, is_pilot, probe in (
+    scope = (
         ctx.scope()
         .order_by("position", "pk")
         .values_list(
@@ -295,8 +289,33 @@ def write_final_labels(ctx: ExportContext, out: TextIO) -> int:
             "is_pilot",
             "recall_probe",
         )
-        .iterator(chunk_size=2000)
-    ):
+        .iterator(chunk_size=CHUNK)
+    )
+    # The final labels per chunk of issues, not all at once: a dict of every resolution grew
+    # with the project (~400 MB at ten times the study, issue #30).
+    for chunk in chunks(scope, CHUNK):
+        finals = {
+            row["issue_id"]: row
+            for row in Resolution.objects.filter(
+                project=ctx.project, is_current=True, issue_id__in=[c[0] for c in chunk]
+            )
+            .order_by()
+            .values("issue_id", "method", "decided_by_id", "decided_at", *LABEL_FIELDS)
+        }
+        rows += _write_final_rows(ctx, writer, names, chunk, finals)
+    return rows
+
+
+def _write_final_rows(
+    ctx: ExportContext,
+    writer: Any,
+    names: dict[int, str],
+    chunk: list[tuple],
+    finals: dict[int, dict[str, Any]],
+) -> int:
+    """`write_final_labels`' rows for one chunk of issues and their current resolutions."""
+    rows = 0
+    for issue_id, url, owner, name, number, is_pilot, probe in chunk:
         final = finals.get(issue_id)
         label = None if final is None else ctx.label(*(final[k] for k in KEY_FIELDS))
         decider = final["decided_by_id"] if final else None

@@ -377,3 +377,22 @@ def test_large_import_checks_foreign_keys_once_and_restores_them(taxonomy_versio
             " (%s, 999999999, %s, 9, false, false, '', '', '', now(), false, '')",
             [project.pk, Membership.objects.filter(project=project).first().user_id],
         )
+
+
+def test_large_import_leaves_planner_statistics_of_what_it_loaded(taxonomy_version, monkeypatch):
+    """A large load is analyzed at once (issue #30): until autovacuum gets to it, the planner
+    would take the tables for the few rows they held and plan nested loops over millions."""
+    from django.db import connection
+
+    from dataset import bulk
+
+    def estimated_rows(table: str) -> float:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT reltuples FROM pg_class WHERE relname = %s", [table])
+            return cursor.fetchone()[0]
+
+    monkeypatch.setattr(bulk, "REVALIDATE_FROM", 1)  # take the large-import path
+    import_labels("Study", [MEGATRON])
+    assert estimated_rows("annotator_annotation") == Annotation.objects.count() == 1114 * 7
+    assert estimated_rows("annotator_projectissue") == 1114
+    assert estimated_rows("annotator_resolution") == 1114
