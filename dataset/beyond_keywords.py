@@ -22,10 +22,11 @@ from django.db import transaction
 from django.utils.translation import gettext
 
 from annotator.models import Project
-from dataset.recall import RecallError, dropped_population
+from dataset.recall import dropped_population
 from ingest.models import Issue
 from labeling.models import ProjectIssue
 from labeling.setup import place_in_queue
+from lib.refusal import Refusal
 from raters import classifier
 from raters.runs import final_codes, issue_texts
 
@@ -48,7 +49,7 @@ def rank_dropped(project: Project, top: int = TOP) -> list[Candidate]:
     """The `top` dropped issues most likely relevant, likeliest first (ties by issue id)."""
     finals = final_codes(project)
     if len(finals) < classifier.MIN_FINALS or len(set(finals.values())) < 2:
-        raise RecallError(
+        raise Refusal(
             "rank",
             gettext(
                 "the classifier needs at least %(needed)s final issues with two "
@@ -87,7 +88,7 @@ def add_dropped_issue(project: Project, issue_id: int) -> ProjectIssue:
     Project.objects.select_for_update().filter(pk=project.pk).first()
     _, candidates = dropped_population(project)
     if not any(issue_id in group for group in candidates.values()):
-        raise RecallError(
+        raise Refusal(
             "issue",
             gettext("not a dropped issue of this project's scope that is not in its queue"),
         )

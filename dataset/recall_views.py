@@ -15,9 +15,9 @@ from django.views.decorators.http import require_POST
 from annotator.permissions import membership_or_404
 from dataset.beyond_keywords import Candidate, add_dropped_issue, rank_dropped
 from dataset.forms import AddDroppedIssueForm, RecallDrawForm
-from dataset.formviews import call_with_form
 from dataset.permissions import RECALL_ROLES, can_draw_probes
-from dataset.recall import RecallError, draw_probes, recall_report
+from dataset.recall import draw_probes, recall_report
+from lib.refusal import Refusal, call_with_form
 
 
 @login_required
@@ -65,7 +65,7 @@ def _page(
     if may_draw and (request.GET.get("rank") or add_form is not None):
         try:
             ranking = rank_dropped(membership.project)
-        except RecallError as exc:
+        except Refusal as exc:
             rank_error = exc.message
     return render(
         request,
@@ -94,7 +94,7 @@ def add_dropped(request, project_id: int):
     if form.is_valid():
         try:
             add_dropped_issue(membership.project, form.cleaned_data["issue"])
-        except RecallError as exc:
+        except Refusal as exc:
             form.add_error("issue", exc.message)
         else:
             messages.success(request, gettext("The issue joined the queue."))

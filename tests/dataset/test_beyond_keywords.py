@@ -11,9 +11,9 @@ import pytest
 from annotator.models import Membership, Project, Role
 from dataset.beyond_keywords import add_dropped_issue, rank_dropped
 from dataset.models import RecallProbe
-from dataset.recall import RecallError
 from ingest.models import Repository
 from labeling.models import ProjectIssue
+from lib.refusal import Refusal
 from taxonomy.models import TaxonomyVersion
 from tests.conftest import STUDY_TAXONOMY_ID, add_members, make_issue, make_user
 from tests.raters.conftest import add_finals, text_of
@@ -22,7 +22,7 @@ from tests.raters.conftest import add_finals, text_of
 def test_too_few_final_issues_is_a_message_not_a_ranking(taxonomy_version, repository):
     # First, with a project of its own: before the module's shared rows (below).
     project = Project.objects.create(name="LLM issues pilot", taxonomy_version=taxonomy_version)
-    with pytest.raises(RecallError, match="at least 20 final issues"):
+    with pytest.raises(Refusal, match="at least 20 final issues"):
         rank_dropped(project)
 
 
@@ -94,7 +94,7 @@ def test_an_added_issue_joins_the_queue_as_an_ordinary_issue_and_leaves_the_rank
     assert ProjectIssue.objects.get(pk=item.pk).position is not None
     assert not RecallProbe.objects.filter(project=project).exists()  # chosen, not drawn
     assert relevant[0] not in {c.issue_id for c in rank_dropped(project)}
-    with pytest.raises(RecallError, match="issue"):
+    with pytest.raises(Refusal, match="issue"):
         add_dropped_issue(project, relevant[0])  # already in the queue
 
 

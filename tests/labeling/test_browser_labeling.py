@@ -2,8 +2,8 @@
 issue text stays inert."""
 
 import pytest
-from playwright.sync_api import expect
 from django.urls import reverse
+from playwright.sync_api import expect
 
 from labeling.models import Annotation, ProjectIssue, Resolution
 from tests.conftest import log_in
