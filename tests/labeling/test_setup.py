@@ -144,5 +144,5 @@ def test_the_settings_action_configures_and_warns_of_a_minimum_at_k(project):
     assert "behaves like the fixed rule" in done.warning
     project.refresh_from_db()
     assert (project.annotations_per_issue, project.min_labels) == (5, 5)
-    with pytest.raises(setup.SetupError, match="^majority_threshold: "):
+    with pytest.raises(setup.SetupError, match=r"^majority_threshold: "):
         setup.apply_setup_action(project, setup.SettingsChange(5, "majority", 0.4))
