@@ -54,6 +54,7 @@ from agreement.measures import _label_rows, fleiss, observed_agreement
 from annotator.models import Project
 from labeling.models import Annotation, MachineLabel, MachineRater, Resolution
 from labeling.stopping import FP, AdaptiveRule, deciding_key, early_decision
+from lib.refusal import Refusal
 from taxonomy.models import TaxonomyNode
 
 if TYPE_CHECKING:
@@ -66,16 +67,6 @@ MAX_ORDERS = 200
 NEEDS_LEAD = -1
 NO_FINAL = "—"
 ALL = "all"
-
-
-class SimulationError(ValueError):
-    """A parameter the simulator cannot run with: `field` is the command's option (or
-    "project"), `message` the reason in the reader's language (gettext when raised); the text is
-    "field: message"."""
-
-    def __init__(self, field: str, message: str) -> None:
-        self.field, self.message = field, message
-        super().__init__(f"{field}: {message}")
 
 
 def panel_decision(
@@ -376,10 +367,10 @@ def simulate(
 
     width = replays.keys.shape[1]
     if width == 0:
-        raise SimulationError("project", gettext("no labels to replay yet"))
+        raise Refusal("project", gettext("no labels to replay yet"))
     k = k or width
     if k > width:
-        raise SimulationError(
+        raise Refusal(
             "max", gettext("at most %(width)s, the most labels any issue has") % {"width": width}
         )
     for name, value, low, high in (
@@ -388,15 +379,15 @@ def simulate(
         ("orders", orders, 1, MAX_ORDERS),
     ):
         if not low <= value <= high:
-            raise SimulationError(
+            raise Refusal(
                 name,
                 gettext("must be between %(low)s and %(high)s (got %(value)s)")
                 % {"low": low, "high": high, "value": value},
             )
     if any(lead < 1 for lead in leads):
-        raise SimulationError("lead", gettext("must be at least 1"))
+        raise Refusal("lead", gettext("must be at least 1"))
     if not 0 <= threshold <= 1:
-        raise SimulationError("threshold", gettext("must be between 0 and 1"))
+        raise Refusal("threshold", gettext("must be between 0 and 1"))
     keep = replays.counts >= k
     keys, final = replays.keys[keep], replays.final[keep]
     if len(replays.key_values) < 2**15:
@@ -769,17 +760,15 @@ def machine_votes(project: Project, rater_name: str, confidence: float | None) -
     labels that would vote (`MachineLabel.objects.counting`), as if the rater were enlisted."""
     rater = MachineRater.objects.filter(project=project, name=rater_name).first()
     if rater is None:
-        raise SimulationError(
+        raise Refusal(
             "machine-rater",
             gettext("no machine rater named %(name)s here") % {"name": repr(rater_name)},
         )
     threshold = rater.confidence_threshold if confidence is None else confidence
     if threshold is None:
-        raise SimulationError(
-            "confidence", gettext("give a threshold (the rater has none of its own set)")
-        )
+        raise Refusal("confidence", gettext("give a threshold (the rater has none of its own set)"))
     if not 0.0 <= threshold <= 1.0:
-        raise SimulationError("confidence", gettext("must be between 0 and 1"))
+        raise Refusal("confidence", gettext("must be between 0 and 1"))
     rows = (
         MachineLabel.objects.filter(rater=rater)
         .counting(threshold)
@@ -834,13 +823,11 @@ def simulate_machine(
     # K by default: the widest panel, as `simulate`.
     k = k or replays.keys.shape[1]
     if not 2 <= k <= MAX_K:
-        raise SimulationError("max", gettext("K must be between 2 and %(max)s") % {"max": MAX_K})
+        raise Refusal("max", gettext("K must be between 2 and %(max)s") % {"max": MAX_K})
     if not 1 <= orders <= MAX_ORDERS:
-        raise SimulationError(
-            "orders", gettext("must be between 1 and %(max)s") % {"max": MAX_ORDERS}
-        )
+        raise Refusal("orders", gettext("must be between 1 and %(max)s") % {"max": MAX_ORDERS})
     if min_labels < 1 or lead < 1:
-        raise SimulationError("min / lead", gettext("must be at least 1"))
+        raise Refusal("min / lead", gettext("must be at least 1"))
     rule = AdaptiveRule(min_labels=min_labels, lead=lead, k=k)
     cache: dict[tuple, tuple[int, Hashable | None]] = {}
 

@@ -17,11 +17,12 @@ from agreement.forms import (
 )
 from agreement.permissions import AGREEMENT_ROLES, AUDIT_ROLES
 from agreement.report_page import report_page
-from agreement.simulation import SimulationError, cached_tradeoff, chart, machine_tradeoff
+from agreement.simulation import cached_tradeoff, chart, machine_tradeoff
 from annotator.models import LEAD_ROLES
 from annotator.permissions import membership_or_404
 from labeling import taxonomy_history as history
 from lib.inputlimits import row_id
+from lib.refusal import Refusal, add_to_form
 
 
 @login_required
@@ -89,13 +90,10 @@ def policy_simulator_page(request, project_id: int):
                         orders=data["orders"],
                         seed=data["seed"],
                     )
-            except SimulationError as error:
-                # e.g. a minimum above the project's panel: the error names the field.
-                field = error.field
-                fields = {"min": "min_labels", "machine-rater": "machine_rater"}
-                form.add_error(
-                    fields.get(field, field if field in form.fields else None), error.message
-                )
+            except Refusal as error:
+                # e.g. a minimum above the project's panel: the error names the field (the
+                # command's option where it differs from the form's field).
+                add_to_form(form, error, {"min": "min_labels", "machine-rater": "machine_rater"})
                 status = 400
             else:
                 context["result"] = result

@@ -35,11 +35,12 @@ from django.utils.translation import gettext, gettext_noop
 
 from annotator.models import Project
 from dataset.models import RankedIssue, RecallRanking
-from dataset.recall import RecallError, dropped_population
+from dataset.recall import dropped_population
 from ingest.models import Issue
 from labeling.models import MachineRater, ProjectIssue
 from labeling.setup import place_in_queue
 from lib import jobclaim, stored_messages
+from lib.refusal import Refusal
 from raters import classifier
 from raters.runs import final_codes, issue_texts
 
@@ -74,10 +75,10 @@ def _too_few(finals: dict[int, str]) -> bool:
 
 
 def check_trainable(project: Project) -> None:
-    """RecallError("rank") when the project's finals are too few to learn from (no fitting)."""
+    """Refusal("rank") when the project's finals are too few to learn from (no fitting)."""
     finals = final_codes(project)
     if _too_few(finals):
-        raise RecallError(
+        raise Refusal(
             "rank",
             gettext(TOO_FEW_FINALS) % {"needed": classifier.MIN_FINALS, "finals": len(finals)},
         )
@@ -88,10 +89,10 @@ def score_dropped(
 ) -> tuple[int, list[tuple[int, float]]]:
     """Fit the classifier on the project's finals and score every dropped issue: the number of
     final issues trained on, and (issue id, relevance) pairs, likeliest first (ties by id).
-    What the ranking job stores; RecallError when there is too little to learn from."""
+    What the ranking job stores; Refusal when there is too little to learn from."""
     finals = final_codes(project)
     if _too_few(finals):
-        raise RecallError(
+        raise Refusal(
             "rank",
             gettext(TOO_FEW_FINALS) % {"needed": classifier.MIN_FINALS, "finals": len(finals)},
         )
@@ -317,7 +318,7 @@ def add_dropped_issue(project: Project, issue_id: int) -> ProjectIssue:
     Project.objects.select_for_update().filter(pk=project.pk).first()
     _, candidates = dropped_population(project)
     if not any(issue_id in group for group in candidates.values()):
-        raise RecallError(
+        raise Refusal(
             "issue",
             gettext("not a dropped issue of this project's scope that is not in its queue"),
         )

@@ -71,7 +71,6 @@ from django.db.models import Count, Max
 from django.utils.translation import gettext
 
 from annotator.models import Project
-from dataset.errors import FieldError
 from dataset.models import RecallProbe
 from ingest.filtering import keyword_set_for
 from ingest.keywords import compile_keywords, normalize
@@ -79,6 +78,7 @@ from ingest.models import Issue, Repository
 from labeling.models import ProjectIssue, Resolution
 from labeling.setup import Scope, issues_in_scope, place_in_queue, stratified_sample
 from lib.inputlimits import integer_range
+from lib.refusal import Refusal
 
 # Two-sided 95 %: the normal quantile at 0.975.
 Z_95 = 1.959963984540054
@@ -109,10 +109,6 @@ STOP_WORDS = frozenset(
 _WORD = re.compile(r"[^\W\d_][\w.+-]*")
 
 
-class RecallError(FieldError):
-    """Input a draw cannot use; `field` names the form field or option at fault."""
-
-
 # (estimate, low, high); the estimate is None where a stratum is unknown (no final probe).
 Interval = tuple[float | None, float, float]
 
@@ -135,9 +131,9 @@ def sample_size_for(
     share of relevant issues among `population` dropped issues: n0 = z²p(1-p)/e², then the
     finite-population correction n0 / (1 + (n0 - 1)/N), rounded up."""
     if not 0 < margin < 1:
-        raise RecallError("margin", gettext("a share between 0 and 1, e.g. 0.05 for ±5 points"))
+        raise Refusal("margin", gettext("a share between 0 and 1, e.g. 0.05 for ±5 points"))
     if not 0 < expected_share < 1:
-        raise RecallError("expected_share", gettext("a share between 0 and 1"))
+        raise Refusal("expected_share", gettext("a share between 0 and 1"))
     if population <= 0:
         return 0
     n0 = z * z * expected_share * (1 - expected_share) / (margin * margin)
@@ -317,7 +313,7 @@ def _seed(seed: int | None) -> int:
     if seed is None:
         return secrets.randbelow(high + 1)
     if not max(low, 0) <= seed <= high:
-        raise RecallError(
+        raise Refusal(
             "seed",
             gettext("a whole number from %(low)s to %(high)s") % {"low": max(low, 0), "high": high},
         )
@@ -343,7 +339,7 @@ def draw_probes(
     seeded by the draw's seed); what was served keeps its place, the pilot too.
     """
     if (sample_size is None) == (margin is None):
-        raise RecallError("sample_size", gettext("give either a sample size or a margin of error"))
+        raise Refusal("sample_size", gettext("give either a sample size or a margin of error"))
     seed = _seed(seed)
     # One draw at a time per project: the row lock orders concurrent draws.
     Project.objects.select_for_update().filter(pk=project.pk).first()
@@ -351,7 +347,7 @@ def draw_probes(
     available = sum(len(v) for v in candidates.values())
     if sample_size is not None:
         if not 1 <= sample_size <= MAX_SAMPLE:
-            raise RecallError(
+            raise Refusal(
                 "sample_size",
                 gettext("a whole number from %(low)s to %(high)s") % {"low": 1, "high": MAX_SAMPLE},
             )
@@ -361,13 +357,13 @@ def draw_probes(
         drawn = RecallProbe.objects.filter(project=project).count()
         wanted = sample_size_for(margin, sum(sizes.values()), expected_share) - drawn
         if wanted <= 0:
-            raise RecallError(
+            raise Refusal(
                 "margin",
                 gettext("the %(drawn)s probes drawn already reach this margin of error")
                 % {"drawn": drawn},
             )
     if available == 0:
-        raise RecallError(
+        raise Refusal(
             "sample_size",
             gettext(
                 "no dropped issue left to draw: the project's repositories have no issue the "

@@ -11,10 +11,10 @@ from rest_framework import status
 from rest_framework.response import Response
 
 from dataset.api import ProjectScoped
-from dataset.formviews import call_with_serializer
 from dataset.permissions import RECALL_ROLES, can_draw_probes
 from dataset.recall import draw_probes, recall_report
 from dataset.serializers import RecallDrawSerializer
+from lib.refusal import call_with_serializer
 
 
 class RecallReport(ProjectScoped):

@@ -23,10 +23,10 @@ from dataset.beyond_keywords import (
     ranking_state,
 )
 from dataset.forms import AddDroppedIssueForm, RecallDrawForm
-from dataset.formviews import call_with_form
 from dataset.permissions import RECALL_ROLES, can_draw_probes
-from dataset.recall import RecallError, draw_probes, recall_report
+from dataset.recall import draw_probes, recall_report
 from dataset.tasks import start_ranking
+from lib.refusal import Refusal, call_with_form
 
 
 @login_required
@@ -120,7 +120,7 @@ def rank(request, project_id: int):
     project = membership.project
     try:
         check_trainable(project)
-    except RecallError as exc:
+    except Refusal as exc:
         return _page(request, membership, rank_error=exc.message, status=400)
     rater, version = ranking_key(project)
     start_ranking(project, rater, version, request.user)
@@ -136,7 +136,7 @@ def add_dropped(request, project_id: int):
     if form.is_valid():
         try:
             add_dropped_issue(membership.project, form.cleaned_data["issue"])
-        except RecallError as exc:
+        except Refusal as exc:
             form.add_error("issue", exc.message)
         else:
             messages.success(request, gettext("The issue joined the queue."))

@@ -14,12 +14,12 @@ from rest_framework import generics, status
 from rest_framework.response import Response
 
 from dataset.api import ProjectScoped
-from dataset.formviews import call_with_serializer
 from dataset.models import Release
 from dataset.permissions import RELEASE_ROLES, can_create_release
 from dataset.releases import version_key
 from dataset.serializers import ReleaseCreateSerializer, ReleaseSerializer
 from dataset.tasks import start_release
+from lib.refusal import call_with_serializer
 
 
 class ReleaseList(ProjectScoped, generics.ListAPIView):

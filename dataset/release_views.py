@@ -10,7 +10,6 @@ from django.utils.safestring import mark_safe
 
 from annotator.permissions import membership_or_404
 from dataset.forms import CompareForm, ReleaseForm
-from dataset.formviews import call_with_form
 from dataset.models import Release
 from dataset.permissions import RELEASE_ROLES, can_create_release
 from dataset.releases import (
@@ -25,6 +24,7 @@ from dataset.releases import (
 from dataset.tasks import start_release
 from labeling.rendering import render_markdown
 from lib import superseded
+from lib.refusal import call_with_form
 
 
 def _row(release: Release) -> dict:

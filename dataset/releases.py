@@ -53,7 +53,6 @@ from agreement.measures import agreement_report, report_rows
 from annotator.models import Project
 from annotator.pseudonyms import pseudonyms, unnamed
 from dataset import datasheet, metadata
-from dataset.errors import FieldError
 from dataset.exports import (
     CHUNK,
     ExportContext,
@@ -75,6 +74,7 @@ from dataset.release_diff import ReleaseDiff, diff_labels, write_changes
 from labeling.labels import KEY_FIELDS, LABEL_FIELDS
 from labeling.models import Annotation, DiscussionMessage, ProjectIssue, Resolution
 from lib import csvsafe, diskspace, jobclaim
+from lib.refusal import Refusal
 from raters.describe import describe_raters
 from taxonomy.detail_files import (
     BOM,
@@ -113,15 +113,11 @@ FINAL_COLUMNS = [
 ]
 
 
-class ReleaseError(FieldError):
-    """A release that cannot be made; `field` names the input at fault."""
-
-
 def parse_version(text: str) -> tuple[int, int, int]:
-    """X.Y.Z as three integers; ReleaseError naming `version` otherwise."""
+    """X.Y.Z as three integers; Refusal naming `version` otherwise."""
     match = SEMVER.fullmatch((text or "").strip())
     if match is None:
-        raise ReleaseError(
+        raise Refusal(
             "version",
             gettext(
                 "“%(version)s” is not a semantic version MAJOR.MINOR.PATCH such as 1.0.0 "
@@ -172,19 +168,19 @@ def citation_defaults(project: Project) -> dict[str, str]:
 
 
 def clean_citation(title: str, authors: str, licence: str) -> dict[str, str]:
-    """The citation fields checked (ReleaseError naming the field, and the author's line)."""
+    """The citation fields checked (Refusal naming the field, and the author's line)."""
     title = " ".join((title or "").split())
     if not title:
-        raise ReleaseError("title", gettext("a release needs a title"))
+        raise Refusal("title", gettext("a release needs a title"))
     if len(title) > MAX_TITLE:
-        raise ReleaseError("title", gettext("at most %(limit)s characters") % {"limit": MAX_TITLE})
+        raise Refusal("title", gettext("at most %(limit)s characters") % {"limit": MAX_TITLE})
     licence = (licence or "").strip()
     if not LICENCE.fullmatch(licence):
-        raise ReleaseError("licence", gettext("an SPDX licence identifier such as CC-BY-4.0"))
+        raise Refusal("licence", gettext("an SPDX licence identifier such as CC-BY-4.0"))
     try:
         metadata.parse_authors(authors)
     except metadata.CitationError as exc:
-        raise ReleaseError("authors", str(exc)) from exc
+        raise Refusal("authors", str(exc)) from exc
     # Stored one author a line, as CITATION.cff lists them ("a; b" on a line becomes two).
     lines = [entry for _, entry in metadata.author_entries(authors)]
     return {"title": title, "authors": "\n".join(lines), "licence": licence}
@@ -203,7 +199,7 @@ def create_release(
     the citation (title, authors one per line, licence; each left out is the project's, see
     `citation_defaults`; no authors is allowed and leaves the citation incomplete).
 
-    Refused (ReleaseError naming the field) when the version is not X.Y.Z, is not greater than
+    Refused (Refusal naming the field) when the version is not X.Y.Z, is not greater than
     the latest release, another release is still being built, or no issue is final yet.
     """
     parsed = parse_version(version)
@@ -220,13 +216,13 @@ def create_release(
         if Release.objects.filter(
             project=project, status__in=[Release.Status.PENDING, Release.Status.RUNNING]
         ).exists():
-            raise ReleaseError(
+            raise Refusal(
                 "version",
                 gettext("another release of this project is being built; wait until it is done"),
             )
         latest = latest_release(project)
         if latest is not None and version_key(latest) >= parsed:
-            raise ReleaseError(
+            raise Refusal(
                 "version",
                 gettext("%(version)s is not greater than the latest release, %(latest)s")
                 % {"version": version, "latest": latest.version},
@@ -234,7 +230,7 @@ def create_release(
         if not ProjectIssue.objects.filter(
             project=project, status=ProjectIssue.Status.FINAL
         ).exists():
-            raise ReleaseError("version", gettext("the project has no final issue to release yet"))
+            raise Refusal("version", gettext("the project has no final issue to release yet"))
         return Release.objects.create(
             project=project,
             version=version,

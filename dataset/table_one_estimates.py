@@ -30,8 +30,9 @@ from django.utils.translation import gettext_noop
 from agreement.table_one import TYPE_COLUMNS
 from annotator.models import Project
 from labeling.models import MachineRater, ProjectIssue
+from lib.refusal import Refusal
 from raters.backends import FP_CODE
-from raters.estimates import EstimateError, estimate
+from raters.estimates import estimate
 from raters.reporting import ESTIMATED, NO_SAMPLE, NOTHING_TO_ESTIMATE, table_one_rater
 
 # Table I's type columns (its order) and the false positives' share, keyed by their labels as
@@ -71,7 +72,7 @@ def table_one_estimates(
     }
     try:
         overall = estimate(project, rater, level="type").as_json()
-    except EstimateError as error:
+    except Refusal as error:
         if error.field != "sample":
             raise
         return {**block, "status": NO_SAMPLE, "note": error.message}

@@ -62,7 +62,7 @@ def run_release(self, release_id: int) -> None:
 
 
 def start_release(project: Project, user, version: str, note: str = "", **citation) -> Release:
-    """Validate and record a release (ReleaseError naming the field), and queue its build once
+    """Validate and record a release (Refusal naming the field), and queue its build once
     the transaction commits. `citation`: title, authors, licence (`create_release`)."""
     with transaction.atomic():
         release = create_release(project, user, version, note, **citation)

@@ -21,8 +21,9 @@ from ingest.models import Issue, Repository
 from labeling import guideline, issue_list, resolution, submission
 from labeling.labels import Label
 from labeling.resolution import MAX_MESSAGE
-from labeling.setup import MAX_ANNOTATIONS_PER_ISSUE, Scope
+from labeling.setup import MAX_ANNOTATIONS_PER_ISSUE, Scope, ScopeChange, SettingsChange
 from lib.inputlimits import integer_range, row_id
+from lib.refusal import Refusal
 from taxonomy.codes import FALSE_POSITIVE
 from taxonomy.models import TaxonomyNode
 
@@ -127,6 +128,16 @@ class SettingsForm(forms.Form):
             "translated_descriptions": data.get("translated_descriptions"),
         }
 
+    def setup_action(self) -> SettingsChange:
+        """The settings action that `setup.apply_setup_action` carries out (once valid)."""
+        data = self.cleaned_data
+        return SettingsChange(
+            data["annotations_per_issue"],
+            data["resolution_policy"],
+            data["majority_threshold"],
+            self.configure_kwargs(),
+        )
+
 
 class ScopeForm(forms.Form):
     """Which issues the project holds. Only repositories the lead may manage (or that the
@@ -193,6 +204,19 @@ class ScopeForm(forms.Form):
         scope.repository_ids = offered
         return scope
 
+    def setup_action(self) -> ScopeChange:
+        """The scope action that `setup.apply_setup_action` carries out (once valid)."""
+        data = self.cleaned_data
+        return ScopeChange(self.chosen_scope(), data["pilot_size"], data["seed"])
+
+
+def setup_form(data, *, repositories, every_repository: bool) -> ScopeForm | SettingsForm:
+    """The form of the setup page's posted action: the scope's (`action` "scope"), else the
+    settings'. Valid, its `setup_action()` goes to `setup.apply_setup_action`."""
+    if data.get("action") == "scope":
+        return ScopeForm(data, repositories=repositories, every_repository=every_repository)
+    return SettingsForm(data)
+
 
 class LeadActionForm(forms.Form):
     """One of the lead's actions on a disputed issue (the resolve page's three forms): post a
@@ -235,7 +259,7 @@ class LeadActionForm(forms.Form):
             if source == "new":
                 try:
                     self._label = submission.parse_label(self.project, self.data)
-                except submission.LabelError as exc:
+                except Refusal as exc:
                     self.add_error(None, str(exc))
             elif row_id(source) is None:
                 self.add_error("source", gettext("not an annotation of this issue"))

@@ -1,6 +1,7 @@
 """Project setup for leads: which issues are in scope, K, the resolution policy, the stopping
-rule (fixed K or adaptive, `labeling.stopping`), the pilot; and a new project made in one step
-with its members and scope (`create_project`).
+rule (fixed K or adaptive, `labeling.stopping`), the pilot; the setup page's two actions
+(`apply_setup_action`: a `ScopeChange` or a `SettingsChange`); and a new project made in one
+step with its members and scope (`create_project`).
 
 The pilot is a seeded random sample stratified by repository; it comes first in the queue and
 its annotations carry `is_pilot`, so agreement figures can leave them out. The rest of the
@@ -264,6 +265,51 @@ def apply_scope(project: Project, scope: Scope, pilot_size: int, seed: int) -> d
     project.scope = scope.as_json()
     project.save(update_fields=["scope"])
     return {"added": len(added), "removed": len(removable), "total": len(existing) + len(added)}
+
+
+@dataclass(frozen=True)
+class ScopeChange:
+    """The setup page's scope action, validated (`labeling.forms.ScopeForm`): the scope to
+    apply (None: the lead may choose no repository), the pilot's size and the seed."""
+
+    scope: Scope | None
+    pilot_size: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class SettingsChange:
+    """The setup page's settings action, validated (`labeling.forms.SettingsForm`): K, the
+    policy and its threshold, and `configure`'s other settings (None keeps one as it is)."""
+
+    k: int
+    policy: str
+    threshold: float
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SetupDone:
+    """What to tell the lead of an action carried out: `message`, and a `warning` ("" for
+    none) of settings that do less than they seem to (`stopping_warning`)."""
+
+    message: str
+    warning: str = ""
+
+
+def apply_setup_action(project: Project, action: ScopeChange | SettingsChange) -> SetupDone:
+    """Carry out a lead's action on the setup page (the scope, or the settings); returns what
+    to tell the lead. Raises SetupError, naming the field, when it does not apply."""
+    if isinstance(action, ScopeChange):
+        if action.scope is None:
+            raise SetupError("repositories: " + gettext("you may manage none of them."))
+        result = apply_scope(project, action.scope, pilot_size=action.pilot_size, seed=action.seed)
+        return SetupDone(
+            gettext("Scope applied: %(added)s added, %(removed)s removed, %(total)s in scope.")
+            % result
+        )
+    configure(project, action.k, action.policy, action.threshold, **action.options)
+    return SetupDone(gettext("Settings saved."), stopping_warning(project))
 
 
 @transaction.atomic

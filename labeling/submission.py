@@ -45,6 +45,7 @@ from labeling.proposals import proposal_from_annotation
 from labeling.queue import _SLOTS_SQL, slot_state
 from labeling.stopping import AdaptiveRule
 from lib import metrics, sql
+from lib.refusal import Refusal
 from taxonomy.models import TaxonomyNode
 
 # Table names from the models (`Meta.db_table`), never spelled out in the SQL below.
@@ -54,16 +55,6 @@ _RESERVATION_TABLE = Reservation._meta.db_table
 
 MAX_TEXT = 5000
 PROGRESS_CACHE_SECONDS = 5
-
-
-class LabelError(Exception):
-    """Bad label input; `field` names the form field at fault (a name, never translated), and
-    `message` says what is wrong in the language of the request."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
 
 
 class NotYours(Exception):
@@ -76,29 +67,29 @@ def _node(nodes: dict[int, dict], raw, level: int, field: str) -> dict | None:
     try:
         pk = int(raw)
     except (TypeError, ValueError):
-        raise LabelError(
+        raise Refusal(
             field, gettext("not a valid choice: %(value)s") % {"value": repr(raw)}
         ) from None
     node = nodes.get(pk)
     if node is None or node["level"] != level:
-        raise LabelError(field, gettext("not a choice of this project's taxonomy"))
+        raise Refusal(field, gettext("not a choice of this project's taxonomy"))
     return node
 
 
 def _text(data, field: str) -> str:
     value = data.get(field) or ""
     if not isinstance(value, str):  # JSON from the API may hold anything
-        raise LabelError(field, gettext("must be text"))
+        raise Refusal(field, gettext("must be text"))
     value = value.strip()
     if "\x00" in value:  # the database cannot store it (a form or API caller may still send it)
-        raise LabelError(field, gettext("contains a NUL character (\\x00), which cannot be stored"))
+        raise Refusal(field, gettext("contains a NUL character (\\x00), which cannot be stored"))
     if len(value) > MAX_TEXT:
-        raise LabelError(field, gettext("at most %(most)s characters") % {"most": MAX_TEXT})
+        raise Refusal(field, gettext("at most %(most)s characters") % {"most": MAX_TEXT})
     return value
 
 
 def parse_label(project: Project, data) -> Label:
-    """Validate form or API data into a label; raises LabelError naming the field."""
+    """Validate form or API data into a label; raises Refusal naming the field."""
     label = Label(
         summary=_text(data, "summary"),
         note=_text(data, "note"),
@@ -109,7 +100,7 @@ def parse_label(project: Project, data) -> Label:
     if label.is_false_positive:
         reason = data.get("false_positive_reason") or ""
         if reason not in FalsePositiveReason.values:
-            raise LabelError("false_positive_reason", gettext("choose one of the three reasons"))
+            raise Refusal("false_positive_reason", gettext("choose one of the three reasons"))
         label.false_positive_reason = reason
         return label
     # The version's nodes come from a short-lived cache, fetched once for the three fields.
@@ -118,19 +109,17 @@ def parse_label(project: Project, data) -> Label:
     theme = _node(nodes, data.get("theme"), TaxonomyNode.Level.THEME, "theme")
     sub_theme = _node(nodes, data.get("sub_theme"), TaxonomyNode.Level.SUB_THEME, "sub_theme")
     if type_node is None:
-        raise LabelError(
-            "issue_type", gettext("choose a type, or mark the issue as not LLM-related")
-        )
+        raise Refusal("issue_type", gettext("choose a type, or mark the issue as not LLM-related"))
     if theme is None:
-        raise LabelError("theme", gettext("choose a theme"))
+        raise Refusal("theme", gettext("choose a theme"))
     if theme["parent"] != type_node["id"]:
-        raise LabelError(
+        raise Refusal(
             "theme",
             gettext("%(theme)s is not a theme of %(type)s")
             % {"theme": theme["code"], "type": type_node["code"]},
         )
     if sub_theme is not None and sub_theme["parent"] != theme["id"]:
-        raise LabelError(
+        raise Refusal(
             "sub_theme",
             gettext("%(sub_theme)s is not a sub-theme of %(theme)s")
             % {"sub_theme": sub_theme["code"], "theme": theme["code"]},
@@ -392,7 +381,7 @@ def submit(
 
     `project_issue` may be just its id: the row is read again under its lock; with `public`,
     the id is its public id (the labeling page's URL names it so). Raises NotYours
-    when the issue was never handed to the user, LabelError when it can no longer take their
+    when the issue was never handed to the user, Refusal when it can no longer take their
     label. Every volunteer calls this once per issue, so it is hand-written SQL (see
     lib.sql): a lock, one look at the slots, and the writes; on PostgreSQL the common
     case is one call of `_submit_first_function`.
@@ -420,12 +409,12 @@ def submit(
         if current is not None and label.same_as(current):
             return current  # nothing changes (a double submit): the same answer in any state
         if current is not None and is_locked(pi, project):
-            raise LabelError("__all__", str(LOCKED_MESSAGE))
+            raise Refusal("__all__", str(LOCKED_MESSAGE))
         if current is None:
             if not slots.reservation:  # none, or handed back
                 raise NotYours
             if slots.annotations + slots.reserved >= project.annotations_per_issue:
-                raise LabelError(
+                raise Refusal(
                     "__all__",
                     gettext("Your reservation of this issue expired; it was handed back."),
                 )

@@ -29,9 +29,8 @@ from labeling import guideline, queue, resolution, setup, submission
 from labeling.forms import (
     LeadActionForm,
     QueueFilterForm,
-    ScopeForm,
-    SettingsForm,
     first_error,
+    setup_form,
 )
 from labeling.issue_context import (
     description_language,
@@ -48,8 +47,10 @@ from labeling.models import (
     Resolution,
 )
 from labeling.permissions import LABELER_ROLES, scope_repositories
+from labeling.votes import vote_table
 from lib import sql
 from lib.inputlimits import row_id
+from lib.refusal import Refusal
 from taxonomy.models import TaxonomyNode
 
 # Table names from the models (`Meta.db_table`), never spelled out in the SQL below.
@@ -145,7 +146,7 @@ def label_issue(request, project_id: int, public_id: int):
             submission.submit(request.user, project, public_id, label, public=True)
         except submission.NotYours:
             raise Http404 from None
-        except submission.LabelError as exc:
+        except Refusal as exc:
             error = exc
         else:
             # No flash message: it would cost a session write on every submission.
@@ -270,62 +271,22 @@ def project_setup(request, project_id: int):
     project = membership.project
     repositories = scope_repositories(request.user, project)
     if request.method == "POST":
-        if request.POST.get("action") == "scope":
-            form = ScopeForm(
-                request.POST,
-                repositories=repositories,
-                every_repository=is_ingest_admin(request.user),
-            )
-            scope = form.chosen_scope() if form.is_valid() else None
-            if form.is_valid() and scope is None:
-                messages.error(
-                    request,
-                    gettext("Not saved: %(error)s")
-                    % {"error": "repositories: " + gettext("you may manage none of them.")},
-                )
-            elif scope is not None:
-                data = form.cleaned_data
-                try:
-                    result = setup.apply_scope(
-                        project, scope, pilot_size=data["pilot_size"], seed=data["seed"]
-                    )
-                except setup.SetupError as exc:
-                    messages.error(request, gettext("Not saved: %(error)s") % {"error": exc})
-                else:
-                    messages.success(
-                        request,
-                        gettext(
-                            "Scope applied: %(added)s added, %(removed)s removed, %(total)s in"
-                            " scope."
-                        )
-                        % result,
-                    )
-            else:
-                messages.error(
-                    request, gettext("Not saved: %(error)s") % {"error": first_error(form)}
-                )
+        form = setup_form(
+            request.POST,
+            repositories=repositories,
+            every_repository=is_ingest_admin(request.user),
+        )
+        if not form.is_valid():
+            messages.error(request, gettext("Not saved: %(error)s") % {"error": first_error(form)})
         else:
-            settings_form = SettingsForm(request.POST)
-            if settings_form.is_valid():
-                data = settings_form.cleaned_data
-                try:
-                    setup.configure(
-                        project,
-                        k=data["annotations_per_issue"],
-                        policy=data["resolution_policy"],
-                        threshold=data["majority_threshold"],
-                        **settings_form.configure_kwargs(),
-                    )
-                except setup.SetupError as exc:
-                    messages.error(request, gettext("Not saved: %(error)s") % {"error": exc})
-                else:
-                    messages.success(request, gettext("Settings saved."))
-                    if warning := setup.stopping_warning(project):
-                        messages.warning(request, warning)
+            try:
+                done = setup.apply_setup_action(project, form.setup_action())
+            except setup.SetupError as exc:
+                messages.error(request, gettext("Not saved: %(error)s") % {"error": exc})
             else:
-                messages.error(
-                    request, gettext("Not saved: %(error)s") % {"error": first_error(settings_form)}
-                )
+                messages.success(request, done.message)
+                if done.warning:
+                    messages.warning(request, done.warning)
         return redirect("project_setup", project_id=project_id)
     saved_scope = project.scope or {}
     return render(
@@ -415,18 +376,6 @@ def resolve_issue(request, project_id: int, item_id: int):
             return redirect(here)
     annotations = resolution.current_annotations(item)
     comparison = resolution.compare(annotations, project.annotations_per_issue)
-    nodes = {
-        n.pk: n
-        for n in TaxonomyNode.objects.filter(version_id=project.taxonomy_version_id).only(
-            "code", "name"
-        )
-    }
-    votes = {
-        resolution.LEVEL_NAMES[level]: [
-            (_vote_name(level, value, nodes), count) for value, count in counter.most_common()
-        ]
-        for level, counter in comparison.votes.items()
-    }
     data = posted["data"] if posted and posted["data"].get("action") == "resolve" else None
     initial = _initial(data, None)
     discussion = item.discussion.select_related("author")
@@ -434,7 +383,7 @@ def resolve_issue(request, project_id: int, item_id: int):
         "project": project,
         "item": item,
         "annotations": annotations,
-        "votes": votes,
+        "votes": vote_table(comparison, project.taxonomy_version_id),
         "comparison": comparison,
         "level_name": resolution.LEVEL_NAMES.get(comparison.first_disagreement, ""),
         "final": resolution.current_resolution(item),
@@ -499,15 +448,6 @@ def _initial(post, own: Annotation | None) -> dict:
     }
     initial["is_false_positive"] = own.is_false_positive
     return initial
-
-
-def _vote_name(level: str, value, nodes: dict) -> str:
-    if level == "false_positive":
-        return gettext("not LLM-related") if value else gettext("LLM-related")
-    if value is None:
-        return "—"
-    node = nodes.get(value)
-    return f"{node.code} {node.name}" if node else str(value)
 
 
 def _based_on(final: Resolution | None) -> list[Annotation]:

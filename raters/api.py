@@ -18,10 +18,10 @@ from rest_framework.response import Response
 
 from annotator.permissions import membership_or_404
 from labeling.models import MachineRater
+from lib.refusal import Refusal, add_to_form
 from raters.enlisting import current_validation, current_validations, enlist, rule_ignores
 from raters.forms import EnlistForm
 from raters.permissions import RUN_ROLES, VALIDATION_ROLES
-from raters.runs import RaterError
 from raters.validation import validation_report
 
 
@@ -72,8 +72,8 @@ def rater_enlist_api(request: Request, project_id: int, rater_id: int) -> Respon
     if form.is_valid():
         try:
             enlist(rater, form.cleaned_data["enlisted"], form.cleaned_data["confidence_threshold"])
-        except RaterError as exc:
-            form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+        except Refusal as exc:
+            add_to_form(form, exc)
     if form.errors:
         errors = {field: [str(e) for e in messages] for field, messages in form.errors.items()}
         return Response(errors, status=status.HTTP_400_BAD_REQUEST)

@@ -26,8 +26,9 @@ from agreement.alt_test import MIN_ANNOTATORS, AltTestResult
 from annotator.models import Project
 from labeling.models import MachineRater
 from labeling.stopping import AdaptiveRule
+from lib.refusal import Refusal
 from raters.alt_test import rater_alt_test
-from raters.runs import RaterError, final_codes
+from raters.runs import final_codes
 from raters.validation import rater_figures
 
 
@@ -97,11 +98,11 @@ def rule_ignores(project: Project) -> bool:
 def enlist(rater: MachineRater, enlisted: bool, threshold: float | None) -> MachineRater:
     """A lead's choice: let the rater's labels count as one vote in the adaptive stopping rule
     from `threshold` confidence on (`labeling.stopping`), or take that back. Enlisting needs a
-    current validation (RaterError naming `enlisted` otherwise) and a threshold."""
+    current validation (Refusal naming `enlisted` otherwise) and a threshold."""
     if threshold is not None and not 0.0 <= threshold <= 1.0:
-        raise RaterError("confidence_threshold", gettext("between 0 and 1"))
+        raise Refusal("confidence_threshold", gettext("between 0 and 1"))
     if enlisted and threshold is None:
-        raise RaterError(
+        raise Refusal(
             "confidence_threshold", gettext("an enlisted rater needs a confidence threshold")
         )
     if enlisted and current_validation(rater) is None:
@@ -115,11 +116,11 @@ def enlist(rater: MachineRater, enlisted: bool, threshold: float | None) -> Mach
                 "%(name)s has no current validation: its current version has labeled no final "
                 "issue (it may have been trained again since); run it over the final issues first"
             )
-        raise RaterError("enlisted", why % {"name": rater.name})
+        raise Refusal("enlisted", why % {"name": rater.name})
     if enlisted:
         why = alt_test_refusal(rater)
         if why:
-            raise RaterError("enlisted", why)
+            raise Refusal("enlisted", why)
     rater.enlisted = enlisted
     rater.confidence_threshold = threshold
     rater.save(update_fields=["enlisted", "confidence_threshold"])

@@ -15,7 +15,8 @@ from rest_framework.response import Response
 
 from annotator.permissions import membership_or_404
 from labeling.models import MachineRater
-from raters.estimates import EstimateError, Estimates, estimate
+from lib.refusal import Refusal, add_to_form
+from raters.estimates import Estimates, estimate
 from raters.forms import EstimateForm
 from raters.permissions import VALIDATION_ROLES
 
@@ -77,8 +78,8 @@ def estimates_page(request, project_id: int):
         if form.is_valid():
             try:
                 report = _run(form, project).as_json()
-            except EstimateError as error:
-                form.add_error(error.field if error.field in form.fields else None, error.message)
+            except Refusal as error:
+                add_to_form(form, error)
                 status = 400
             else:
                 context["report"] = report
@@ -100,5 +101,5 @@ def estimates_api(request: Request, project_id: int) -> Response:
         return Response({"errors": form.errors.get_json_data()}, status=400)
     try:
         return Response(_run(form, project).as_json())
-    except EstimateError as error:
+    except Refusal as error:
         return Response({"errors": {error.field: [{"message": error.message}]}}, status=400)

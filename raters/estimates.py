@@ -38,6 +38,7 @@ from agreement.table_one import issue_year
 from annotator.models import Project
 from labeling.models import MachineRater, ProjectIssue, Resolution
 from labeling.stopping import AdaptiveRule
+from lib.refusal import Refusal
 from raters.backends import FP_CODE, theme_code, type_code
 from raters.models import SampleDraw
 from taxonomy.lineage import Translator
@@ -46,15 +47,6 @@ from taxonomy.models import TaxonomyNode
 LEVELS = ("type", "theme")
 BY = ("repository", "year")
 NO_CODE = ""
-
-
-class EstimateError(ValueError):
-    """A request that cannot be estimated, with the field it is about."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -149,7 +141,7 @@ def active_sample(project: Project, scope: Scope, draw: SampleDraw) -> Sample:
     later = sum(i not in covered for i in scope.issue_ids)
     if later:
         # An issue with no chance of being drawn would be left out of every estimate.
-        raise EstimateError(
+        raise Refusal(
             "sample",
             gettext("%(n)s issues joined the scope after the active draw; draw the sample again")
             % {"n": later},
@@ -205,7 +197,7 @@ def replay_sample(project: Project, scope: Scope, n: int, seed: int) -> Sample:
     )
     pool = [i for i in scope.issue_ids if i in finals]
     if not 2 <= n <= len(pool):
-        raise EstimateError(
+        raise Refusal(
             "replay_sample",
             gettext("between 2 and the %(n)s final issues in scope") % {"n": len(pool)},
         )
@@ -317,16 +309,16 @@ def _estimate(
     plan_half_width: float | None,
 ) -> Estimates:
     if level not in LEVELS:
-        raise EstimateError("level", gettext("type or theme"))
+        raise Refusal("level", gettext("type or theme"))
     if by not in (None, *BY):
-        raise EstimateError("by", gettext("repository or year"))
+        raise Refusal("by", gettext("repository or year"))
     if rater.project_id != project.pk:
-        raise EstimateError("rater", gettext("not a rater of this project"))
+        raise Refusal("rater", gettext("not a rater of this project"))
     if rater.enlisted and AdaptiveRule.of(project) is not None:
         # Its confident votes decide issues early beside one human label, so the sample's final
         # labels would be built partly from the machine's: PPI's bias correction needs finals
         # independent of the machine it corrects.
-        raise EstimateError(
+        raise Refusal(
             "rater",
             gettext(
                 "%(name)s is enlisted in the adaptive stopping rule: its votes may have decided "
@@ -349,13 +341,13 @@ def _estimate(
             if draw is not None
             else gettext("%(n)s issues at the front of the queue are final")
         ) % {"n": len(sample.issue_ids)}
-        raise EstimateError(
+        raise Refusal(
             "sample",
             gettext("%(where)s; at least 2 are needed (%(held)s disputed issues hold it back)")
             % {"where": where, "held": sample.held_back},
         )
     if sample.probabilities is not None and plan_half_width is not None:
-        raise EstimateError(
+        raise Refusal(
             "plan",
             gettext("the plan assumes a uniform sample; for an active one use --compare-sampling"),
         )
@@ -407,5 +399,5 @@ def _estimate(
                 plan_half_width,
             )
         except ValueError as error:
-            raise EstimateError("plan", str(error)) from error
+            raise Refusal("plan", str(error)) from error
     return Estimates(rater, level, by, sample, len(scope.issue_ids), rows, plan)

@@ -26,8 +26,9 @@ from typing import Any
 from annotator.models import Project
 from labeling.models import MachineRater
 from labeling.stopping import AdaptiveRule
+from lib.refusal import Refusal
 from raters.alt_test import human_theme_codes, rater_alt_test
-from raters.estimates import EstimateError, estimate
+from raters.estimates import estimate
 
 ESTIMATED = "estimated"
 NO_SAMPLE = "no_sample"
@@ -66,7 +67,7 @@ def release_estimates(rater: MachineRater) -> dict[str, Any]:
     project = rater.project
     try:
         by_type = estimate(project, rater, level="type").as_json()
-    except EstimateError as error:
+    except Refusal as error:
         if error.field != "sample":
             raise
         return {"status": NO_SAMPLE, "note": error.message}

@@ -39,6 +39,7 @@ from ingest.hosts import MODEL_API_HOSTS, base_url_refused
 from ingest.models import Comment, Issue
 from labeling.models import MachineLabel, MachineRater, ProjectIssue, Resolution
 from lib import jobclaim, stored_messages
+from lib.refusal import Refusal
 from raters import liveness
 from raters.alt_test import retest_enlisted
 from raters.backends import (
@@ -67,14 +68,6 @@ STORE_CHUNK = 2000
 rater_trained = Signal()
 
 
-class RaterError(Exception):
-    """Bad input or a rater that cannot run, naming the field."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field, self.message = field, message
-
-
 @dataclass
 class RaterSettings:
     """What `add_rater` takes (validated by the form and the command alike)."""
@@ -100,30 +93,30 @@ def add_rater(
     server may answer any model name with the one it has loaded); an endpoint that lists none,
     or cannot be asked now, is said through `warn` and the rater is added all the same."""
     if not settings.name.strip():
-        raise RaterError("name", gettext("a rater needs a name"))
+        raise Refusal("name", gettext("a rater needs a name"))
     if settings.kind not in MachineRater.Kind.values:
-        raise RaterError(
+        raise Refusal(
             "kind", gettext("one of %(values)s") % {"values": ", ".join(MachineRater.Kind.values)}
         )
     if MachineRater.objects.filter(project=project, name=settings.name.strip()).exists():
-        raise RaterError(
+        raise Refusal(
             "name",
             gettext("this project already has a rater named %(name)s")
             % {"name": repr(settings.name)},
         )
     if settings.kind == MachineRater.Kind.LLM:
         if not (settings.model and settings.api_url):
-            raise RaterError("model", gettext("an llm rater needs --model and --api-url"))
+            raise Refusal("model", gettext("an llm rater needs --model and --api-url"))
         why = model_url_refused(settings.api_url)
         if why:
-            raise RaterError("api_url", why)
+            raise Refusal("api_url", why)
     why = key_variable_refused(settings.api_key_env)
     if why:
-        raise RaterError("api_key_env", why)
+        raise Refusal("api_key_env", why)
     if not 0 <= settings.temperature <= 2:
-        raise RaterError("temperature", gettext("between 0 and 2"))
+        raise Refusal("temperature", gettext("between 0 and 2"))
     if not 1 <= settings.samples <= 20:
-        raise RaterError("samples", gettext("between 1 and 20"))
+        raise Refusal("samples", gettext("between 1 and 20"))
     model = settings.model
     if settings.kind == MachineRater.Kind.CLASSIFIER and not model:
         model = "tfidf-logreg"
@@ -144,8 +137,8 @@ def add_rater(
 
 
 def check_model(settings: RaterSettings, warn: Callable[[str], None]) -> None:
-    """RaterError("model") when the endpoint lists its models and the rater's is not one of
-    them; RaterError("api_key_env") when it refuses the key; else a warning when it could not
+    """Refusal("model") when the endpoint lists its models and the rater's is not one of
+    them; Refusal("api_key_env") when it refuses the key; else a warning when it could not
     be checked (`raters.llm.LLMBackend.listed_models`)."""
     candidate = MachineRater(
         kind=MachineRater.Kind.LLM,
@@ -158,7 +151,7 @@ def check_model(settings: RaterSettings, warn: Callable[[str], None]) -> None:
         listed, why = backend.listed_models(check=True)
     except BackendError as exc:
         if isinstance(exc, KeyRefused):
-            raise RaterError(
+            raise Refusal(
                 "api_key_env",
                 gettext("the endpoint refused the key from %(variable)s: %(why)s")
                 % {"variable": settings.api_key_env or "-", "why": str(exc)},
@@ -174,7 +167,7 @@ def check_model(settings: RaterSettings, warn: Callable[[str], None]) -> None:
         )
         return
     if not model_listed(settings.model, listed):
-        raise RaterError(
+        raise Refusal(
             "model",
             gettext(
                 "the endpoint does not serve %(model)s: it lists %(listed)s (a server may "
@@ -358,11 +351,11 @@ def _claim(run_id: int) -> RaterRun | None:
 
 def create_run(rater: MachineRater, only: str = RaterRun.Scope.ALL, user=None) -> RaterRun:
     if rater.kind == MachineRater.Kind.EXTERNAL:
-        raise RaterError(
+        raise Refusal(
             "rater", gettext("an external rater's labels are imported from a file, never run")
         )
     if only not in RaterRun.Scope.values:
-        raise RaterError(
+        raise Refusal(
             "only", gettext("one of %(values)s") % {"values": ", ".join(RaterRun.Scope.values)}
         )
     return RaterRun.objects.create(rater=rater, only=only, requested_by=user)
@@ -480,15 +473,13 @@ def unfinished_run(rater: MachineRater) -> RaterRun | None:
 
 def resumable_run(rater: MachineRater) -> RaterRun:
     """The run `machine_label --resume` goes on with: the latest unfinished one, unless a
-    live process still runs it (RaterError naming `resume`). A run left `running` by a killed
+    live process still runs it (Refusal naming `resume`). A run left `running` by a killed
     command or worker is stale (`raters.liveness`) and resumable."""
     run = unfinished_run(rater)
     if run is None:
-        raise RaterError(
-            "resume", gettext("%(rater)s has no unfinished run") % {"rater": rater.name}
-        )
+        raise Refusal("resume", gettext("%(rater)s has no unfinished run") % {"rater": rater.name})
     if run.status == RaterRun.Status.RUNNING and not run.stale:
-        raise RaterError(
+        raise Refusal(
             "resume",
             gettext(
                 "run %(run)s of %(rater)s is running (process %(worker)s, last heard of "
@@ -511,7 +502,7 @@ STOPPED = (
 )
 
 
-class RaterBusy(RaterError):
+class RaterBusy(Refusal):
     """A run of the rater is already queued or running."""
 
 

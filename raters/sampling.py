@@ -33,9 +33,9 @@ from annotator.models import Project
 from labeling.models import MachineRater, ProjectIssue
 from labeling.setup import bring_to_front
 from lib.inputlimits import integer_range
+from lib.refusal import Refusal
 from raters.estimates import (
     NO_CODE,
-    EstimateError,
     final_codes_at,
     level_codes,
     machine_codes_at,
@@ -53,21 +53,21 @@ def rater_confidences(rater: MachineRater) -> dict[int, float | None]:
 
 def _check(project: Project, rater: MachineRater, n_scope: int, size: int, seed: int, tau: float):
     if rater.project_id != project.pk:
-        raise EstimateError("rater", gettext("not a rater of this project"))
+        raise Refusal("rater", gettext("not a rater of this project"))
     if n_scope < 2:
-        raise EstimateError("size", gettext("the project has fewer than 2 issues in scope"))
+        raise Refusal("size", gettext("the project has fewer than 2 issues in scope"))
     if not 2 <= size <= n_scope:
-        raise EstimateError(
+        raise Refusal(
             "size",
             gettext("a whole number from 2 to the %(n)s issues in scope") % {"n": n_scope},
         )
     low, high = integer_range(SampleDraw, "seed")
     if not low <= seed <= high:
-        raise EstimateError(
+        raise Refusal(
             "seed", gettext("a whole number from %(low)s to %(high)s") % {"low": low, "high": high}
         )
     if not 0 < tau <= 1:
-        raise EstimateError("uniform_share", gettext("a number above 0 and at most 1"))
+        raise Refusal("uniform_share", gettext("a number above 0 and at most 1"))
 
 
 @transaction.atomic
@@ -134,9 +134,9 @@ def compare_on_project(
     from threadpoolctl import threadpool_limits
 
     if rater.project_id != project.pk:
-        raise EstimateError("rater", "not a rater of this project")
+        raise Refusal("rater", "not a rater of this project")
     if level not in ("type", "theme"):
-        raise EstimateError("level", "type or theme")
+        raise Refusal("level", "type or theme")
     finals = set(
         ProjectIssue.objects.filter(
             project=project, recall_probe__isnull=True, status=ProjectIssue.Status.FINAL
@@ -145,14 +145,14 @@ def compare_on_project(
     scope = scope_of(project)
     pool = [i for i in scope.issue_ids if i in finals]
     if len(pool) < 3:
-        raise EstimateError("compare_sampling", f"{len(pool)} final issues in scope; at least 3")
+        raise Refusal("compare_sampling", f"{len(pool)} final issues in scope; at least 3")
     bad = [n for n in sizes if not 2 <= n < len(pool)]
     if bad:
-        raise EstimateError(
+        raise Refusal(
             "compare_sampling", f"each size between 2 and {len(pool) - 1} (the final issues - 1)"
         )
     if draws < 1:
-        raise EstimateError("draws", "at least 1")
+        raise Refusal("draws", "at least 1")
     human = final_codes_at(project, pool, level)
     machine = machine_codes_at(rater, level)
     confidence = rater_confidences(rater)

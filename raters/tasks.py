@@ -32,7 +32,7 @@ def run_rater_task(self, run_id: int) -> None:
 
 
 def start_run(rater: MachineRater, only: str = RaterRun.Scope.ALL, user=None) -> RaterRun:
-    """Record a run (RaterError naming the field; RaterBusy while one of the rater's runs is
+    """Record a run (Refusal naming the field; RaterBusy while one of the rater's runs is
     queued or running) and queue it once the transaction commits."""
     with transaction.atomic():
         run = begin_run(rater, only, user)

@@ -12,12 +12,13 @@ from django.utils.translation import gettext
 from annotator.permissions import membership_or_404
 from labeling.models import MachineRater
 from lib import superseded
+from lib.refusal import Refusal, add_to_form
 from raters.enlisting import current_validations, enlist, rule_ignores
 from raters.forms import AddRaterForm, EnlistForm, ImportLabelsForm, RunForm
 from raters.imports import MAX_BYTES, LabelFileError, import_machine_labels
 from raters.models import RaterRun
 from raters.permissions import RUN_ROLES, VALIDATION_ROLES
-from raters.runs import RaterError, add_rater
+from raters.runs import add_rater
 from raters.tasks import start_run
 from raters.validation import validation_report
 
@@ -87,8 +88,8 @@ def rater_add(request, project_id: int):
                 request.user,
                 warn=lambda text: messages.warning(request, text),
             )
-        except RaterError as exc:
-            form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+        except Refusal as exc:
+            add_to_form(form, exc)
         else:
             messages.success(request, gettext("Rater %(name)s added.") % {"name": rater.name})
             return redirect("raters_page", project_id=project_id)
@@ -110,7 +111,7 @@ def rater_run(request, project_id: int, rater_id: int):
         )
     try:
         run = start_run(rater, form.cleaned_data["only"], request.user)
-    except RaterError as exc:  # it names the rater: plain text, never markup
+    except Refusal as exc:  # it names the rater: plain text, never markup
         return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
     if request.htmx:
         return render(request, "raters/_run.html", {"project": membership.project, "run": run})
@@ -138,8 +139,8 @@ def rater_enlist(request, project_id: int, rater_id: int):
     if form.is_valid():
         try:
             enlist(rater, form.cleaned_data["enlisted"], form.cleaned_data["confidence_threshold"])
-        except RaterError as exc:
-            form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+        except Refusal as exc:
+            add_to_form(form, exc)
         else:
             if rater.enlisted and rule_ignores(membership.project):
                 messages.warning(

@@ -14,10 +14,11 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from agreement.simulation import SimulationError, machine_votes, simulate_machine
+from agreement.simulation import machine_votes, simulate_machine
 from ingest.models import Issue
 from labeling.models import Annotation, MachineLabel, MachineRater, ProjectIssue, Resolution
 from labeling.stopping import FP, AdaptiveRule, early_decision
+from lib.refusal import Refusal
 from tests.conftest import make_issue, make_user
 from tests.raters.conftest import label_fields
 
@@ -118,9 +119,9 @@ def test_the_simulator_with_a_machine_rater_equals_a_direct_count(project, repla
 
 def test_a_lower_confidence_lets_more_machine_labels_vote(project, replayed):
     assert len(machine_votes(project, "clf", 0.2)) == 5
-    with pytest.raises(SimulationError, match="confidence"):
+    with pytest.raises(Refusal, match="confidence"):
         machine_votes(project, "clf", 1.5)
-    with pytest.raises(SimulationError, match="machine-rater"):
+    with pytest.raises(Refusal, match="machine-rater"):
         machine_votes(project, "nobody", None)
 
 

@@ -25,10 +25,10 @@ from dataset.beyond_keywords import (
     score_dropped,
 )
 from dataset.models import RankedIssue, RecallProbe, RecallRanking
-from dataset.recall import RecallError
 from dataset.tasks import run_ranking
 from ingest.models import Issue, Repository
 from labeling.models import MachineRater, ProjectIssue, Resolution
+from lib.refusal import Refusal
 from raters import classifier
 from raters.runs import create_run, run_rater
 from taxonomy.models import TaxonomyVersion
@@ -42,7 +42,7 @@ def test_too_few_final_issues_is_a_message_not_a_ranking(
     # First, with a project of its own: before the module's shared rows (below).
     project = Project.objects.create(name="LLM issues pilot", taxonomy_version=taxonomy_version)
     add_members(project, (lead, Role.LEAD))
-    with pytest.raises(RecallError, match="at least 20 final issues"):
+    with pytest.raises(Refusal, match="at least 20 final issues"):
         score_dropped(project)
     # Asked for on the page: the refusal beside the button, and no job queued.
     client.force_login(lead)
@@ -258,7 +258,7 @@ def test_an_added_issue_joins_the_queue_as_an_ordinary_issue_and_leaves_the_rank
     again = expected_ranking(project)
     assert [i for i, _ in left] == [i for i, _ in again]
     assert [s for _, s in left] == pytest.approx([s for _, s in again], abs=1e-12)
-    with pytest.raises(RecallError, match="issue"):
+    with pytest.raises(Refusal, match="issue"):
         add_dropped_issue(project, relevant[0])  # already in the queue
 
 

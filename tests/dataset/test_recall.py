@@ -22,7 +22,6 @@ from django.urls import reverse
 
 from dataset.models import RecallProbe
 from dataset.recall import (
-    RecallError,
     draw_probes,
     recall_interval,
     recall_report,
@@ -34,6 +33,7 @@ from dataset.releases import build_release, create_release, release_path
 from ingest.models import Issue, KeywordSet, Repository
 from labeling.models import ProjectIssue, Resolution
 from labeling.setup import Scope, apply_scope, order_queue, stratified_sample
+from lib.refusal import Refusal
 from taxonomy.models import TaxonomyNode
 from tests.conftest import make_issue
 
@@ -137,7 +137,7 @@ def test_the_sample_size_for_a_margin_matches_values_worked_by_hand():
     # An expected share of 10 %: 1.96^2 * 0.09 / 0.0025 = 138.3 -> 139.
     assert sample_size_for(0.05, 10**9, expected_share=0.1) == 139
     assert sample_size_for(0.05, 20) == 20  # never more than there is
-    with pytest.raises(RecallError) as exc:
+    with pytest.raises(Refusal) as exc:
         sample_size_for(0, 100)
     assert exc.value.field == "margin"
 
@@ -250,7 +250,7 @@ def test_a_second_draw_takes_issues_not_drawn_yet_and_a_margin_counts_earlier_dr
     assert second.number == 2
     assert RecallProbe.objects.filter(project=study).values("issue").distinct().count() == 20
     # 50 dropped, margin 0.2: n0 = 24.01, 24.01 / (1 + 23.01 / 50) = 16.4 -> 17: reached.
-    with pytest.raises(RecallError) as exc:
+    with pytest.raises(Refusal) as exc:
         draw_probes(study, margin=0.2, seed=2)
     assert exc.value.field == "margin"
     # Margin 0.1: 96.04 / (1 + 95.04 / 50) = 33.1 -> 34, so 14 more.
@@ -268,14 +268,14 @@ def test_probes_stay_when_the_lead_applies_the_scope_again(study, framework):
 
 
 def test_a_draw_needs_a_size_or_a_margin_and_dropped_issues_left(study):
-    with pytest.raises(RecallError) as exc:
+    with pytest.raises(Refusal) as exc:
         draw_probes(study, seed=1)
     assert exc.value.field == "sample_size"
-    with pytest.raises(RecallError) as exc:
+    with pytest.raises(Refusal) as exc:
         draw_probes(study, sample_size=5, seed=-1)
     assert exc.value.field == "seed"
     draw_probes(study, sample_size=50, seed=1)
-    with pytest.raises(RecallError, match="no dropped issue left"):
+    with pytest.raises(Refusal, match="no dropped issue left"):
         draw_probes(study, sample_size=1, seed=1)
 
 

@@ -25,13 +25,13 @@ from dataset.importer import import_labels
 from dataset.models import FrozenReleaseError, Release
 from dataset.release_diff import diff_labels, write_changes
 from dataset.releases import (
-    ReleaseError,
     build_release,
     create_release,
     release_path,
     verify_release,
 )
 from labeling.models import Resolution
+from lib.refusal import Refusal
 from taxonomy import edits
 from taxonomy.models import TaxonomyNode
 from tests.dataset.helpers import MINDSPEED, SAMPLES, read_rows
@@ -305,7 +305,7 @@ def test_a_done_release_refuses_changes_and_its_file_is_never_overwritten(
     "version", ["1.0", "v1.0.0", "1.0.0-beta", "01.0.0", "1.0.0.0", "", "a.b.c"]
 )
 def test_a_version_that_is_not_semver_is_refused_naming_the_field(small_study, lead, version):
-    with pytest.raises(ReleaseError) as error:
+    with pytest.raises(Refusal) as error:
         create_release(small_study, lead, version)
     assert error.value.field == "version"
     assert not Release.objects.exists()
@@ -314,11 +314,11 @@ def test_a_version_that_is_not_semver_is_refused_naming_the_field(small_study, l
 def test_a_version_must_be_greater_than_the_latest(small_study, lead, export_root):
     release(small_study, lead, "1.2.0")
     for version in ("1.2.0", "1.1.9", "0.9.0"):
-        with pytest.raises(ReleaseError, match=r"not greater than the latest release, 1\.2\.0"):
+        with pytest.raises(Refusal, match=r"not greater than the latest release, 1\.2\.0"):
             create_release(small_study, lead, version)
     assert create_release(small_study, lead, "1.10.0").version == "1.10.0"
     # While one is being built, no other may start.
-    with pytest.raises(ReleaseError, match="being built"):
+    with pytest.raises(Refusal, match="being built"):
         create_release(small_study, lead, "2.0.0")
 
 

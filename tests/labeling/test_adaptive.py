@@ -25,6 +25,7 @@ from labeling import queue, submission
 from labeling.labels import label_key
 from labeling.models import Annotation, ProjectIssue, Reservation, Resolution
 from labeling.stopping import AdaptiveRule, deciding_key, early_decision
+from lib.refusal import Refusal
 from tests.conftest import make_issue, make_user
 from tests.labeling.conftest import label_data, label_item, node
 
@@ -203,7 +204,7 @@ def test_labels_lock_at_the_minimum(adaptive, items, crowd):
     label_item(ada, adaptive, item, "C.1")
     label_item(otto, adaptive, item, "C.2")
     assert state(item) == ("open", 2)
-    with pytest.raises(submission.LabelError, match="locked"):
+    with pytest.raises(Refusal, match="locked"):
         label_item(otto, adaptive, item, "C.1")
     assert state(item) == ("open", 2)
 

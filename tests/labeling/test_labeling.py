@@ -4,6 +4,7 @@ import pytest
 
 from labeling import queue, submission
 from labeling.models import Annotation, ProjectIssue, Reservation
+from lib.refusal import Refusal
 from tests.labeling.conftest import label_data, label_item, take_and_label
 
 # The queue, a submission or resolution: the labeling path matters, so each test runs on both.
@@ -66,7 +67,7 @@ def test_bad_labels_name_the_field(project, data, field):
             else v)
         for k, v in data.items()
     }  # fmt: skip
-    with pytest.raises(submission.LabelError) as exc:
+    with pytest.raises(Refusal) as exc:
         submission.parse_label(project, resolved)
     assert exc.value.field == field
 
@@ -77,7 +78,7 @@ def test_a_node_of_another_taxonomy_version_is_refused(project, taxonomy_version
     other = load_study_taxonomy()
     assert other.pk != taxonomy_version.pk
     theme = other.nodes.get(code="C.1")
-    with pytest.raises(submission.LabelError) as exc:
+    with pytest.raises(Refusal) as exc:
         submission.parse_label(project, {"issue_type": theme.parent_id, "theme": theme.pk})
     assert exc.value.field == "issue_type"
 
@@ -118,7 +119,7 @@ def test_an_expired_reservation_whose_slot_was_taken_is_refused(
     )
     assert queue.next_issue_for(other_annotator, project) == item
     label = submission.parse_label(project, label_data(project, "C.1"))
-    with pytest.raises(submission.LabelError) as exc:
+    with pytest.raises(Refusal) as exc:
         submission.submit(annotator, project, item, label)
     # Blind: the message speaks of the reservation, not of anyone else's work.
     assert "expired" in exc.value.message
@@ -144,7 +145,7 @@ def test_a_final_issue_cannot_be_relabeled(
 ):
     for user in (annotator, other_annotator, third_annotator):
         label_item(user, project, items[0], "C.3")
-    with pytest.raises(submission.LabelError):
+    with pytest.raises(Refusal):
         label_item(annotator, project, items[0], "C.4")
 
 

@@ -3,8 +3,9 @@
 import pytest
 
 from annotator.models import Project
-from labeling import resolution, submission
+from labeling import resolution
 from labeling.models import ProjectIssue, Resolution
+from lib.refusal import Refusal
 from tests.labeling.conftest import label_item
 
 # The queue, a submission or resolution: the labeling path matters, so each test runs on both.
@@ -88,7 +89,7 @@ def test_a_revision_cannot_settle_a_disagreement(project, items, raters):
     # Labels lock at K: only the lead settles it (a revision that did was a way to probe).
     item = label_all(project, items[0], raters, ["C.1", "C.2", "C.1"])
     assert item.status == ProjectIssue.Status.DISAGREEMENT
-    with pytest.raises(submission.LabelError, match="locked"):
+    with pytest.raises(Refusal, match="locked"):
         label_item(raters[1], project, item, "C.1")
     item.refresh_from_db()
     assert item.status == ProjectIssue.Status.DISAGREEMENT

@@ -117,3 +117,32 @@ def test_choosing_the_adaptive_rule_decides_issues_already_past_its_minimum(
     items[1].refresh_from_db()
     assert items[0].status == ProjectIssue.Status.FINAL  # 2 - 0
     assert items[1].status == ProjectIssue.Status.OPEN  # 1 - 1: one more label
+
+
+def test_the_setup_pages_scope_action_applies_the_scope_and_says_what_it_did(project, two_repos):
+    megatron, _gitee = two_repos
+    change = setup.ScopeChange(setup.Scope(repository_ids=[megatron.pk]), pilot_size=3, seed=5)
+    done = setup.apply_setup_action(project, change)
+    assert done.message == "Scope applied: 30 added, 0 removed, 30 in scope."
+    assert done.warning == ""
+    assert ProjectIssue.objects.filter(project=project, is_pilot=True).count() == 3
+
+
+def test_a_scope_action_with_no_repository_to_choose_is_refused_naming_repositories(project):
+    with pytest.raises(setup.SetupError, match=r"^repositories: you may manage none of them\.$"):
+        setup.apply_setup_action(project, setup.ScopeChange(None, pilot_size=0, seed=0))
+    assert not ProjectIssue.objects.filter(project=project).exists()
+
+
+def test_the_settings_action_configures_and_warns_of_a_minimum_at_k(project):
+    adaptive = {"stopping_rule": "adaptive", "lead_margin": 2}
+    below = setup.SettingsChange(5, Project.Policy.MAJORITY, 0.8, {**adaptive, "min_labels": 4})
+    done = setup.apply_setup_action(project, below)
+    assert (done.message, done.warning) == ("Settings saved.", "")
+    at_k = setup.SettingsChange(5, Project.Policy.MAJORITY, 0.8, {**adaptive, "min_labels": 5})
+    done = setup.apply_setup_action(project, at_k)
+    assert "behaves like the fixed rule" in done.warning
+    project.refresh_from_db()
+    assert (project.annotations_per_issue, project.min_labels) == (5, 5)
+    with pytest.raises(setup.SetupError, match=r"^majority_threshold: "):
+        setup.apply_setup_action(project, setup.SettingsChange(5, "majority", 0.4))

@@ -132,6 +132,26 @@ def test_a_lead_cannot_scope_in_a_repository_another_project_uses(client, lead, 
     assert other.pk not in (project.scope or {}).get("repository_ids", [])
 
 
+def test_the_setup_page_says_what_a_scope_did_and_why_one_was_refused(
+    client, lead, project, repository
+):
+    from tests.conftest import make_issue
+
+    make_issue(repository, 7)
+    client.force_login(lead)
+    url = reverse("project_setup", args=[project.pk])
+    scope = {"action": "scope", "pilot_size": "0", "seed": "0"}
+    # The lead may choose no repository yet: nothing to scope, and the page says so.
+    response = client.post(url, scope, follow=True)
+    assert "Not saved: repositories: you may manage none of them." in response.content.decode()
+    assert not ProjectIssue.objects.filter(project=project).exists()
+    attach(project, repository)
+    response = client.post(url, scope)
+    assert response.status_code == 302 and response.url == url
+    text = client.get(url).content.decode()
+    assert "Scope applied: 1 added, 0 removed, 1 in scope." in text
+
+
 def test_no_repository_ticked_scopes_only_the_leads_own(client, lead, project, repository):
     """'None checked' on the setup page means the repositories the lead may choose, not every
     repository: else an empty tick would take over another project's repository."""

@@ -19,7 +19,8 @@ from agreement.active import bernoulli_draw, estimate_shares_active, inclusion_p
 from ingest.models import Issue
 from labeling import resolution, submission
 from labeling.models import MachineLabel, MachineRater, ProjectIssue, Resolution
-from raters.estimates import EstimateError, estimate
+from lib.refusal import Refusal
+from raters.estimates import estimate
 from raters.models import SampleDraw, SampleInclusion
 from raters.sampling import draw_sample
 from tests.builders import final_issue, label_data, label_item
@@ -152,7 +153,7 @@ def test_the_estimate_uses_the_draw_weighted_and_held_back_by_a_dispute(
     for issue_id, _ in drawn[1:]:
         k, item = by_issue[issue_id]
         final_issue(project, item, human_code(k), human_code(k))
-    with pytest.raises(EstimateError) as refused:
+    with pytest.raises(Refusal) as refused:
         estimate(project, rater)
     assert refused.value.field == "sample"
     assert "0 issues of the active draw are final" in refused.value.message
@@ -192,12 +193,12 @@ def test_the_estimate_uses_the_draw_weighted_and_held_back_by_a_dispute(
         repository=first.issue.repository, number="late", url="https://github.com/x/y/issues/99"
     )
     late_item = ProjectIssue.objects.create(project=project, issue=late, position=SIZE)
-    with pytest.raises(EstimateError, match="1 issues joined the scope after the active draw"):
+    with pytest.raises(Refusal, match="1 issues joined the scope after the active draw"):
         estimate(project, rater)
     late_item.delete()
     # A replay still asks for a uniform draw, whatever the project's sample.
     assert estimate(project, rater, replay=4, seed=1).as_json()["sample"]["method"] == "replay"
-    with pytest.raises(EstimateError) as no_plan:
+    with pytest.raises(Refusal) as no_plan:
         estimate(project, rater, plan_half_width=0.1)
     assert no_plan.value.field == "plan"
 

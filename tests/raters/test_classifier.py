@@ -12,11 +12,11 @@ from sklearn.metrics import cohen_kappa_score
 
 from ingest.models import Issue
 from labeling.models import MachineLabel, MachineRater, ProjectIssue, Resolution
+from lib.refusal import Refusal
 from raters import classifier
 from raters.backends import theme_code, type_code
 from raters.models import RaterRun
 from raters.runs import (
-    RaterError,
     RaterSettings,
     add_rater,
     create_run,
@@ -266,7 +266,7 @@ def test_an_unknown_code_from_a_backend_is_stored_invalid(project, lead, finals,
     ],
 )
 def test_bad_settings_name_the_field(project, lead, settings, field):
-    with pytest.raises(RaterError) as caught:
+    with pytest.raises(Refusal) as caught:
         add_rater(project, settings, lead)
     assert caught.value.field == field
     assert not MachineRater.objects.exists()
@@ -274,5 +274,5 @@ def test_bad_settings_name_the_field(project, lead, settings, field):
 
 def test_a_second_rater_of_the_same_name_is_refused(project, lead):
     _classifier(project, lead)
-    with pytest.raises(RaterError, match="already has a rater named"):
+    with pytest.raises(Refusal, match="already has a rater named"):
         _classifier(project, lead)

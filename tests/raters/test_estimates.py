@@ -15,7 +15,8 @@ from agreement.estimates import estimate_shares
 from ingest.models import Issue, Repository
 from labeling import resolution, submission
 from labeling.models import MachineLabel, MachineRater, ProjectIssue, Resolution
-from raters.estimates import EstimateError, estimate
+from lib.refusal import Refusal
+from raters.estimates import estimate
 from tests.builders import final_issue, label_data, label_item
 from tests.raters.conftest import label_fields
 
@@ -108,7 +109,7 @@ def test_estimates_by_repository_and_a_replayed_sample(project, queue):
     replayed = estimate(project, rater, replay=4, seed=7).as_json()
     assert replayed["n_human"] == 4 and replayed["sample"]["method"] == "replay"
     assert replayed == estimate(project, rater, replay=4, seed=7).as_json()
-    with pytest.raises(EstimateError) as refused:
+    with pytest.raises(Refusal) as refused:
         estimate(project, rater, replay=100, seed=7)
     assert refused.value.field == "replay_sample"
 
@@ -135,7 +136,7 @@ def test_the_command_prints_json_and_names_what_is_wrong(project, queue):
 
 def test_an_empty_sample_is_refused_with_what_holds_it_back(project, queue):
     _, rater = queue
-    with pytest.raises(EstimateError) as refused:
+    with pytest.raises(Refusal) as refused:
         estimate(project, rater)
     assert refused.value.field == "sample"
     assert "0 issues at the front of the queue are final" in str(refused.value)

@@ -10,9 +10,10 @@ from django.core.management import CommandError, call_command
 
 from ingest.models import Issue
 from labeling.models import MachineLabel, MachineRater, ProjectIssue
+from lib.refusal import Refusal
 from raters.imports import LabelFileError, import_machine_labels
 from raters.models import RaterRun
-from raters.runs import RaterError, create_run
+from raters.runs import create_run
 from raters.validation import validation_report
 
 pytestmark = pytest.mark.django_db
@@ -121,7 +122,7 @@ def test_labels_go_only_into_an_external_rater_which_never_runs(project, issues)
     result = import_machine_labels(project, "partner", "x.csv", csv_bytes(
         "https://github.com/NVIDIA/Megatron-LM/issues/11,C.1,0.9",
     ))  # fmt: skip
-    with pytest.raises(RaterError, match="imported from a file, never run"):
+    with pytest.raises(Refusal, match="imported from a file, never run"):
         create_run(result.rater)
     names = [row["name"] for row in validation_report(project)["raters"]]
     assert "partner" in names

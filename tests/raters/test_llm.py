@@ -22,8 +22,9 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from labeling.models import MachineLabel, MachineRater, Resolution
+from lib.refusal import Refusal
 from raters.models import RaterRun
-from raters.runs import RaterError, RaterSettings, add_rater, create_run, run_rater
+from raters.runs import RaterSettings, add_rater, create_run, run_rater
 from raters.validation import validation_report
 from taxonomy.models import TaxonomyNode
 from tests.raters.conftest import add_finals
@@ -281,7 +282,7 @@ def test_an_endpoint_not_in_model_api_hosts_is_refused(
     project, lead, issues, answers, fake, monkeypatch, settings
 ):
     settings.MODEL_API_HOSTS = []
-    with pytest.raises(RaterError) as refused:
+    with pytest.raises(Refusal) as refused:
         _rater(project, lead, fake, monkeypatch)
     assert refused.value.field == "api_url"
     assert "127.0.0.1 is not listed in MODEL_API_HOSTS" in refused.value.message
@@ -312,7 +313,7 @@ def test_a_lead_naming_a_server_secret_as_the_key_is_refused_everywhere(
     assert b'data-field="api_key_env"' in response.content
     assert b"MODEL_API_KEY_VARS" in response.content
     # The function the page and the command call.
-    with pytest.raises(RaterError) as refused:
+    with pytest.raises(Refusal) as refused:
         add_rater(
             project,
             RaterSettings(name="gpt", kind="llm", model="m", api_url=fake.base_url,
@@ -383,7 +384,7 @@ def test_the_taxonomys_example_details_reach_the_prompt_only_when_the_lead_turns
 @pytest.mark.parametrize("url", ["http://127.0.0.1:8000/v1?key=x", "http://127.0.0.1:8000/v1#a"])
 def test_an_endpoint_with_a_query_or_fragment_is_refused_naming_the_field(project, settings, url):
     settings.MODEL_API_HOSTS = ["http://127.0.0.1:8000"]
-    with pytest.raises(RaterError) as refused:
+    with pytest.raises(Refusal) as refused:
         add_rater(project, RaterSettings(name="q", kind="llm", model="m", api_url=url))
     assert refused.value.field == "api_url"
     assert "no query or fragment" in refused.value.message

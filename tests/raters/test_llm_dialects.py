@@ -34,10 +34,11 @@ from django.utils import timezone
 
 from dataset.exports import write_machine_labels_csv
 from labeling.models import MachineLabel, MachineRater
+from lib.refusal import Refusal
 from raters import liveness
 from raters.describe import describe_raters
 from raters.models import RaterRun
-from raters.runs import RaterError, RaterSettings, add_rater, begin_run, create_run, run_rater
+from raters.runs import RaterSettings, add_rater, begin_run, create_run, run_rater
 from tests.raters.conftest import add_finals
 from tests.raters.fakeopenai import FakeOpenAI
 from tests.raters.test_llm import KEY, KEY_VARIABLE, _labels, _run
@@ -169,7 +170,7 @@ def test_the_model_is_checked_against_get_models_since_the_server_echoes_any_nam
     """llama-cpp-python answers "gpt-4o" with its loaded model and says "gpt-4o" served it."""
     fake = serve(FakeOpenAI.llama_cpp_python(LLAMA_MODEL), answers_for=issues)
 
-    with pytest.raises(RaterError) as refused:
+    with pytest.raises(Refusal) as refused:
         _add(project, lead, fake, "gpt-4o")
     assert refused.value.field == "model"
     assert "gpt-4o" in refused.value.message and LLAMA_MODEL in refused.value.message
@@ -252,7 +253,7 @@ def test_a_server_that_lists_no_models_gets_a_warning_not_a_refusal(
 
 def test_a_wrong_key_when_the_rater_is_added_is_refused_naming_the_variable(project, lead, serve):
     fake = serve(FakeOpenAI(key="sk-the-right-one"))
-    with pytest.raises(RaterError) as refused:
+    with pytest.raises(Refusal) as refused:
         _add(project, lead, fake, "fake-llm-7b")
     assert refused.value.field == "api_key_env"
     assert KEY_VARIABLE in refused.value.message

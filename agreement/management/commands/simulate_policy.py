@@ -12,8 +12,9 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from agreement.simulation import SimulationError, machine_votes, run, simulate_machine
+from agreement.simulation import machine_votes, run, simulate_machine
 from annotator.models import Project
+from lib.refusal import Refusal, command_error
 
 
 def _pct(value: float | None) -> str:
@@ -65,8 +66,8 @@ class Command(BaseCommand):
             raise CommandError("confidence: only with --machine-rater")
         try:
             report = run(project, **_policy(options))
-        except SimulationError as error:
-            raise CommandError(str(error)) from error
+        except Refusal as error:
+            raise command_error(error) from error
         if options["json"]:
             self.stdout.write(json.dumps(report, indent=2, ensure_ascii=False))
             return
@@ -105,8 +106,8 @@ class Command(BaseCommand):
         try:
             votes = machine_votes(project, options["machine_rater"], options["confidence"])
             report = simulate_machine(project, votes, **_policy(options))
-        except SimulationError as error:
-            raise CommandError(str(error)) from error
+        except Refusal as error:
+            raise command_error(error) from error
         report["machine_rater"] = options["machine_rater"]
         report["confidence"] = options["confidence"]
         if options["json"]:

@@ -9,8 +9,9 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator.models import Project
-from dataset.recall import RecallError, draw_probes, recall_report
+from dataset.recall import draw_probes, recall_report
 from dataset.recall import format_interval as _interval
+from lib.refusal import Refusal, command_error
 
 
 class Command(BaseCommand):
@@ -36,9 +37,8 @@ class Command(BaseCommand):
                     margin=options["margin"],
                     seed=options["seed"],
                 )
-            except RecallError as exc:
-                name = {"sample_size": "sample"}.get(exc.field, exc.field)
-                raise CommandError(f"{name}: {exc.message}") from exc
+            except Refusal as exc:
+                raise command_error(exc, {"sample_size": "sample"}) from exc
             if not options["json"]:
                 self.stdout.write(
                     f"draw {draw.number}: {draw.size} probes (seed {draw.seed}) "

@@ -11,12 +11,12 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotator.models import Project
 from dataset.releases import (
-    ReleaseError,
     build_release,
     citation_complete,
     create_release,
     release_path,
 )
+from lib.refusal import Refusal, command_error
 
 
 class Command(BaseCommand):
@@ -70,9 +70,8 @@ class Command(BaseCommand):
                 authors="" if options["no_authors"] else authors,
                 licence=options["licence"],
             )
-        except ReleaseError as exc:
-            name = {"authors": "author", "licence": "license"}.get(exc.field, exc.field)
-            raise CommandError(f"{name}: {exc.message}") from exc
+        except Refusal as exc:
+            raise command_error(exc, {"authors": "author", "licence": "license"}) from exc
 
         def progress(step: str, done: int, total: int) -> None:
             if options["verbosity"] > 1:

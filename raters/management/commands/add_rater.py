@@ -8,8 +8,9 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator.models import Project
+from lib.refusal import Refusal, command_error
 from raters.forms import AddRaterForm
-from raters.runs import RaterError, add_rater
+from raters.runs import add_rater
 
 
 class Command(BaseCommand):
@@ -54,6 +55,6 @@ class Command(BaseCommand):
             rater = add_rater(
                 project, form.settings(), warn=lambda text: self.stderr.write(f"warning: {text}")
             )
-        except RaterError as exc:
-            raise CommandError(str(exc)) from exc
+        except Refusal as exc:
+            raise command_error(exc) from exc
         self.stdout.write(f"added rater {rater.name} ({rater.kind}, {rater.model}) to {project}")

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
 from agreement.active import UNIFORM_SHARE
-from raters.estimates import EstimateError
+from lib.refusal import Refusal, command_error
 from raters.management.lookup import project_and_rater
 from raters.sampling import draw_sample
 
@@ -37,8 +37,8 @@ class Command(BaseCommand):
             draw = draw_sample(
                 project, rater, options["size"], options["seed"], options["uniform_share"]
             )
-        except EstimateError as error:
-            raise CommandError(str(error)) from error
+        except Refusal as error:
+            raise command_error(error) from error
         probabilities = list(draw.inclusions.values_list("probability", flat=True))
         report = {
             "project": project.name,

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from lib.refusal import Refusal, command_error
 from raters.enlisting import current_validation, enlist, rule_ignores
 from raters.forms import EnlistForm
 from raters.management.lookup import project_and_rater
-from raters.runs import RaterError
 
 
 class Command(BaseCommand):
@@ -38,8 +38,8 @@ class Command(BaseCommand):
             raise CommandError(f"{field.replace('_', '-')}: {' '.join(str(e) for e in errors)}")
         try:
             enlist(rater, form.cleaned_data["enlisted"], form.cleaned_data["confidence_threshold"])
-        except RaterError as exc:
-            raise CommandError(f"{exc.field.replace('_', '-')}: {exc.message}") from exc
+        except Refusal as exc:
+            raise command_error(exc, dashes=True) from exc
         if not rater.enlisted:
             self.stdout.write(f"{rater.name} is not enlisted")
             return

@@ -14,7 +14,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from raters.estimates import BY, LEVELS, EstimateError, estimate
+from lib.refusal import Refusal, command_error
+from raters.estimates import BY, LEVELS, estimate
 from raters.management.lookup import project_and_rater
 from raters.sampling import compare_on_project
 
@@ -88,8 +89,8 @@ class Command(BaseCommand):
                 seed=options["seed"],
                 plan_half_width=options["plan"],
             )
-        except EstimateError as error:
-            raise CommandError(str(error)) from error
+        except Refusal as error:
+            raise command_error(error) from error
         report = result.as_json()
         if options["json"]:
             self.stdout.write(json.dumps(report, indent=2))
@@ -133,8 +134,8 @@ class Command(BaseCommand):
                 seed=options["seed"],
                 level=options["level"],
             )
-        except EstimateError as error:
-            raise CommandError(str(error)) from error
+        except Refusal as error:
+            raise command_error(error) from error
         if options["json"]:
             self.stdout.write(json.dumps(report, indent=2))
             return

@@ -10,9 +10,10 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from lib.refusal import Refusal, command_error
 from raters.management.lookup import project_and_rater
 from raters.models import RaterRun
-from raters.runs import RaterError, begin_run, resumable_run, run_rater
+from raters.runs import begin_run, resumable_run, run_rater
 from raters.tasks import resume_run, start_run
 
 
@@ -34,8 +35,8 @@ class Command(BaseCommand):
         if options["resume"]:
             try:
                 unfinished = resumable_run(rater)
-            except RaterError as exc:
-                raise CommandError(str(exc)) from exc
+            except Refusal as exc:
+                raise command_error(exc) from exc
             if not options["wait"]:
                 with transaction.atomic():
                     resume_run(unfinished)
@@ -51,8 +52,8 @@ class Command(BaseCommand):
                     run = start_run(rater, options["only"])
                 self.stdout.write(f"run {run.pk} of {rater.name} queued")
                 return
-        except RaterError as exc:
-            raise CommandError(str(exc)) from exc
+        except Refusal as exc:
+            raise command_error(exc) from exc
         if run.status == RaterRun.Status.FAILED:
             raise CommandError(run.error_shown)
         tokens = (
