@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
 
 from django.db import transaction
 from django.utils import timezone
@@ -48,8 +47,6 @@ from raters.runs import final_codes, issue_texts
 TOP = 25
 # Scores are written this many rows per statement.
 STORE_CHUNK = 5000
-# A ranking `running` under a worker on another host not heard of for this long is taken over.
-STALE_RANKING = timedelta(minutes=30)
 
 TOO_FEW_FINALS = gettext_noop(
     "the classifier needs at least %(needed)s final issues with two "
@@ -161,27 +158,12 @@ def begin_ranking(
 
 
 def _claim(ranking_id: int) -> RecallRanking | None:
-    """Mark the ranking as this process's (RUNNING), under a row lock; None when it is done
-    or failed. `jobclaim.Busy` while another live process ranks it."""
-    key = f"ranking:{ranking_id}"
-    with transaction.atomic():
-        ranking = (
-            RecallRanking.objects.select_for_update()
-            .select_related("project__taxonomy_version")
-            .get(pk=ranking_id)
-        )
-        if ranking.status in (RecallRanking.Status.DONE, RecallRanking.Status.FAILED):
-            return None
-        if ranking.status == RecallRanking.Status.RUNNING and not jobclaim.gone(
-            key, ranking.worker, ranking.heartbeat_at or ranking.started_at, STALE_RANKING
-        ):
-            raise jobclaim.Busy(key)
-        now = timezone.now()
-        ranking.status, ranking.started_at = RecallRanking.Status.RUNNING, now
-        ranking.worker, ranking.heartbeat_at = jobclaim.this_worker(), now
-        ranking.save(update_fields=["status", "started_at", "worker", "heartbeat_at"])
-        jobclaim.start(key)
-    return ranking
+    """The ranking, claimed by this process (`lib.jobs.Job.claim`); None when it is done or
+    failed (a failed ranking is not run again: a new one is asked for). Raises `jobclaim.Busy`
+    while another live process ranks it; one `running` under a worker that is gone (killed
+    mid-fit; its task delivered again) is taken over."""
+    ranking = RecallRanking.objects.select_related("project__taxonomy_version").get(pk=ranking_id)
+    return ranking if ranking.claim() else None
 
 
 def run_ranking_job(ranking_id: int) -> RecallRanking:
@@ -193,7 +175,7 @@ def run_ranking_job(ranking_id: int) -> RecallRanking:
     try:
         return _rank(ranking)
     finally:
-        jobclaim.stop(f"ranking:{ranking_id}")
+        ranking.unclaim()
 
 
 def _rank(ranking: RecallRanking) -> RecallRanking:

@@ -7,7 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 from django.db.models import JSONField, Value
-from django.utils import timezone, translation
+from django.utils import translation
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
@@ -369,12 +369,15 @@ RANKING_STEP_LABELS = {
 }
 
 
-class RecallRanking(models.Model):
+class RecallRanking(Job):
     """The classifier's ranking of a project's dropped issues (`dataset.beyond_keywords`),
     computed by a job, never in a request: once per version of the project's classifier rater
     (queued when the rater is trained), or when a lead asks (`rater` empty where the project
     has no trained classifier rater). The recall page reads the latest ready ranking of the
-    current (rater, version); a rater trained again gets a new one."""
+    current (rater, version); a rater trained again gets a new one. Its lifecycle and claim are
+    `lib.jobs.Job`'s; a failed ranking is not run again (a new one is asked for)."""
+
+    JOB_KIND = "ranking"
 
     class Status(models.TextChoices):
         PENDING = "pending", _("queued")
@@ -390,21 +393,10 @@ class RecallRanking(models.Model):
     )
     rater_version = models.PositiveIntegerField(default=0)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
-    step = models.CharField(max_length=20, blank=True)
-    progress = models.PositiveSmallIntegerField(default=0, help_text=_("percent"))
-    # A message stored to be read in each reader's language (`lib.stored_messages`).
-    error = models.TextField(blank=True)
+    # `error` holds a message stored to be read in each reader's language
+    # (`lib.stored_messages`).
     trained_on = models.PositiveIntegerField(default=0, help_text=_("final issues trained on"))
     scored = models.PositiveIntegerField(default=0, help_text=_("dropped issues scored"))
-    requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    # The process ranking it ("host:pid") and when it was last heard of (lib.jobclaim).
-    worker = models.CharField(max_length=200, blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name = _("recall ranking")

@@ -1,5 +1,5 @@
-"""Who is running a job (an export, a release, an upload, a rater run), and whether that
-process is gone. `lib.jobs.Job.claim` decides with it who owns a job delivered twice.
+"""Who is running a job (an export, a release, an upload, a rater run, a recall ranking), and
+whether that process is gone. `lib.jobs.Job.claim` decides with it who owns a job delivered twice.
 
 A Celery task is acknowledged after it ends (`task_acks_late`); a worker killed mid-task never
 acknowledges it, so the broker hands the message to another worker (after the Redis

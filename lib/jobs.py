@@ -1,4 +1,5 @@
-"""One job lifecycle: the abstract `Job` of exports, releases, uploads and rater runs.
+"""One job lifecycle: the abstract `Job` of exports, releases, uploads, rater runs and recall
+rankings.
 
 A job is asked for by someone (`requested_by`), queued (`pending`), run by one worker
 (`running`: `worker` "host:pid", `heartbeat_at`, `started_at`, `step`, `progress`) and ends
@@ -52,7 +53,8 @@ class Job(models.Model):
 
     JOB_KIND: ClassVar[str]
     # Whether a delivery runs a failed job again (an export asked again, a rater run resumed),
-    # or a failure is its end (an upload's file is gone; a release's version is asked again).
+    # or a failure is its end (an upload's file is gone; a release's version or a recall
+    # ranking is asked again).
     FAILED_RUNS_AGAIN: ClassVar[bool] = False
     # A worker of another host not heard of for this long is gone.
     STALE_AFTER: ClassVar[timedelta] = timedelta(minutes=30)

@@ -15,7 +15,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from dataset.models import ExportJob, Release, UploadJob
+from dataset.models import ExportJob, RecallRanking, Release, UploadJob
 from lib import jobclaim
 from lib.jobs import Job
 from raters.models import RaterRun
@@ -34,6 +34,8 @@ def _job(kind: type[Job], project, **fields) -> Job:
         job = UploadJob.objects.create(project=project, file_name="a.csv", kind="csv", source="x")
     elif kind is Release:
         job = Release.objects.create(project=project, version=f"1.0.{n}")
+    elif kind is RecallRanking:
+        job = RecallRanking.objects.create(project=project, rater_version=n)
     else:
         # The rater's model through the run, wherever its app keeps it.
         raters: Any = RaterRun._meta.get_field("rater").related_model
@@ -44,7 +46,7 @@ def _job(kind: type[Job], project, **fields) -> Job:
     return job
 
 
-KINDS = [ExportJob, UploadJob, Release, RaterRun]
+KINDS = [ExportJob, UploadJob, Release, RaterRun, RecallRanking]
 STATES = {
     "queued": {},
     "running-under-a-dead-pid": {
@@ -162,7 +164,13 @@ def test_a_claim_on_a_row_read_before_another_claimed_it_does_not_own_it(project
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     ("kind", "runs_again"),
-    [(ExportJob, True), (UploadJob, False), (Release, False), (RaterRun, True)],
+    [
+        (ExportJob, True),
+        (UploadJob, False),
+        (Release, False),
+        (RaterRun, True),
+        (RecallRanking, False),
+    ],
     ids=lambda v: v.__name__ if isinstance(v, type) else str(v),
 )
 def test_a_done_job_is_never_claimed_and_a_failed_one_as_its_kind_says(kind, runs_again, project):
