@@ -38,7 +38,7 @@ from dataset.recall import dropped_population
 from ingest.models import Issue
 from labeling.models import MachineRater, ProjectIssue
 from labeling.setup import place_in_queue
-from lib import jobclaim, stored_messages
+from lib import stored_messages
 from lib.refusal import Refusal
 from raters import classifier
 from raters.runs import final_codes, issue_texts
@@ -179,11 +179,7 @@ def run_ranking_job(ranking_id: int) -> RecallRanking:
 
 
 def _rank(ranking: RecallRanking) -> RecallRanking:
-    def progress(step: str, done: int, total: int) -> None:
-        RecallRanking.objects.filter(pk=ranking.pk).update(
-            step=step, progress=min(99, 100 * done // max(total, 1)), heartbeat_at=timezone.now()
-        )
-        jobclaim.step_pause()
+    progress = ranking.report
 
     finals = final_codes(ranking.project)
     if _too_few(finals):

@@ -57,7 +57,7 @@ from dataset.models import ExportJob
 from ingest.models import Comment, Issue, Repository
 from labeling.labels import KEY_FIELDS, LABEL_FIELDS, NODE_FIELDS
 from labeling.models import Annotation, MachineLabel, ProjectIssue, Resolution
-from lib import csvsafe, diskspace, jobclaim
+from lib import csvsafe, diskspace
 from taxonomy.detail_files import study_file_name, write_detail_csv
 from taxonomy.lineage import LabelInVersion, Translator
 from taxonomy.models import TaxonomyNode, TaxonomyVersion
@@ -739,11 +739,7 @@ def _run_export_job(job_id: int) -> ExportJob:
 
 
 def _build(job: ExportJob) -> ExportJob:
-    def progress(step: str, done: int, total: int) -> None:
-        ExportJob.objects.filter(pk=job.pk).update(
-            step=step, progress=min(99, 100 * done // max(total, 1)), heartbeat_at=timezone.now()
-        )
-        jobclaim.step_pause()
+    progress = job.report
 
     path = export_path(job)
     # Written beside its final name and renamed when complete: a download never sees a

@@ -164,6 +164,14 @@ class Job(models.Model):
         this process not running it, so the worker counts as gone)."""
         jobclaim.stop(self.claim_key)
 
+    def report(self, step: str, done: int, total: int) -> None:
+        """Where the running job is: its step, its progress (0 to 99 until it ends) and a heartbeat
+        that tells other hosts its worker lives; then `lib.jobclaim.step_pause` (tests only)."""
+        type(self)._default_manager.filter(pk=self.pk).update(
+            step=step, progress=min(99, 100 * done // max(total, 1)), heartbeat_at=timezone.now()
+        )
+        jobclaim.step_pause()
+
     def _lifecycle_fields(self) -> list[str]:
         names = ["status", "worker", "heartbeat_at", "created_at", "started_at", "error"]
         return [name for name in names if self._has(name)]
