@@ -3,6 +3,8 @@ how Table I counts."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
@@ -59,7 +61,7 @@ class SimulatorForm(forms.Form):
         help_text=_("Its vote counts from this confidence (empty: the rater's threshold)."),
     )
 
-    def __init__(self, *args, project=None, **kwargs) -> None:
+    def __init__(self, *args: Any, project=None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         names = (
             MachineRater.objects.filter(project=project).values_list("name", flat=True)
