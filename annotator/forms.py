@@ -46,7 +46,9 @@ def grantable_roles(granter_role: str, is_superuser: bool = False) -> list[tuple
 
 
 class _RoleMixin(forms.BaseForm):
-    def __init__(self, *args, roles: list[tuple[str, str]] | None = None, **kwargs):
+    def __init__(
+        self, *args: Any, roles: list[tuple[str, str]] | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         role = self.fields["role"]
         if roles is not None and isinstance(role, forms.ChoiceField):
@@ -100,7 +102,7 @@ class MembersField(forms.CharField):
 
     widget = forms.Textarea
 
-    def __init__(self, *, roles: list[tuple[str, str]], creator=None, **kwargs) -> None:
+    def __init__(self, *, roles: list[tuple[str, str]], creator=None, **kwargs: Any) -> None:
         kwargs.setdefault("required", False)
         kwargs.setdefault("max_length", 50_000)
         super().__init__(**kwargs)
@@ -170,7 +172,7 @@ class PseudonymForm(forms.Form):
 
     pseudonym = forms.CharField(label=_("Pseudonym"), max_length=50, strip=True)
 
-    def __init__(self, *args, membership: Membership, **kwargs):
+    def __init__(self, *args: Any, membership: Membership, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.membership = membership
 
@@ -197,7 +199,7 @@ class ProviderForm(forms.Form):
         error_messages={"invalid_choice": _("not a configured identity provider")}
     )
 
-    def __init__(self, *args, providers: Sequence[Any], **kwargs):
+    def __init__(self, *args: Any, providers: Sequence[Any], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         field = self.fields["provider"]
         assert isinstance(field, forms.ChoiceField)

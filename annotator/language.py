@@ -13,6 +13,7 @@ once. A change made in another session is seen at the next login.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.signals import user_logged_in
@@ -47,7 +48,7 @@ def save_language(request: HttpRequest, code: str) -> None:
     request.session[SESSION_KEY] = code
 
 
-def _remember_at_login(sender, request: HttpRequest | None, user, **kwargs) -> None:
+def _remember_at_login(sender, request: HttpRequest | None, user, **kwargs: Any) -> None:
     if request is not None and hasattr(request, "session"):
         request.session[SESSION_KEY] = saved_language(user)
 

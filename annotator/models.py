@@ -10,6 +10,7 @@ import hashlib
 import re
 import secrets
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -167,7 +168,7 @@ class Membership(models.Model):
     def __str__(self) -> str:
         return f"{self.user} ({self.role}) in {self.project}"
 
-    def save(self, *args, **kwargs) -> None:
+    def save(self, *args: Any, **kwargs: Any) -> None:
         if self._state.adding and not self.pseudonym:
             self.pseudonym = next_pseudonym(self.project_id)
         super().save(*args, **kwargs)
