@@ -37,7 +37,7 @@ MAX_REMEMBERED = 10_000
 
 
 class RedisCacheClient(django_redis.RedisCacheClient):
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._clients: dict[int, object] = {}
         self.key_prefix = ""

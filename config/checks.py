@@ -1,11 +1,13 @@
 """System checks for settings that must hold outside development."""
 
+from typing import Any
+
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 
 
 @register(Tags.security, deploy=True)
-def check_production_settings(app_configs, **kwargs):
+def check_production_settings(app_configs, **kwargs: Any):
     problems: list[CheckMessage] = []
     if settings.DEBUG:
         problems.append(
@@ -27,7 +29,7 @@ def check_production_settings(app_configs, **kwargs):
 
 
 @register(Tags.security)
-def check_some_sign_in(app_configs, **kwargs):
+def check_some_sign_in(app_configs, **kwargs: Any):
     """With LOCAL_PASSWORDS off, members sign in only through a provider: say so if none is
     configured (staff still can, on the admin's login page)."""
     if settings.LOCAL_PASSWORDS or settings.SOCIALACCOUNT_PROVIDERS:

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.core.exceptions import BadRequest, RequestDataTooBig, SuspiciousOperation
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.http.multipartparser import MultiPartParserError
+from django.http.response import HttpResponseBase
 from django.template.loader import render_to_string
 from django.utils.cache import patch_vary_headers
 from django.utils.translation import gettext
@@ -24,7 +25,9 @@ class CSPMiddleware(_CSPMiddleware):
     labeled issue is two redirects (next issue, submit).
     """
 
-    def process_response(self, request, response):
+    def process_response(
+        self, request: HttpRequest, response: HttpResponseBase
+    ) -> HttpResponseBase:
         if 300 <= response.status_code < 400:
             return response
         return super().process_response(request, response)
@@ -45,7 +48,7 @@ class InputLimitsMiddleware:
     File contents are left to the importers, which name the line at fault.
     """
 
-    def __init__(self, get_response):
+    def __init__(self, get_response) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
@@ -156,7 +159,7 @@ class MethodNotAllowedPage:
     answer to a client whose Accept header excludes HTML (no header, or */*, accepts it).
     """
 
-    def __init__(self, get_response):
+    def __init__(self, get_response) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:

@@ -78,7 +78,7 @@ def unavailable_response(request: HttpRequest) -> HttpResponse:
 class DatabaseUnavailableMiddleware:
     """Answers a view that lost the database with a 503 and Retry-After instead of a 500."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
