@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -239,7 +240,7 @@ def _rank(ranking: RecallRanking) -> RecallRanking:
         raise
 
 
-def _finish(ranking: RecallRanking, status: str, **fields) -> RecallRanking:
+def _finish(ranking: RecallRanking, status: str, **fields: Any) -> RecallRanking:
     RecallRanking.objects.filter(pk=ranking.pk).update(
         status=status,
         progress=100 if status == RecallRanking.Status.DONE else ranking.progress,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
@@ -78,7 +80,7 @@ class RecallDrawForm(forms.Form):
         help_text=_("Or: the margin of error wanted on the share (0.05 = ±5 points at 95 %)."),
     )
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # The seed is stored with each probe: it must fit the column.
         high = integer_range(RecallProbe, "seed")[1]
@@ -175,7 +177,7 @@ class TableOneEstimateForm(TableOneForm):
         empty_label=_("the enlisted rater with the best alternative annotator test"),
     )
 
-    def __init__(self, *args, project=None, with_rater: bool = False, **kwargs) -> None:
+    def __init__(self, *args: Any, project=None, with_rater: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         field = self.fields["rater"]
         assert isinstance(field, forms.ModelChoiceField)

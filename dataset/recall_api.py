@@ -8,6 +8,7 @@ from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from dataset.api import ProjectScoped
@@ -25,7 +26,7 @@ class RecallReport(ProjectScoped):
     roles = RECALL_ROLES
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="The filter-recall report")
-    def get(self, request, project_id: int):
+    def get(self, request: Request, project_id: int) -> Response:
         return Response(recall_report(self.membership().project))
 
     @extend_schema(
@@ -33,7 +34,7 @@ class RecallReport(ProjectScoped):
         responses=OpenApiTypes.OBJECT,
         summary="Draw recall probes from the dropped issues",
     )
-    def post(self, request, project_id: int):
+    def post(self, request: Request, project_id: int) -> Response:
         membership = self.membership()
         if not can_draw_probes(membership):
             raise Http404

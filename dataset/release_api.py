@@ -6,11 +6,14 @@ asking to create gets 404.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from dataset.api import ProjectScoped
@@ -37,7 +40,7 @@ class ReleaseList(ProjectScoped, generics.ListAPIView):
             "taxonomy_version"
         )
 
-    def list(self, request, *args, **kwargs):
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         releases = sorted(
             self.get_queryset(),
             key=lambda r: (r.status != Release.Status.FAILED, version_key(r)),
@@ -46,7 +49,7 @@ class ReleaseList(ProjectScoped, generics.ListAPIView):
         return Response(self.get_serializer(releases, many=True).data)
 
     @extend_schema(request=ReleaseCreateSerializer, responses=ReleaseSerializer)
-    def post(self, request, project_id: int):
+    def post(self, request: Request, project_id: int) -> Response:
         membership = self.membership()
         if not can_create_release(membership):
             raise Http404
@@ -87,7 +90,7 @@ class ReleaseDownload(ProjectScoped):
     roles = RELEASE_ROLES
 
     @extend_schema(responses={(200, "application/zip"): OpenApiTypes.BINARY})
-    def get(self, request, project_id: int, pk: int):
+    def get(self, request: Request, project_id: int, pk: int) -> FileResponse:
         from dataset.releases import release_path
 
         release = get_object_or_404(

@@ -9,6 +9,8 @@ this module.
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import shared_task
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
@@ -61,7 +63,7 @@ def run_release(self, release_id: int) -> None:
             raise self.retry(exc=exc, countdown=BUSY_RETRY_SECONDS) from exc
 
 
-def start_release(project: Project, user, version: str, note: str = "", **citation) -> Release:
+def start_release(project: Project, user, version: str, note: str = "", **citation: Any) -> Release:
     """Validate and record a release (ReleaseError naming the field), and queue its build once
     the transaction commits. `citation`: title, authors, licence (`create_release`)."""
     with transaction.atomic():

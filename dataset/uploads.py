@@ -19,6 +19,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
@@ -80,7 +81,7 @@ def keep_file(
     )
 
 
-def _set(job: UploadJob, **fields) -> None:
+def _set(job: UploadJob, **fields: Any) -> None:
     for name, value in fields.items():
         setattr(job, name, value)
     UploadJob.objects.filter(pk=job.pk).update(**fields)
