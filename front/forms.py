@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.utils.translation import gettext, pgettext
 from django.utils.translation import gettext_lazy as _
@@ -45,7 +47,7 @@ class NewProjectScopeForm(ScopeForm):
         required=False, widget=forms.DateInput(attrs={"type": "date"}), label=_("Opened until")
     )
 
-    def __init__(self, *args, repositories, every_repository: bool, **kwargs) -> None:
+    def __init__(self, *args: Any, repositories, every_repository: bool, **kwargs: Any) -> None:
         super().__init__(
             *args, repositories=repositories, every_repository=every_repository, **kwargs
         )
@@ -95,7 +97,7 @@ class NewProjectForm(SettingsForm):
         "members",
     ]
 
-    def __init__(self, *args, user, **kwargs) -> None:
+    def __init__(self, *args: Any, user, **kwargs: Any) -> None:
         kwargs.setdefault(
             "initial",
             {

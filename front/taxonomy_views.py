@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext, ngettext
@@ -26,6 +26,7 @@ from labeling import taxonomy_history as history
 from labeling.models import DetailEntry, ProjectIssue, Proposal
 from labeling.permissions import VOTING_ROLES
 from lib.inputlimits import row_id
+from lib.requests import AuthedRequest
 from taxonomy import detail_files, edits, files
 from taxonomy.diff import diff_versions
 from taxonomy.forms import EditForm, ImportForm, MoveDetailForm, ProposalForm, RejectForm
@@ -68,7 +69,7 @@ def _proposal_rows(project, user, is_lead: bool, queryset) -> list[dict]:
     return rows
 
 
-def _proposal_context(request, membership, form=None) -> dict:
+def _proposal_context(request: HttpRequest, membership, form=None) -> dict:
     project = membership.project
     is_lead = membership.role in LEAD_ROLES
     qs = (
@@ -87,7 +88,7 @@ def _proposal_context(request, membership, form=None) -> dict:
 
 
 @login_required
-def proposal_list(request, project_id: int):
+def proposal_list(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=VOTING_ROLES)
     project = membership.project
     form = None
@@ -126,7 +127,7 @@ def proposal_list(request, project_id: int):
 
 @login_required
 @require_POST
-def proposal_vote(request, project_id: int, proposal_id: int):
+def proposal_vote(request: AuthedRequest, project_id: int, proposal_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=VOTING_ROLES)
     proposal = get_object_or_404(Proposal, pk=proposal_id, project=membership.project)
     approve = request.POST.get("approve") == "yes"
@@ -152,7 +153,7 @@ def proposal_vote(request, project_id: int, proposal_id: int):
 
 @login_required
 @require_POST
-def proposal_reject(request, project_id: int, proposal_id: int):
+def proposal_reject(request: AuthedRequest, project_id: int, proposal_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     proposal = get_object_or_404(Proposal, pk=proposal_id, project=membership.project)
     form = RejectForm(request.POST)
@@ -169,7 +170,7 @@ def proposal_reject(request, project_id: int, proposal_id: int):
 
 @login_required
 @require_POST
-def proposals_import(request, project_id: int):
+def proposals_import(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     created = proposals.proposals_from_annotations(membership.project)
     messages.success(
@@ -189,7 +190,7 @@ def _project_versions(project) -> list[TaxonomyVersion]:
 
 
 @login_required
-def version_list(request, project_id: int):
+def version_list(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id)
     project = membership.project
     versions = _project_versions(project)
@@ -216,7 +217,7 @@ def version_list(request, project_id: int):
 
 
 @login_required
-def version_diff(request, project_id: int):
+def version_diff(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id)
     project = membership.project
     versions = _project_versions(project)
@@ -242,7 +243,7 @@ def _project_version_or_404(project, version_id: int) -> TaxonomyVersion:
 
 
 @login_required
-def version_export(request, project_id: int, version_id: int):
+def version_export(request: AuthedRequest, project_id: int, version_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id)
     version = _project_version_or_404(membership.project, version_id)
     response = HttpResponse(files.export_json(version), content_type="application/json")
@@ -251,7 +252,9 @@ def version_export(request, project_id: int, version_id: int):
 
 
 @login_required
-def version_csv(request, project_id: int, version_id: int, type_code: str):
+def version_csv(
+    request: AuthedRequest, project_id: int, version_id: int, type_code: str
+) -> HttpResponse:
     """One type of a version as the study's detail file (what `load_taxonomy` reads)."""
     membership = membership_or_404(request.user, project_id)
     version = _project_version_or_404(membership.project, version_id)
@@ -267,7 +270,7 @@ def version_csv(request, project_id: int, version_id: int, type_code: str):
 
 @login_required
 @require_POST
-def version_import(request, project_id: int):
+def version_import(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     form = ImportForm(request.POST, request.FILES)
     if not form.is_valid():
@@ -313,7 +316,7 @@ def _apply_edit(project, user, data) -> tuple[TaxonomyVersion, TaxonomyNode]:
 
 
 @login_required
-def edit(request, project_id: int):
+def edit(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     project = membership.project
     version = project.taxonomy_version
@@ -343,7 +346,7 @@ def edit(request, project_id: int):
 
 
 @login_required
-def detail_mapping(request, project_id: int):
+def detail_mapping(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     project = membership.project
     version = project.taxonomy_version
@@ -405,7 +408,7 @@ def detail_mapping(request, project_id: int):
 
 
 @login_required
-def detail_csv(request, project_id: int, type_code: str):
+def detail_csv(request: AuthedRequest, project_id: int, type_code: str) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     try:
         text = detail_service.export_detail_csv(membership.project, type_code)
@@ -421,7 +424,7 @@ def detail_csv(request, project_id: int, type_code: str):
 
 
 @login_required
-def taxonomy_latest(request):
+def taxonomy_latest(request: AuthedRequest) -> HttpResponse:
     version = history.global_version()
     if version is None:
         return render(request, "front/taxonomy/empty.html")
@@ -429,7 +432,7 @@ def taxonomy_latest(request):
 
 
 @login_required
-def taxonomy_version_detail(request, version_id: int):
+def taxonomy_version_detail(request: AuthedRequest, version_id: int) -> HttpResponse:
     visible = history.visible_to(request.user).select_related("taxonomy")
     version = get_object_or_404(visible, pk=version_id)
     query = request.GET.get("q", "").strip()
