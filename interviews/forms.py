@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
@@ -32,7 +34,7 @@ class RankingForm(forms.Form):
         help_text=_("Codes, highest priority first: a top three (C.2, C.3, C.1) or a full order."),
     )
 
-    def __init__(self, version, *args, **kwargs) -> None:
+    def __init__(self, version, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         field = self.fields["issue_type"]
         assert isinstance(field, forms.ChoiceField)

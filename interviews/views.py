@@ -19,6 +19,7 @@ from annotator.permissions import membership_or_404
 from interviews import codebook, rankings
 from interviews.forms import CodebookImportForm, RankingForm
 from interviews.models import CodebookEntry, Participant
+from lib.requests import AuthedRequest
 
 EDITOR_ROLES = (*LEAD_ROLES, Role.RESEARCHER)
 
@@ -47,7 +48,7 @@ def _record_ranking(project, data) -> str:
 
 
 @login_required
-def interviews(request, project_id: int):
+def interviews(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id)
     project = membership.project
     can_edit = membership.role in EDITOR_ROLES
@@ -112,7 +113,7 @@ def interviews(request, project_id: int):
 
 
 @login_required
-def codebook_export(request, project_id: int):
+def codebook_export(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id)
     response = HttpResponse(
         codebook.export_csv(membership.project), content_type="text/csv; charset=utf-8"
@@ -122,7 +123,7 @@ def codebook_export(request, project_id: int):
 
 
 @login_required
-def rankings_export(request, project_id: int):
+def rankings_export(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id)
     response = HttpResponse(
         rankings.export_rankings_csv(membership.project), content_type="text/csv; charset=utf-8"
