@@ -8,7 +8,7 @@ again what only they can know (e.g. that K is not below the annotations an issue
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from django import forms
@@ -142,7 +142,9 @@ class ScopeForm(forms.Form):
     created_from = forms.DateField(required=False)
     created_to = forms.DateField(required=False)
 
-    def __init__(self, *args, repositories=None, every_repository: bool = False, **kwargs) -> None:
+    def __init__(
+        self, *args: Any, repositories=None, every_repository: bool = False, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.every_repository = every_repository
         self.offered = repositories if repositories is not None else Repository.objects.none()
@@ -215,7 +217,7 @@ class LeadActionForm(forms.Form):
     source = forms.CharField(max_length=20, required=False, initial="new")
     method = forms.CharField(max_length=40, required=False)
 
-    def __init__(self, *args, project: Project, **kwargs) -> None:
+    def __init__(self, *args: Any, project: Project, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.project = project
         self._label: Label | None = None

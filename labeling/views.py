@@ -14,7 +14,7 @@ from csp.decorators import csp_update
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext
@@ -50,6 +50,7 @@ from labeling.models import (
 from labeling.permissions import LABELER_ROLES, scope_repositories
 from lib import sql
 from lib.inputlimits import row_id
+from lib.requests import AuthedRequest
 from taxonomy.models import TaxonomyNode
 
 # Table names from the models (`Meta.db_table`), never spelled out in the SQL below.
@@ -115,7 +116,7 @@ def _project_issue_or_404(project: Project, item_id: int, *, public: bool = Fals
 
 
 @login_required
-def label_next(request, project_id: int):
+def label_next(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=LABELER_ROLES)
     # The queue hands back the item's public id with it: no look-up before the redirect.
     item = queue.next_item_for(request.user, membership.project)
@@ -131,7 +132,7 @@ def label_next(request, project_id: int):
 
 @login_required
 @_issue_images
-def label_issue(request, project_id: int, public_id: int):
+def label_issue(request: AuthedRequest, project_id: int, public_id: int) -> HttpResponse:
     """The labeling page of one queue item, named by its public id."""
     membership = membership_or_404(request.user, project_id, roles=LABELER_ROLES)
     project = membership.project
@@ -183,7 +184,7 @@ def label_issue(request, project_id: int, public_id: int):
 
 
 @login_required
-def label_previous(request, project_id: int):
+def label_previous(request: AuthedRequest, project_id: int) -> HttpResponse:
     """One step back: the issue this annotator labeled before the one they come from
     (`?from=<public id>`), to read or revise it while it is not locked."""
     membership = membership_or_404(request.user, project_id, roles=LABELER_ROLES)
@@ -200,7 +201,7 @@ def label_previous(request, project_id: int):
 
 @login_required
 @require_POST
-def request_change(request, project_id: int, public_id: int):
+def request_change(request: AuthedRequest, project_id: int, public_id: int) -> HttpResponse:
     """An annotator asks the lead to change their label of a locked or a final issue (nothing
     else changes; the lead sees it in the disagreement queue's change requests)."""
     membership = membership_or_404(request.user, project_id, roles=LABELER_ROLES)
@@ -218,7 +219,7 @@ def request_change(request, project_id: int, public_id: int):
 
 @login_required
 @cache_control(private=True, max_age=3600)
-def label_taxonomy(request, project_id: int, version_id: int):
+def label_taxonomy(request: AuthedRequest, project_id: int, version_id: int) -> HttpResponse:
     """The taxonomy with its descriptions and example details, for the sub-theme search and the
     taxonomy panel (fetched once, cached).
 
@@ -236,7 +237,7 @@ def label_taxonomy(request, project_id: int, version_id: int):
 
 @login_required
 @require_POST
-def skip_issue(request, project_id: int, public_id: int):
+def skip_issue(request: AuthedRequest, project_id: int, public_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=LABELER_ROLES)
     item = _project_issue_or_404(membership.project, public_id, public=True)
     if not queue.skip(request.user, item):
@@ -245,7 +246,7 @@ def skip_issue(request, project_id: int, public_id: int):
 
 
 @login_required
-def my_progress(request, project_id: int):
+def my_progress(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=LABELER_ROLES)
     project = membership.project
     progress = submission.progress_of(request.user, project, with_agreement=True)
@@ -346,7 +347,7 @@ def project_setup(request, project_id: int):
 
 
 @login_required
-def disagreement_queue(request, project_id: int):
+def disagreement_queue(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     project = membership.project
     filter_form = QueueFilterForm(request.GET)
