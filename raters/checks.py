@@ -1,6 +1,8 @@
 """System checks of the machine raters' settings: a bad MODEL_API_HOSTS entry fails loudly at
 start, as a bad FORGE_API_HOSTS entry does (`ingest.checks`)."""
 
+from typing import Any
+
 from django.core.checks import Error, register
 from django.core.exceptions import ImproperlyConfigured
 
@@ -8,7 +10,7 @@ from ingest.hosts import MODEL_API_HOSTS, allowed_hosts
 
 
 @register()
-def check_model_api_hosts(app_configs, **kwargs) -> list[Error]:
+def check_model_api_hosts(app_configs, **kwargs: Any) -> list[Error]:
     try:
         allowed_hosts(MODEL_API_HOSTS)
     except ImproperlyConfigured as exc:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
@@ -102,7 +104,7 @@ class EstimateForm(forms.Form):
         help_text=_("e.g. 0.02 for ±2 percentage points"),
     )
 
-    def __init__(self, *args, project=None, **kwargs) -> None:
+    def __init__(self, *args: Any, project=None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         field = self.fields["rater"]
         assert isinstance(field, forms.ModelChoiceField)

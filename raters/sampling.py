@@ -51,7 +51,9 @@ def rater_confidences(rater: MachineRater) -> dict[int, float | None]:
     )
 
 
-def _check(project: Project, rater: MachineRater, n_scope: int, size: int, seed: int, tau: float):
+def _check(
+    project: Project, rater: MachineRater, n_scope: int, size: int, seed: int, tau: float
+) -> None:
     if rater.project_id != project.pk:
         raise EstimateError("rater", gettext("not a rater of this project"))
     if n_scope < 2:
