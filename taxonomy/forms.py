@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
@@ -38,7 +40,7 @@ class ProposalForm(forms.Form):
         help_text=_("One issue URL per line, from this project."),
     )
 
-    def __init__(self, version: TaxonomyVersion, *args, **kwargs) -> None:
+    def __init__(self, version: TaxonomyVersion, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["parent"] = _node_field(
             version,
@@ -78,7 +80,7 @@ class EditForm(forms.Form):
         label=_("Details that go to the new node (split; one per line)"),
     )
 
-    def __init__(self, version: TaxonomyVersion, *args, **kwargs) -> None:
+    def __init__(self, version: TaxonomyVersion, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["node"] = _node_field(version, (1, 2, 3), _("Node (for add: the parent)"))
         self.fields["other"] = _node_field(
@@ -107,7 +109,7 @@ class MoveDetailForm(forms.Form):
     entry = forms.IntegerField(widget=forms.HiddenInput)
     node = forms.ModelChoiceField(queryset=TaxonomyNode.objects.none(), to_field_name="code")
 
-    def __init__(self, version: TaxonomyVersion, *args, **kwargs) -> None:
+    def __init__(self, version: TaxonomyVersion, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["node"] = _node_field(version, (Level.SUB_THEME,), _("Move to"))
         # Shown without its <label> (one per summary group): the select names itself.
