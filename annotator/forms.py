@@ -21,10 +21,10 @@ class _NewAccountForm(forms.Form):
     )
     password = forms.CharField(label=_("Password"), widget=forms.PasswordInput, strip=False)
 
-    def clean_username(self):
+    def clean_username(self) -> str:
         return check_new_username(self.cleaned_data["username"])
 
-    def clean(self):
+    def clean(self) -> dict[str, Any]:
         super().clean()
         cleaned = self.cleaned_data
         password = cleaned.get("password")
@@ -73,7 +73,7 @@ class InviteForm(_RoleMixin, forms.Form):
 class AdminAddUserForm(AdminUserCreationForm):
     """The admin's "add user" form, under the same username rule as every other account."""
 
-    def clean_username(self):
+    def clean_username(self) -> str:
         username = super().clean_username()  # None: Django's own case check added an error
         return username if username is None else check_new_username(username)
 
@@ -81,7 +81,7 @@ class AdminAddUserForm(AdminUserCreationForm):
 class AdminChangeUserForm(UserChangeForm):
     """The admin's user form: a renamed account follows the rule, an unchanged name is kept."""
 
-    def clean_username(self):
+    def clean_username(self) -> str:
         username = self.cleaned_data["username"]
         if self.instance.pk and username == self.instance.username:
             return username
@@ -102,14 +102,16 @@ class MembersField(forms.CharField):
 
     widget = forms.Textarea
 
-    def __init__(self, *, roles: list[tuple[str, str]], creator=None, **kwargs: Any) -> None:
+    def __init__(
+        self, *, roles: list[tuple[str, str]], creator: User | None = None, **kwargs: Any
+    ) -> None:
         kwargs.setdefault("required", False)
         kwargs.setdefault("max_length", 50_000)
         super().__init__(**kwargs)
         self.roles = [value for value, _ in roles]
         self.creator = creator
 
-    def clean(self, value):
+    def clean(self, value: str | None) -> list[tuple[User, str]]:
         text = super().clean(value)
         lines = [
             (number, line.replace(",", " ").split())

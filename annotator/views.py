@@ -55,13 +55,13 @@ class LoginView(auth_views.LoginView):
 
     redirect_authenticated_user = True
 
-    def get_context_data(self, **kwargs: Any):
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
         context["providers"] = providers(self.request)
         context["passwords"] = passwords_allowed()
         return context
 
-    def render_to_response(self, context, **response_kwargs: Any):
+    def render_to_response(self, context: dict[str, Any], **response_kwargs: Any) -> HttpResponse:
         return allow_provider_forms(
             self.request, super().render_to_response(context, **response_kwargs)
         )
