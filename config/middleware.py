@@ -3,6 +3,8 @@ page for a 405."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
+
 from csp.middleware import CSPMiddleware as _CSPMiddleware
 from django.conf import settings
 from django.core.exceptions import BadRequest, RequestDataTooBig, SuspiciousOperation
@@ -48,10 +50,10 @@ class InputLimitsMiddleware:
     File contents are left to the importers, which name the line at fault.
     """
 
-    def __init__(self, get_response) -> None:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         try:
             problem = _input_problem(request)
         except RequestDataTooBig:
@@ -85,7 +87,9 @@ def _nul_message(where: str) -> str:
     ) % {"where": where}
 
 
-def _first_nul(pairs, kind: str) -> tuple[int, str, str] | None:
+def _first_nul(
+    pairs: Iterable[tuple[str, Sequence[str | None]]], kind: str
+) -> tuple[int, str, str] | None:
     for key, values in pairs:
         if inputlimits.NUL in key:
             where = gettext("%(kind)s name %(name)s") % {"kind": _KINDS[kind], "name": _shown(key)}
@@ -159,14 +163,14 @@ class MethodNotAllowedPage:
     answer to a client whose Accept header excludes HTML (no header, or */*, accepts it).
     """
 
-    def __init__(self, get_response) -> None:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         response = self.get_response(request)
         if (
             response.status_code != 405
-            or getattr(response, "streaming", False)
+            or not isinstance(response, HttpResponse)  # a streaming answer has no .content
             or response.content
             or not request.accepts("text/html")
         ):
