@@ -22,5 +22,5 @@ class ReleaseAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Release | None = None) -> bool:
         return obj is None or obj.status != Release.Status.DONE

@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import django_filters
 from django.contrib.auth.models import User
-from django.db.models import Case, Exists, F, OuterRef, Prefetch, Q, Value, When
+from django.db.models import Case, Exists, F, OuterRef, Prefetch, Q, QuerySet, Value, When
 from django.db.models.expressions import Combinable
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
@@ -105,7 +105,7 @@ class ProjectList(generics.ListAPIView):
 
     serializer_class = ProjectSerializer
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[Project]:
         if getattr(self, "swagger_fake_view", False):
             return Project.objects.none()
         if self.request.user.is_superuser:
@@ -130,7 +130,7 @@ class ProjectDetail(ProjectScoped, generics.RetrieveAPIView):
 
     serializer_class = ProjectSerializer
 
-    def get_object(self):
+    def get_object(self) -> Project:
         return self.membership().project
 
     def get_serializer_context(self) -> dict[str, Any]:
@@ -166,13 +166,20 @@ class IssueFilter(ScopedFilterSet):
         model = ProjectIssue
         fields = ["repository", "state", "status", "final_type", "theme"]
 
-    def filter_repository(self, queryset, name, value):
+    def filter_repository(
+        self, queryset: QuerySet[ProjectIssue], name: str, value: str
+    ) -> QuerySet[ProjectIssue]:
         if value.isdigit():
-            return queryset.filter(issue__repository_id=row_id(value))
+            repository_id = row_id(value)  # None beyond the id column's range: no such row
+            if repository_id is None:
+                return queryset.none()
+            return queryset.filter(issue__repository_id=repository_id)
         owner, _, repo = value.rpartition("/")
         return queryset.filter(issue__repository__owner=owner, issue__repository__name=repo)
 
-    def filter_final(self, queryset, name, value):
+    def filter_final(
+        self, queryset: QuerySet[ProjectIssue], name: str, value: str
+    ) -> QuerySet[ProjectIssue]:
         """Issues whose final label reads as `value` in the project's current version (a
         theme merged away is found under its target, a moved one under its new type)."""
         project = Project.objects.select_related("taxonomy_version").get(
@@ -199,7 +206,7 @@ class IssueList(LabelReading, generics.ListAPIView):
     serializer_class = ProjectIssueSerializer
     filterset_class = IssueFilter
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[ProjectIssue]:
         if self.fake():
             return ProjectIssue.objects.none()
         membership = self.membership()
@@ -244,7 +251,7 @@ class AnnotationList(LabelReading, generics.ListAPIView):
     serializer_class = AnnotationSerializer
     filterset_class = AnnotationFilter
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[Annotation]:
         if self.fake():
             return Annotation.objects.none()
         membership = self.membership()
@@ -263,7 +270,7 @@ class AnnotationList(LabelReading, generics.ListAPIView):
             "issue_id", "annotator_id", "revision"
         )
 
-    def get_serializer_context(self):
+    def get_serializer_context(self) -> dict[str, Any]:
         context = super().get_serializer_context()
         if not self.fake():
             context["pseudonyms"] = pseudonyms(self.membership().project)
@@ -276,7 +283,7 @@ class ResolutionList(LabelReading, generics.ListAPIView):
     serializer_class = ResolutionSerializer
     filterset_class = ResolutionFilter
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[Resolution]:
         if self.fake():
             return Resolution.objects.none()
         return (
@@ -303,7 +310,7 @@ class ExportList(ProjectScoped, generics.ListCreateAPIView):
     roles = EXPORT_ROLES
     filter_backends: list = []
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[ExportJob]:
         if self.fake():
             return ExportJob.objects.none()
         return visible_exports(self.membership())
@@ -322,7 +329,7 @@ class ExportList(ProjectScoped, generics.ListCreateAPIView):
         return Response(data, status=status.HTTP_201_CREATED)
 
 
-def _flag(value) -> bool:
+def _flag(value: object) -> bool:
     """A boolean request field from JSON or a form: "false", "0", "off" are false."""
     if isinstance(value, str):
         return value.strip().lower() in ("1", "true", "on", "yes")
@@ -335,7 +342,7 @@ class ExportDetail(ProjectScoped, generics.RetrieveAPIView):
     serializer_class = ExportJobSerializer
     roles = EXPORT_ROLES
 
-    def get_object(self):
+    def get_object(self) -> ExportJob:
         return get_object_or_404(visible_exports(self.membership()), pk=self.kwargs["pk"])
 
 

@@ -69,10 +69,10 @@ def filter_recall(request: AuthedRequest, project_id: int) -> HttpResponse:
 
 def _page(
     request: HttpRequest,
-    membership,
+    membership: Membership,
     *,
-    form=None,
-    add_form=None,
+    form: RecallDrawForm | None = None,
+    add_form: AddDroppedIssueForm | None = None,
     rank_error: str = "",
     status: int = 200,
 ) -> HttpResponse:  # the page, with the stored ranking for those who may add from it
@@ -97,7 +97,7 @@ def _page(
     )
 
 
-def _lead(request: HttpRequest, project_id: int) -> Membership:
+def _lead(request: AuthedRequest, project_id: int) -> Membership:
     membership = membership_or_404(request.user, project_id, roles=RECALL_ROLES)
     if not can_draw_probes(membership):
         raise Http404

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import QuerySet
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -33,7 +34,7 @@ class ReleaseList(ProjectScoped, generics.ListAPIView):
     filter_backends: list = []
     pagination_class = None
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[Release]:
         if self.fake():
             return Release.objects.none()
         return Release.objects.filter(project=self.membership().project).select_related(
@@ -76,7 +77,7 @@ class ReleaseDetail(ProjectScoped, generics.RetrieveAPIView):
     serializer_class = ReleaseSerializer
     roles = RELEASE_ROLES
 
-    def get_object(self):
+    def get_object(self) -> Release:
         return get_object_or_404(
             Release.objects.select_related("taxonomy_version"),
             project=self.membership().project,

@@ -14,9 +14,10 @@ from dataset.exports import cell_code
 from dataset.models import ExportJob, Release
 from labeling.models import Annotation, ProjectIssue, Resolution
 from taxonomy.lineage import LabelInVersion
+from taxonomy.models import TaxonomyNode
 
 
-def _code(node) -> str | None:
+def _code(node: TaxonomyNode | None) -> str | None:
     return node.code if node is not None else None
 
 
@@ -193,7 +194,7 @@ class ExportJobSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
-    def get_download_url(self, job) -> str | None:
+    def get_download_url(self, job: ExportJob) -> str | None:
         if job.status != ExportJob.Status.DONE:
             return None
         from django.urls import reverse
