@@ -4,11 +4,14 @@ errors)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Q
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext, ngettext
@@ -26,7 +29,7 @@ from labeling.models import ProjectIssue
 from lib.requests import AuthedRequest
 
 
-def _project_counts(project_ids):
+def _project_counts(project_ids: list[int]) -> dict[int, Mapping[str, Any]]:
     rows = (
         ProjectIssue.objects.filter(project_id__in=project_ids)
         .values("project_id")
@@ -77,7 +80,9 @@ def home(request: AuthedRequest) -> HttpResponse:
     )
 
 
-def _creation_forms(request: HttpRequest, data=None) -> tuple[NewProjectForm, NewProjectScopeForm]:
+def _creation_forms(
+    request: AuthedRequest, data: QueryDict | None = None
+) -> tuple[NewProjectForm, NewProjectScopeForm]:
     user = request.user
     return (
         NewProjectForm(data, user=user),

@@ -9,15 +9,19 @@ are a 404 here, and authors are named to leads, pseudonymous to other members.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.contrib.auth.models import User
+from django.db.models import QuerySet
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext, ngettext
 from django.views.decorators.http import require_POST
 
-from annotator.models import LEAD_ROLES
+from annotator.models import LEAD_ROLES, Membership, Project
 from annotator.permissions import membership_or_404
 from ingest.models import Issue
 from labeling import details as detail_service
@@ -35,7 +39,9 @@ from taxonomy.models import TaxonomyNode, TaxonomyVersion
 from taxonomy.search import build_tree, search_nodes
 
 
-def _proposal_rows(project, user, is_lead: bool, queryset) -> list[dict]:
+def _proposal_rows(
+    project: Project, user: User, is_lead: bool, queryset: QuerySet[Proposal]
+) -> list[dict]:
     final = set(
         ProjectIssue.objects.filter(project=project, status=ProjectIssue.Status.FINAL).values_list(
             "issue_id", flat=True
@@ -52,7 +58,7 @@ def _proposal_rows(project, user, is_lead: bool, queryset) -> list[dict]:
         # theme, so its place is shown to them only once the labeled issue is final.
         issues = [i for i in p.issues.all() if is_lead or mine or i.pk in final]
         from_open_label = (
-            p.source_annotation_id is not None and p.source_annotation.issue_id not in final
+            p.source_annotation is not None and p.source_annotation.issue_id not in final
         )
         rows.append(
             {
@@ -69,7 +75,9 @@ def _proposal_rows(project, user, is_lead: bool, queryset) -> list[dict]:
     return rows
 
 
-def _proposal_context(request: HttpRequest, membership, form=None) -> dict:
+def _proposal_context(
+    request: AuthedRequest, membership: Membership, form: ProposalForm | None = None
+) -> dict:
     project = membership.project
     is_lead = membership.role in LEAD_ROLES
     qs = (
@@ -185,7 +193,7 @@ def proposals_import(request: AuthedRequest, project_id: int) -> HttpResponse:
     return redirect("taxonomy_proposals", project_id=project_id)
 
 
-def _project_versions(project) -> list[TaxonomyVersion]:
+def _project_versions(project: Project) -> list[TaxonomyVersion]:
     return list(history.project_versions(project))
 
 
@@ -236,7 +244,7 @@ def version_diff(request: AuthedRequest, project_id: int) -> HttpResponse:
     )
 
 
-def _project_version_or_404(project, version_id: int) -> TaxonomyVersion:
+def _project_version_or_404(project: Project, version_id: int) -> TaxonomyVersion:
     if version_id not in history.project_version_ids(project):
         raise Http404
     return get_object_or_404(TaxonomyVersion.objects.select_related("taxonomy"), pk=version_id)
@@ -300,7 +308,9 @@ def version_import(request: AuthedRequest, project_id: int) -> HttpResponse:
     return redirect("taxonomy_versions", project_id=project_id)
 
 
-def _apply_edit(project, user, data) -> tuple[TaxonomyVersion, TaxonomyNode]:
+def _apply_edit(
+    project: Project, user: User, data: dict[str, Any]
+) -> tuple[TaxonomyVersion, TaxonomyNode]:
     op, node, other = data["operation"], data["node"], data["other"]
     name, description = data["name"].strip(), data["description"]
     if op == "rename":
