@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from ingest.filtering import refilter_repository
@@ -19,7 +20,7 @@ class RepositoryAdmin(admin.ModelAdmin):
     actions = ["refilter"]
 
     @admin.action(description="Re-apply the keyword filter (no refetch)")
-    def refilter(self, request: HttpRequest, queryset) -> None:
+    def refilter(self, request: HttpRequest, queryset: QuerySet[Repository]) -> None:
         for repo in queryset:
             counts = refilter_repository(repo)
             self.message_user(request, f"{repo}: {counts}", messages.SUCCESS)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.contrib.auth.models import User
 from django.db.models.fields import BLANK_CHOICE_DASH
 from django.utils.translation import gettext_lazy as _
 
@@ -89,7 +90,7 @@ class NewRepositoryForm(RepositoryForm):
         help_text=_("The repository joins this project's scope."),
     )
 
-    def __init__(self, *args: Any, user, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, user: User, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         field = self.fields["project"]
         assert isinstance(field, forms.ModelChoiceField)
