@@ -6,6 +6,7 @@ Every member may read it; leads and researchers (who run the interviews) change 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -14,7 +15,7 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext, ngettext
 
-from annotator.models import LEAD_ROLES, Role
+from annotator.models import LEAD_ROLES, Project, Role
 from annotator.permissions import membership_or_404
 from interviews import codebook, rankings
 from interviews.forms import CodebookImportForm, RankingForm
@@ -24,7 +25,7 @@ from lib.requests import AuthedRequest
 EDITOR_ROLES = (*LEAD_ROLES, Role.RESEARCHER)
 
 
-def _record_ranking(project, data) -> str:
+def _record_ranking(project: Project, data: dict[str, Any]) -> str:
     with transaction.atomic():
         participant = Participant.objects.filter(project=project, code=data["participant"]).first()
         if participant is None:
