@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from django import forms
+from django.db.models import QuerySet
+from django.http import QueryDict
 from django.utils.functional import lazy
 from django.utils.translation import gettext, gettext_noop
 from django.utils.translation import gettext_lazy as _
@@ -20,6 +22,7 @@ from annotator.models import Project
 from ingest.models import Issue, Repository
 from labeling import guideline, issue_list, resolution, submission
 from labeling.labels import Label
+from labeling.models import ProjectIssue
 from labeling.resolution import MAX_MESSAGE
 from labeling.setup import MAX_ANNOTATIONS_PER_ISSUE, Scope
 from lib.inputlimits import integer_range, row_id
@@ -143,7 +146,11 @@ class ScopeForm(forms.Form):
     created_to = forms.DateField(required=False)
 
     def __init__(
-        self, *args: Any, repositories=None, every_repository: bool = False, **kwargs: Any
+        self,
+        *args: Any,
+        repositories: QuerySet[Repository] | None = None,
+        every_repository: bool = False,
+        **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.every_repository = every_repository
@@ -166,7 +173,7 @@ class ScopeForm(forms.Form):
                 ),
             )
 
-    def clean(self):
+    def clean(self) -> dict[str, Any]:
         super().clean()
         data = self.cleaned_data
         _check_date_range(self)
@@ -284,7 +291,7 @@ class QueueFilterForm(forms.Form):
             "sort": sort if sort in self.SORTS else "split",
         }
 
-    def queue(self, project: Project):
+    def queue(self, project: Project) -> QuerySet[ProjectIssue]:
         """The disagreement queue under these filters (`resolution.disagreement_queue`)."""
         values = self.values()
         return resolution.disagreement_queue(
@@ -307,7 +314,7 @@ class _MarkdownField(forms.CharField):
     """Text whose line ends count once: a browser sends each as "\\r\\n", so a text that fits
     the textarea's `maxlength` would otherwise fail the same limit here."""
 
-    def to_python(self, value) -> str:
+    def to_python(self, value: Any | None) -> str:
         return guideline.normalise(super().to_python(value) or "")
 
 
@@ -392,7 +399,7 @@ class IssueListForm(forms.Form):
 
     DEFAULTS = {"sort": "created", "order": "desc"}
 
-    def __init__(self, data, *, project: Project) -> None:
+    def __init__(self, data: QueryDict, *, project: Project) -> None:
         super().__init__(data)
         repositories = Repository.objects.filter(issues__project_issues__project=project)
         self._set_choices(
@@ -430,7 +437,7 @@ class IssueListForm(forms.Form):
             raise forms.ValidationError(str(refused)) from None
         return q
 
-    def clean(self):
+    def clean(self) -> dict[str, Any]:
         super().clean()
         _check_date_range(self)
         return self.cleaned_data

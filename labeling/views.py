@@ -14,7 +14,7 @@ from csp.decorators import csp_update
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404, HttpResponse, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext
@@ -461,7 +461,7 @@ def resolve_issue(request, project_id: int, item_id: int):
     return render(request, "labeling/resolve.html", context, status=status)
 
 
-def _lead_methods(item: ProjectIssue, posted) -> list[dict]:
+def _lead_methods(item: ProjectIssue, posted: QueryDict | None) -> list[dict]:
     """The methods a lead may record on the resolve page, each with its key, what it means,
     whether it applies to the issue as it stands (`resolution.method_refusal`, the rule the
     form and `resolve` apply) and whether the lead had chosen it. None is chosen by default."""
@@ -479,17 +479,17 @@ def _lead_methods(item: ProjectIssue, posted) -> list[dict]:
     ]
 
 
-def _initial(post, own: Annotation | None) -> dict:
+def _initial(post: QueryDict | None, own: Annotation | None) -> dict[str, str | bool]:
     """The label form's values: what was just posted (on an error), else one's own label."""
     fields = ("issue_type", "theme", "sub_theme", "false_positive_reason", "summary", "note",
               "proposed_category")  # fmt: skip
     if post is not None:
-        initial = {f: post.get(f, "") for f in fields}
+        initial: dict[str, str | bool] = {f: post.get(f, "") for f in fields}
         initial["is_false_positive"] = bool(post.get("is_false_positive"))
         return initial
     if own is None:
         return {}
-    initial = {
+    own_initial: dict[str, str | bool] = {
         "issue_type": str(own.issue_type_id or ""),
         "theme": str(own.theme_id or ""),
         "sub_theme": str(own.sub_theme_id or ""),
@@ -498,11 +498,11 @@ def _initial(post, own: Annotation | None) -> dict:
         "note": own.note,
         "proposed_category": own.proposed_category,
     }
-    initial["is_false_positive"] = own.is_false_positive
-    return initial
+    own_initial["is_false_positive"] = own.is_false_positive
+    return own_initial
 
 
-def _vote_name(level: str, value, nodes: dict) -> str:
+def _vote_name(level: str, value: int | bool | None, nodes: dict) -> str:
     if level == "false_positive":
         return gettext("not LLM-related") if value else gettext("LLM-related")
     if value is None:

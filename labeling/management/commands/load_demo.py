@@ -23,7 +23,7 @@ class Command(BaseCommand):
         except ValidationError as exc:  # e.g. an account whose name looks like a demo account's
             raise CommandError("; ".join(exc.messages)) from exc
 
-    def _load(self, options) -> None:
+    def _load(self, options: dict[str, Any]) -> None:
         if not options["no_admin"]:
             admin, password_file = ensure_admin()
             if password_file:
