@@ -14,6 +14,7 @@ from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from annotator.models import Project
 from annotator.permissions import membership_or_404
 from labeling.models import MachineRater
 from lib.requests import AuthedRequest
@@ -25,7 +26,7 @@ from raters.permissions import VALIDATION_ROLES
 ROW, LEFT, RIGHT, TOP = 26, 150, 640, 24
 
 
-def _run(form: EstimateForm, project) -> Estimates:
+def _run(form: EstimateForm, project: Project) -> Estimates:
     data = form.cleaned_data
     return estimate(
         project,

@@ -9,6 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext
 
+from annotator.models import Membership
 from annotator.permissions import membership_or_404
 from labeling.models import MachineRater
 from lib import superseded
@@ -25,7 +26,7 @@ from raters.validation import validation_report
 
 def _page(
     request: HttpRequest,
-    membership,
+    membership: Membership,
     form: AddRaterForm | None = None,
     status: int = 200,
     import_form: ImportLabelsForm | None = None,

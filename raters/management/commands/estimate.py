@@ -15,6 +15,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from annotator.models import Project
+from labeling.models import MachineRater
 from raters.estimates import BY, LEVELS, EstimateError, estimate
 from raters.management.lookup import project_and_rater
 from raters.sampling import compare_on_project
@@ -124,7 +126,7 @@ class Command(BaseCommand):
                 f"with the rater, {plan['n_classical']} without (of {plan['n_total']})"
             )
 
-    def _compare(self, project, rater, options) -> None:
+    def _compare(self, project: Project, rater: MachineRater, options: dict[str, Any]) -> None:
         try:
             report = compare_on_project(
                 project,
