@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.utils.translation import gettext
@@ -10,17 +10,22 @@ from django.utils.translation import gettext_lazy as _
 
 from taxonomy.models import TaxonomyNode, TaxonomyVersion
 
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
+
 Level = TaxonomyNode.Level
 
 
 class NodeChoiceField(forms.ModelChoiceField):
     """A choice of taxonomy node, shown as its code and name ("A.1 Model")."""
 
-    def label_from_instance(self, obj) -> str:
+    def label_from_instance(self, obj: TaxonomyNode) -> str:
         return f"{obj.code} {obj.name}"
 
 
-def _node_field(version: TaxonomyVersion, levels: tuple[int, ...], label, required=True):
+def _node_field(
+    version: TaxonomyVersion, levels: tuple[int, ...], label: StrOrPromise, required: bool = True
+) -> NodeChoiceField:
     return NodeChoiceField(
         queryset=version.nodes.filter(level__in=levels).order_by("level", "code"),
         label=label,
@@ -88,7 +93,7 @@ class EditForm(forms.Form):
         )
         self.fields["based_on"].initial = version.pk
 
-    def clean(self):
+    def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         op = data.get("operation")
         if op in ("move", "merge") and not data.get("other"):
