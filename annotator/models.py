@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
@@ -134,7 +135,7 @@ class Project(models.Model):
     def __str__(self) -> str:
         return self.name
 
-    def role_of(self, user) -> str | None:
+    def role_of(self, user: User) -> str | None:
         if not user.is_authenticated:
             return None
         membership = self.memberships.filter(user=user).only("role").first()
