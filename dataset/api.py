@@ -323,7 +323,7 @@ class ExportList(ProjectScoped, generics.ListCreateAPIView):
         real_names = can_use_real_names(membership) and _flag(data.get("real_names"))
         everything = can_export_everything(membership) and _flag(data.get("everything"))
         job = start_export(
-            membership.project, request.user, real_names=real_names, everything=everything
+            membership.project, signed_in(request), real_names=real_names, everything=everything
         )
         data = ExportJobSerializer(job, context={"request": request}).data
         return Response(data, status=status.HTTP_201_CREATED)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext, gettext_noop
@@ -141,7 +142,7 @@ def _of_key(project: Project, rater: MachineRater | None, version: int):
 
 @transaction.atomic
 def begin_ranking(
-    project: Project, rater: MachineRater | None, version: int, user=None
+    project: Project, rater: MachineRater | None, version: int, user: User | None = None
 ) -> tuple[RecallRanking, bool]:
     """A new ranking of the project for (rater, version), and True; or the one of that key
     already queued or running, and False (two requests at once start one job between them:

@@ -17,7 +17,7 @@ from rest_framework import generics, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from dataset.api import ProjectScoped
+from dataset.api import ProjectScoped, signed_in
 from dataset.formviews import call_with_serializer
 from dataset.models import Release
 from dataset.permissions import RELEASE_ROLES, can_create_release
@@ -58,7 +58,7 @@ class ReleaseList(ProjectScoped, generics.ListAPIView):
             ReleaseCreateSerializer(data=request.data),
             lambda data: start_release(
                 membership.project,
-                request.user,
+                signed_in(request),
                 data["version"],
                 data.get("note", ""),
                 # Left out: the project's (`citation_defaults`); [] or "": no author.

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from celery import shared_task
+from django.contrib.auth.models import User
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils.translation import get_language
@@ -41,7 +42,7 @@ def run_export(self, job_id: int) -> None:
 
 
 def start_export(
-    project: Project, user, real_names: bool = False, everything: bool = False
+    project: Project, user: User, real_names: bool = False, everything: bool = False
 ) -> ExportJob:
     """Create a job and queue it once the transaction commits (through the outbox, so a
     broker that is away leaves it waiting for a worker, not lost)."""
@@ -63,7 +64,9 @@ def run_release(self, release_id: int) -> None:
             raise self.retry(exc=exc, countdown=BUSY_RETRY_SECONDS) from exc
 
 
-def start_release(project: Project, user, version: str, note: str = "", **citation: Any) -> Release:
+def start_release(
+    project: Project, user: User, version: str, note: str = "", **citation: Any
+) -> Release:
     """Validate and record a release (ReleaseError naming the field), and queue its build once
     the transaction commits. `citation`: title, authors, licence (`create_release`)."""
     with transaction.atomic():
@@ -84,7 +87,7 @@ def run_upload(self, job_id: int, language: str | None = None) -> None:
 
 def start_upload(
     project: Project,
-    user,
+    user: User,
     upload: UploadedFile,
     *,
     kind: str = "",
@@ -118,7 +121,7 @@ def run_ranking(self, ranking_id: int) -> None:
 
 
 def start_ranking(
-    project: Project, rater: MachineRater | None, version: int, user=None
+    project: Project, rater: MachineRater | None, version: int, user: User | None = None
 ) -> RecallRanking:
     """Record a ranking of the project for (rater, version) and queue it once the transaction
     commits; one of that key already queued or running is returned instead, not started twice."""

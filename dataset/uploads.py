@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.db.models import Max
@@ -54,7 +55,7 @@ def preview(upload: UploadedFile, kind: str | None) -> Reading:
 
 def keep_file(
     project: Project,
-    user,
+    user: User | None,
     name: str,
     data: bytes,
     kind: str,
