@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Exists, Max, OuterRef, Q
 from django.utils import timezone
@@ -375,7 +376,7 @@ def bring_to_front(project: Project, item_ids: list[int], seed: int) -> int:
 
 @transaction.atomic
 def create_project(
-    creator,
+    creator: User,
     *,
     name: str,
     taxonomy_version_id: int,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
+from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.db import connection, transaction
 from django.db.models import Count, Q
@@ -148,7 +149,7 @@ WHERE a.project_id = %(project)s AND a.issue_id = %(issue)s AND a.annotator_id =
 """
 
 
-def own_annotation(user, project_issue: ProjectIssue) -> Annotation | None:
+def own_annotation(user: User, project_issue: ProjectIssue) -> Annotation | None:
     """The user's current annotation of the issue, with its nodes, or None."""
     # At most one row (constraint `one_current_annotation`). Most pages are a first look, so
     # the id is looked up by a prepared statement and the row loaded only when there is one.
@@ -193,7 +194,9 @@ _DELETE_RESERVATION_SQL = (
 _SET_COUNT_SQL = f"UPDATE {_PROJECTISSUE_TABLE} SET annotation_count = %(n)s WHERE id = %(item)s"
 
 
-def _new_annotation(pi: ProjectIssue, user, label: Label, current: Annotation | None) -> Annotation:
+def _new_annotation(
+    pi: ProjectIssue, user: User, label: Label, current: Annotation | None
+) -> Annotation:
     return Annotation(
         project_id=pi.project_id,
         issue_id=pi.issue_id,
@@ -344,7 +347,7 @@ END""",
 
 
 def _submit_first(
-    user, project: Project, item_id: int, label: Label, public: bool = False
+    user: User, project: Project, item_id: int, label: Label, public: bool = False
 ) -> Annotation | None:
     """The stored annotation if the one-call path took the submission, else None. `item_id`
     is the item's public id with `public`."""
@@ -386,7 +389,12 @@ def _submit_first(
 
 
 def submit(
-    user, project: Project, project_issue: ProjectIssue | int, label: Label, *, public: bool = False
+    user: User,
+    project: Project,
+    project_issue: ProjectIssue | int,
+    label: Label,
+    *,
+    public: bool = False,
 ) -> Annotation:
     """Record the user's label of an issue of the project: a first annotation or a revision.
 
@@ -551,7 +559,7 @@ WHERE a.project_id = %(project)s AND a.annotator_id = %(user)s AND a.is_current
 """
 
 
-def progress_of(user, project: Project, with_agreement: bool = False) -> Progress:
+def progress_of(user: User, project: Project, with_agreement: bool = False) -> Progress:
     """How many issues the user labeled, how many are left for them, and the project's state.
 
     "Left" counts open issues the user has not labeled that still need annotations; it is an
@@ -578,7 +586,7 @@ def agreement_shares(progress: Progress) -> dict[str, int | None]:
     return progress.agreement.shares()
 
 
-def previous_item_id(user, project: Project, item_id: int | None) -> int | None:
+def previous_item_id(user: User, project: Project, item_id: int | None) -> int | None:
     """The project issue this user labeled just before `item_id`, by when they first labeled
     each (their latest one if they have not labeled `item_id`): "previous issue" on the
     labeling page steps back through one's own labels, never anyone else's."""
@@ -606,7 +614,7 @@ def previous_item_id(user, project: Project, item_id: int | None) -> int | None:
     )
 
 
-def my_annotations(user, project: Project):
+def my_annotations(user: User, project: Project):
     """The user's current annotations with, for final issues, the final label."""
     annotations = list(
         Annotation.objects.filter(project=project, annotator=user, is_current=True)
