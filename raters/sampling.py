@@ -18,6 +18,7 @@ labeled.
 
 from __future__ import annotations
 
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils.translation import gettext
 
@@ -79,7 +80,7 @@ def draw_sample(
     size: int,
     seed: int,
     uniform_share: float = UNIFORM_SHARE,
-    user=None,
+    user: User | None = None,
 ) -> SampleDraw:
     """Draw, record and queue an active sample of expected size `size` (the page's and the
     command's function)."""

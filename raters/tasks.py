@@ -10,6 +10,7 @@ locks the rater's row, so two close final labels start one run).
 from __future__ import annotations
 
 from celery import shared_task
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from annotator import outbox
@@ -31,7 +32,9 @@ def run_rater_task(self, run_id: int) -> None:
             raise self.retry(countdown=BUSY_RETRY_SECONDS)
 
 
-def start_run(rater: MachineRater, only: str = RaterRun.Scope.ALL, user=None) -> RaterRun:
+def start_run(
+    rater: MachineRater, only: str = RaterRun.Scope.ALL, user: User | None = None
+) -> RaterRun:
     """Record a run (RaterError naming the field; RaterBusy while one of the rater's runs is
     queued or running) and queue it once the transaction commits."""
     with transaction.atomic():
