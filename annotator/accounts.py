@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -271,7 +272,11 @@ def _check_saved_username(user: User, exclude_pk: int | None = None) -> None:
 
 
 def _before_user_save(
-    sender, instance: Any, raw: bool = False, update_fields=None, **kwargs: Any
+    sender: type[User],
+    instance: Any,
+    raw: bool = False,
+    update_fields: Iterable[str] | None = None,
+    **kwargs: Any,
 ) -> None:
     """Check a new or changed username; note whether the save must revoke API tokens.
 
@@ -303,7 +308,7 @@ def _before_user_save(
 
 
 def _after_user_save(
-    sender, instance: Any, created: bool, raw: bool = False, **kwargs: Any
+    sender: type[User], instance: Any, created: bool, raw: bool = False, **kwargs: Any
 ) -> None:
     if getattr(instance, "_revoke_api_tokens", False):
         AuthToken.objects.filter(user=instance).delete()

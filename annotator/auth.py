@@ -51,7 +51,7 @@ class ModelBackend(backends.ModelBackend):
         user = super().authenticate(request, username=username, password=password, **kwargs)
         return user if user is not None and passwords_allowed(user) else None
 
-    def get_user(self, user_id):
+    def get_user(self, user_id: Any) -> User | None:
         row = sql.first(_user_sql(), {"id": user_id})
         if row is None:
             return None

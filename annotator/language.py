@@ -49,7 +49,9 @@ def save_language(request: HttpRequest, code: str) -> None:
     request.session[SESSION_KEY] = code
 
 
-def _remember_at_login(sender, request: HttpRequest | None, user: User, **kwargs: Any) -> None:
+def _remember_at_login(
+    sender: type[User], request: HttpRequest | None, user: User, **kwargs: Any
+) -> None:
     if request is not None and hasattr(request, "session"):
         request.session[SESSION_KEY] = saved_language(user)
 

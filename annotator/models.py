@@ -221,7 +221,7 @@ class Invite(models.Model):
 
     @classmethod
     def issue_for(
-        cls, project: Project, role: str, created_by, email: str = "", days: int = 7
+        cls, project: Project, role: str, created_by: User, email: str = "", days: int = 7
     ) -> tuple[Invite, str]:
         """Create an invite; return it with the secret token (never stored in clear)."""
         token = secrets.token_urlsafe(32)
