@@ -32,6 +32,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext, gettext_noop
 
@@ -135,7 +136,7 @@ def ranking_key(project: Project) -> tuple[MachineRater | None, int]:
     return rater, rater.version if rater is not None else 0
 
 
-def _of_key(project: Project, rater: MachineRater | None, version: int):
+def _of_key(project: Project, rater: MachineRater | None, version: int) -> QuerySet[RecallRanking]:
     """The project's rankings for (rater, version); rater None: those with no rater."""
     return RecallRanking.objects.filter(project=project, rater=rater, rater_version=version)
 

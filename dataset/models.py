@@ -269,7 +269,7 @@ class Release(Job):
                     )
         super().save(*args, **kwargs)
 
-    def delete(self, *args: Any, **kwargs: Any):
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
         if self.status == Release.Status.DONE:
             raise FrozenReleaseError(f"release {self.version} is frozen: it cannot be deleted")
         return super().delete(*args, **kwargs)

@@ -11,7 +11,7 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from dataset.api import ProjectScoped
+from dataset.api import ProjectScoped, signed_in
 from dataset.formviews import call_with_serializer
 from dataset.permissions import RECALL_ROLES, can_draw_probes
 from dataset.recall import draw_probes, recall_report
@@ -45,7 +45,7 @@ class RecallReport(ProjectScoped):
                 sample_size=data.get("sample_size"),
                 margin=data.get("margin"),
                 seed=data.get("seed"),
-                drawn_by=request.user,
+                drawn_by=signed_in(request),
             ),
         )
         body = {

@@ -11,7 +11,7 @@ from labeling.models import MachineRater
 from raters.runs import rater_trained
 
 
-def _after_training(sender, rater: MachineRater, **kwargs: Any) -> None:
+def _after_training(sender: object, rater: MachineRater, **kwargs: Any) -> None:
     if rater.kind != MachineRater.Kind.CLASSIFIER:
         return
     start_ranking(rater.project, rater, rater.version)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from celery import shared_task
+from celery import Task, shared_task
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
@@ -34,7 +34,7 @@ BUSY_RETRY_SECONDS = 60
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None)
-def run_export(self, job_id: int) -> None:
+def run_export(self: Task, job_id: int) -> None:
     try:
         run_export_job(job_id)
     except jobclaim.Busy as exc:
@@ -55,7 +55,7 @@ def start_export(
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None)
-def run_release(self, release_id: int) -> None:
+def run_release(self: Task, release_id: int) -> None:
     # A release whose request was rolled back or whose row is gone has nothing to build.
     if Release.objects.filter(pk=release_id).exists():
         try:
@@ -76,7 +76,7 @@ def start_release(
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None)
-def run_upload(self, job_id: int, language: str | None = None) -> None:
+def run_upload(self: Task, job_id: int, language: str | None = None) -> None:
     """Check or import an uploaded file of issues (`dataset.uploads.run_upload_job`), its
     problems written in `language` (the uploader's)."""
     try:
@@ -111,7 +111,7 @@ def start_upload(
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None)
-def run_ranking(self, ranking_id: int) -> None:
+def run_ranking(self: Task, ranking_id: int) -> None:
     """Rank a project's dropped issues (`dataset.beyond_keywords.run_ranking_job`)."""
     if RecallRanking.objects.filter(pk=ranking_id).exists():
         try:
