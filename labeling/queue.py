@@ -20,7 +20,7 @@ issues that already have labels are looked at before fresh ones.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import NamedTuple
 
 from django.conf import settings
@@ -237,7 +237,9 @@ def _advance_frontier(project: Project, user: User, position: int) -> None:
     )
 
 
-def _reserve_if_free(project: Project, item_id: int, issue_id: int, user: User, expires) -> bool:
+def _reserve_if_free(
+    project: Project, item_id: int, issue_id: int, user: User, expires: datetime
+) -> bool:
     """Re-count the locked issue's slots and reserve one if free; whether it was reserved."""
     params = {
         "project": project.pk,
@@ -388,7 +390,7 @@ END""",
 
 
 def _reserve_round(
-    user: User, project: Project, with_skipped: bool, expires, wait: bool = False
+    user: User, project: Project, with_skipped: bool, expires: datetime, wait: bool = False
 ) -> tuple[QueueItem | None, int]:
     """One try: the user's active reservation or a newly reserved issue (or None), and
     how many candidates this try locked. With `wait`, it waits (up to LOCK_WAIT) for rows other

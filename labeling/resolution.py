@@ -91,7 +91,7 @@ def method_refusal(method: str, project_issue: ProjectIssue | None = None) -> st
     return ""
 
 
-def level_value(label, level: str):
+def level_value(label: Label | Annotation | Resolution, level: str) -> bool | int | None:
     if level == "false_positive":
         return label.is_false_positive
     if label.is_false_positive:
@@ -313,7 +313,7 @@ def evaluate(project_issue: ProjectIssue, project: Project | None = None) -> Res
 def resolve(
     project_issue: ProjectIssue,
     lead: User,
-    label,
+    label: Label,
     method: str,
     note: str = "",
 ) -> Resolution:
@@ -458,7 +458,7 @@ def add_message(project_issue: ProjectIssue, author: User, body: str) -> Discuss
     )
 
 
-def request_change(project_issue: ProjectIssue, annotator, body: str) -> DiscussionMessage:
+def request_change(project_issue: ProjectIssue, annotator: User, body: str) -> DiscussionMessage:
     """An annotator's request to change their locked label, for the lead's eyes.
 
     Only an annotator with a current label of the issue may ask. The request changes nothing of

@@ -18,12 +18,14 @@ reason.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.db import connection, transaction
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
@@ -71,7 +73,8 @@ class NotYours(Exception):
     """The user holds no reservation or annotation for the issue (shown as a 404)."""
 
 
-def _node(nodes: dict[int, dict], raw, level: int, field: str) -> dict | None:
+def _node(nodes: dict[int, dict], raw: Any, level: int, field: str) -> dict | None:
+    # `raw` is what the form or the API's JSON held there: anything; int() sorts it out.
     if raw in (None, ""):
         return None
     try:
@@ -86,7 +89,7 @@ def _node(nodes: dict[int, dict], raw, level: int, field: str) -> dict | None:
     return node
 
 
-def _text(data, field: str) -> str:
+def _text(data: Mapping[str, Any], field: str) -> str:
     value = data.get(field) or ""
     if not isinstance(value, str):  # JSON from the API may hold anything
         raise LabelError(field, gettext("must be text"))
@@ -98,7 +101,7 @@ def _text(data, field: str) -> str:
     return value
 
 
-def parse_label(project: Project, data) -> Label:
+def parse_label(project: Project, data: Mapping[str, Any]) -> Label:
     """Validate form or API data into a label; raises LabelError naming the field."""
     label = Label(
         summary=_text(data, "summary"),
@@ -486,7 +489,9 @@ def is_locked(project_issue: ProjectIssue, project: Project) -> bool:
     return project_issue.annotation_count >= min(enough, project.annotations_per_issue)
 
 
-def revisions(project: Project, issue_id: int, annotator=None):
+def revisions(
+    project: Project, issue_id: int, annotator: User | None = None
+) -> QuerySet[Annotation]:
     """Every revision of the issue's annotations, oldest first (for leads, or one's own)."""
     qs = Annotation.objects.filter(project=project, issue_id=issue_id).select_related(
         "annotator", "issue_type", "theme", "sub_theme"
@@ -614,7 +619,7 @@ def previous_item_id(user: User, project: Project, item_id: int | None) -> int |
     )
 
 
-def my_annotations(user: User, project: Project):
+def my_annotations(user: User, project: Project) -> list[dict[str, Any]]:
     """The user's current annotations with, for final issues, the final label."""
     annotations = list(
         Annotation.objects.filter(project=project, annotator=user, is_current=True)
