@@ -12,7 +12,9 @@ from labeling.models import MachineRater, Resolution
 from raters.tasks import retrain_due
 
 
-def _after_resolution(sender, instance: Resolution, created: bool, **kwargs: Any) -> None:
+def _after_resolution(
+    sender: type[Resolution], instance: Resolution, created: bool, **kwargs: Any
+) -> None:
     if not created or not instance.is_current or kwargs.get("raw"):
         return
     project_id = instance.project_id

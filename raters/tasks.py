@@ -9,7 +9,7 @@ locks the rater's row, so two close final labels start one run).
 
 from __future__ import annotations
 
-from celery import shared_task
+from celery import Task, shared_task
 from django.contrib.auth.models import User
 from django.db import transaction
 
@@ -25,7 +25,7 @@ BUSY_RETRY_SECONDS = 60
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None)
-def run_rater_task(self, run_id: int) -> None:
+def run_rater_task(self: Task, run_id: int) -> None:
     if RaterRun.objects.filter(pk=run_id).exists():
         run = run_rater(run_id)
         if run.status == RaterRun.Status.RUNNING and not run.stale:
