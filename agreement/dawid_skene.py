@@ -98,7 +98,9 @@ def answers(
     )
 
 
-def _grouped_sum(source: np.ndarray, rows: np.ndarray, groups: np.ndarray, n_groups: int):
+def _grouped_sum(
+    source: np.ndarray, rows: np.ndarray, groups: np.ndarray, n_groups: int
+) -> np.ndarray:
     """out[g] = sum of source[rows[a]] over answers a with groups[a] == g (`groups` sorted)."""
     import numpy as np
 

@@ -34,6 +34,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 ALPHA = 0.05
 SPARSE = 10
@@ -74,7 +78,7 @@ class ShareEstimate:
         }
 
 
-def _indicators(labels: Sequence[str], codes: Sequence[str]):
+def _indicators(labels: Sequence[str], codes: Sequence[str]) -> np.ndarray:
     import numpy as np
 
     index = {code: k for k, code in enumerate(codes)}
@@ -85,7 +89,7 @@ def _indicators(labels: Sequence[str], codes: Sequence[str]):
     return out
 
 
-def _sparse(column) -> bool:
+def _sparse(column: np.ndarray) -> bool:
     count = int(column.sum())
     return count < SPARSE or len(column) - count < SPARSE
 
@@ -161,7 +165,16 @@ def weighted_shares(
     return _ppi_shares(codes, y, y_hat, y_all, w, alpha, len(machine_all), lam)
 
 
-def _ppi_shares(codes, y, y_hat, y_unlabeled, w, alpha, n_total, lam=None) -> list[ShareEstimate]:
+def _ppi_shares(
+    codes: Sequence[str],
+    y: np.ndarray,
+    y_hat: np.ndarray,
+    y_unlabeled: np.ndarray,
+    w: np.ndarray | None,
+    alpha: float,
+    n_total: int,
+    lam: float | None = None,
+) -> list[ShareEstimate]:
     import numpy as np
     from ppi_py import classical_mean_ci, ppi_mean_ci, ppi_mean_pointestimate
 
@@ -180,7 +193,7 @@ def _ppi_shares(codes, y, y_hat, y_unlabeled, w, alpha, n_total, lam=None) -> li
     out = []
     for k, code in enumerate(codes):
         c_low, c_high = classical_mean_ci(y[:, k], w=w, alpha=alpha)
-        column = y[:, k] if w is None else y[:, k] * (w / w.sum() * n)
+        weighted = y[:, k] if w is None else y[:, k] * (w / w.sum() * n)
         ppi_width, classical_width = high[k] - low[k], float(c_high - c_low)
         effective = float(n * (classical_width / ppi_width) ** 2) if ppi_width > 0 else None
         out.append(
@@ -189,7 +202,7 @@ def _ppi_shares(codes, y, y_hat, y_unlabeled, w, alpha, n_total, lam=None) -> li
                 share=_clip(point[k]),
                 ci_low=_clip(low[k]),
                 ci_high=_clip(high[k]),
-                classical_share=float(column.mean()),
+                classical_share=float(weighted.mean()),
                 classical_ci_low=_clip(c_low),
                 classical_ci_high=_clip(c_high),
                 n_human=n,

@@ -3,12 +3,15 @@ how Table I counts."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from agreement.simulation import MAX_K, MAX_ORDERS
 from agreement.table_one import COUNT_ISSUES, COUNT_ROWS
+from annotator.models import Project
 from labeling.models import MachineRater
 
 # The audit page lists at most this many rows (the command lists any number).
@@ -59,7 +62,7 @@ class SimulatorForm(forms.Form):
         help_text=_("Its vote counts from this confidence (empty: the rater's threshold)."),
     )
 
-    def __init__(self, *args, project=None, **kwargs) -> None:
+    def __init__(self, *args: Any, project: Project | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         names = (
             MachineRater.objects.filter(project=project).values_list("name", flat=True)

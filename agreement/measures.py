@@ -30,7 +30,7 @@ from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from django.core.cache import cache
-from django.db.models import Count, Max
+from django.db.models import Count, Max, QuerySet
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.translation import gettext_noop
@@ -257,7 +257,7 @@ def _codes(
     return code_of, per_level, names
 
 
-def _label_rows(queryset, *first: str) -> np.ndarray:
+def _label_rows(queryset: QuerySet[Annotation] | QuerySet[Resolution], *first: str) -> np.ndarray:
     """Rows of (first..., is_false_positive, type, theme, sub-theme ids; 0 for none) as ints."""
     import numpy as np
 

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.translation import gettext
 
@@ -23,10 +24,11 @@ from annotator.permissions import membership_or_404
 from labeling import taxonomy_history as history
 from lib.inputlimits import row_id
 from lib.refusal import Refusal, add_to_form
+from lib.requests import AuthedRequest
 
 
 @login_required
-def agreement_report_page(request, project_id: int):
+def agreement_report_page(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=AGREEMENT_ROLES)
     project = membership.project
     # Any version of the project's own history (not another project's edits): labels are read
@@ -43,7 +45,7 @@ def agreement_report_page(request, project_id: int):
 
 
 @login_required
-def label_audit_page(request, project_id: int):
+def label_audit_page(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=AUDIT_ROLES)
     project = membership.project
     form = AuditForm(request.GET)
@@ -61,7 +63,7 @@ def label_audit_page(request, project_id: int):
 
 
 @login_required
-def policy_simulator_page(request, project_id: int):
+def policy_simulator_page(request: AuthedRequest, project_id: int) -> HttpResponse:
     """The adaptive rule's trade-off on the project's own labels: the form, and on POST the
     chart and table (`agreement.simulation.cached_tradeoff`, as the command's `simulate`)."""
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)

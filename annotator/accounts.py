@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -270,7 +271,13 @@ def _check_saved_username(user: User, exclude_pk: int | None = None) -> None:
         ) from exc
 
 
-def _before_user_save(sender, instance: Any, raw: bool = False, update_fields=None, **kwargs):
+def _before_user_save(
+    sender: type[User],
+    instance: Any,
+    raw: bool = False,
+    update_fields: Iterable[str] | None = None,
+    **kwargs: Any,
+) -> None:
     """Check a new or changed username; note whether the save must revoke API tokens.
 
     (`instance` is a User; typed Any because the flag set on it and Django's private
@@ -300,7 +307,9 @@ def _before_user_save(sender, instance: Any, raw: bool = False, update_fields=No
     instance._revoke_api_tokens = password_changed or deactivated
 
 
-def _after_user_save(sender, instance: Any, created: bool, raw: bool = False, **kwargs):
+def _after_user_save(
+    sender: type[User], instance: Any, created: bool, raw: bool = False, **kwargs: Any
+) -> None:
     if getattr(instance, "_revoke_api_tokens", False):
         AuthToken.objects.filter(user=instance).delete()
         instance._revoke_api_tokens = False

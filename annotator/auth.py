@@ -16,6 +16,8 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import backends, get_user_model
+from django.contrib.auth.models import User
+from django.http import HttpRequest
 
 from lib import sql
 
@@ -39,11 +41,17 @@ def _user_sql() -> str:
 
 
 class ModelBackend(backends.ModelBackend):
-    def authenticate(self, request, username=None, password=None, **kwargs):
+    def authenticate(
+        self,
+        request: HttpRequest | None,
+        username: str | None = None,
+        password: str | None = None,
+        **kwargs: Any,
+    ) -> User | None:
         user = super().authenticate(request, username=username, password=password, **kwargs)
         return user if user is not None and passwords_allowed(user) else None
 
-    def get_user(self, user_id):
+    def get_user(self, user_id: Any) -> User | None:
         row = sql.first(_user_sql(), {"id": user_id})
         if row is None:
             return None

@@ -1,5 +1,7 @@
 """Template context every page needs: which top-level pages the user may open."""
 
+from django.http import HttpRequest
+
 from annotator.models import LEAD_ROLES, Membership
 from lib import sql
 
@@ -14,7 +16,7 @@ _LEADS_ANY_SQL = (
 )
 
 
-def navigation(request) -> dict:
+def navigation(request: HttpRequest) -> dict:
     user = request.user
     if not user.is_authenticated:
         return {}

@@ -21,10 +21,10 @@ class _NewAccountForm(forms.Form):
     )
     password = forms.CharField(label=_("Password"), widget=forms.PasswordInput, strip=False)
 
-    def clean_username(self):
+    def clean_username(self) -> str:
         return check_new_username(self.cleaned_data["username"])
 
-    def clean(self):
+    def clean(self) -> dict[str, Any]:
         super().clean()
         cleaned = self.cleaned_data
         password = cleaned.get("password")
@@ -46,7 +46,9 @@ def grantable_roles(granter_role: str, is_superuser: bool = False) -> list[tuple
 
 
 class _RoleMixin(forms.BaseForm):
-    def __init__(self, *args, roles: list[tuple[str, str]] | None = None, **kwargs):
+    def __init__(
+        self, *args: Any, roles: list[tuple[str, str]] | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         role = self.fields["role"]
         if roles is not None and isinstance(role, forms.ChoiceField):
@@ -71,7 +73,7 @@ class InviteForm(_RoleMixin, forms.Form):
 class AdminAddUserForm(AdminUserCreationForm):
     """The admin's "add user" form, under the same username rule as every other account."""
 
-    def clean_username(self):
+    def clean_username(self) -> str:
         username = super().clean_username()  # None: Django's own case check added an error
         return username if username is None else check_new_username(username)
 
@@ -79,7 +81,7 @@ class AdminAddUserForm(AdminUserCreationForm):
 class AdminChangeUserForm(UserChangeForm):
     """The admin's user form: a renamed account follows the rule, an unchanged name is kept."""
 
-    def clean_username(self):
+    def clean_username(self) -> str:
         username = self.cleaned_data["username"]
         if self.instance.pk and username == self.instance.username:
             return username
@@ -100,14 +102,16 @@ class MembersField(forms.CharField):
 
     widget = forms.Textarea
 
-    def __init__(self, *, roles: list[tuple[str, str]], creator=None, **kwargs) -> None:
+    def __init__(
+        self, *, roles: list[tuple[str, str]], creator: User | None = None, **kwargs: Any
+    ) -> None:
         kwargs.setdefault("required", False)
         kwargs.setdefault("max_length", 50_000)
         super().__init__(**kwargs)
         self.roles = [value for value, _ in roles]
         self.creator = creator
 
-    def clean(self, value):
+    def clean(self, value: str | None) -> list[tuple[User, str]]:
         text = super().clean(value)
         lines = [
             (number, line.replace(",", " ").split())
@@ -170,7 +174,7 @@ class PseudonymForm(forms.Form):
 
     pseudonym = forms.CharField(label=_("Pseudonym"), max_length=50, strip=True)
 
-    def __init__(self, *args, membership: Membership, **kwargs):
+    def __init__(self, *args: Any, membership: Membership, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.membership = membership
 
@@ -197,7 +201,7 @@ class ProviderForm(forms.Form):
         error_messages={"invalid_choice": _("not a configured identity provider")}
     )
 
-    def __init__(self, *args, providers: Sequence[Any], **kwargs):
+    def __init__(self, *args: Any, providers: Sequence[Any], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         field = self.fields["provider"]
         assert isinstance(field, forms.ChoiceField)

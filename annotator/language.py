@@ -13,8 +13,10 @@ once. A change made in another session is seen at the next login.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.contrib.auth.signals import user_logged_in
 from django.http import HttpRequest, HttpResponse
 from django.utils import translation
@@ -33,7 +35,7 @@ def supported(code: object) -> str | None:
     return code if code in LANGUAGE_CODES else None
 
 
-def saved_language(user) -> str:
+def saved_language(user: User) -> str:
     """The user's saved language code, or "" (no choice: the browser decides)."""
     found = Preference.objects.filter(user=user).values_list("language", flat=True).first()
     return supported(found) or ""
@@ -47,7 +49,9 @@ def save_language(request: HttpRequest, code: str) -> None:
     request.session[SESSION_KEY] = code
 
 
-def _remember_at_login(sender, request: HttpRequest | None, user, **kwargs) -> None:
+def _remember_at_login(
+    sender: type[User], request: HttpRequest | None, user: User, **kwargs: Any
+) -> None:
     if request is not None and hasattr(request, "session"):
         request.session[SESSION_KEY] = saved_language(user)
 

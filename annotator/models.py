@@ -10,8 +10,10 @@ import hashlib
 import re
 import secrets
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
@@ -133,7 +135,7 @@ class Project(models.Model):
     def __str__(self) -> str:
         return self.name
 
-    def role_of(self, user) -> str | None:
+    def role_of(self, user: User) -> str | None:
         if not user.is_authenticated:
             return None
         membership = self.memberships.filter(user=user).only("role").first()
@@ -167,7 +169,7 @@ class Membership(models.Model):
     def __str__(self) -> str:
         return f"{self.user} ({self.role}) in {self.project}"
 
-    def save(self, *args, **kwargs) -> None:
+    def save(self, *args: Any, **kwargs: Any) -> None:
         if self._state.adding and not self.pseudonym:
             self.pseudonym = next_pseudonym(self.project_id)
         super().save(*args, **kwargs)
@@ -219,7 +221,7 @@ class Invite(models.Model):
 
     @classmethod
     def issue_for(
-        cls, project: Project, role: str, created_by, email: str = "", days: int = 7
+        cls, project: Project, role: str, created_by: User, email: str = "", days: int = 7
     ) -> tuple[Invite, str]:
         """Create an invite; return it with the secret token (never stored in clear)."""
         token = secrets.token_urlsafe(32)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import cache
 
+from django.contrib.auth.models import AnonymousUser, User
 from django.http import Http404
 
 from annotator.models import Membership, Project
@@ -26,7 +27,7 @@ def _membership_sql() -> str:
     )
 
 
-def _membership(user, project_id: int) -> Membership | None:
+def _membership(user: User | AnonymousUser, project_id: int) -> Membership | None:
     row = sql.first(_membership_sql(), {"project": project_id, "user": user.pk})
     if row is None:
         return None
@@ -37,7 +38,9 @@ def _membership(user, project_id: int) -> Membership | None:
     return membership
 
 
-def membership_or_404(user, project_id: int, roles: Iterable[str] | None = None) -> Membership:
+def membership_or_404(
+    user: User | AnonymousUser, project_id: int, roles: Iterable[str] | None = None
+) -> Membership:
     """The user's membership of the project, or 404 if absent or of another role.
 
     Superusers act as project admins everywhere.
@@ -61,7 +64,7 @@ def membership_or_404(user, project_id: int, roles: Iterable[str] | None = None)
     return membership
 
 
-def may_create_project(user) -> bool:
+def may_create_project(user: User | AnonymousUser) -> bool:
     """Who may open the "New project" page: admins (staff or superusers) and users an admin
     gave the Django permission `annotator.add_project`. Everyone else gets 404 there."""
     if not (user.is_authenticated and user.is_active):
@@ -69,7 +72,7 @@ def may_create_project(user) -> bool:
     return bool(user.is_staff or user.is_superuser or user.has_perm("annotator.add_project"))
 
 
-def may_add_existing_accounts(user) -> bool:
+def may_add_existing_accounts(user: User | AnonymousUser) -> bool:
     """Who may make an existing account a member without its consent (the members box of the
     "New project" page): admins (staff or superusers) only. A holder of `annotator.add_project`
     is not: the account would join, up to lead, and a lead gets the scope's repositories

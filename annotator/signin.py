@@ -42,6 +42,7 @@ from django.contrib import messages
 from django.contrib.auth.models import AbstractBaseUser, User
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.forms import Form
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -191,7 +192,9 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
     def is_auto_signup_allowed(self, request: HttpRequest, sociallogin: SocialLogin) -> bool:
         return True  # never allauth's sign-up form: the username is the provider's, or refused
 
-    def save_user(self, request: HttpRequest, sociallogin: SocialLogin, form=None) -> Any:
+    def save_user(
+        self, request: HttpRequest, sociallogin: SocialLogin, form: Form | None = None
+    ) -> Any:
         token = _invite_token(sociallogin)
         assert token is not None  # is_open_for_signup
         username = user_username(sociallogin.user) or ""

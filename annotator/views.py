@@ -8,13 +8,15 @@ The lead's side (creating invites and accounts) lives on the project page, in
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import translation
@@ -42,6 +44,7 @@ from annotator.signin import (
     providers,
     start_invite_sign_in,
 )
+from lib.requests import AuthedRequest
 
 PASSWORDS_OFF = _("Passwords are turned off on this site: sign in through your identity provider.")
 
@@ -52,29 +55,29 @@ class LoginView(auth_views.LoginView):
 
     redirect_authenticated_user = True
 
-    def get_context_data(self, **kwargs):
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
         context["providers"] = providers(self.request)
         context["passwords"] = passwords_allowed()
         return context
 
-    def render_to_response(self, context, **response_kwargs):
+    def render_to_response(self, context: dict[str, Any], **response_kwargs: Any) -> HttpResponse:
         return allow_provider_forms(
             self.request, super().render_to_response(context, **response_kwargs)
         )
 
-    def post(self, request, *args, **kwargs):
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not passwords_allowed():
             context = self.get_context_data(passwords_refused=PASSWORDS_OFF)
             return self.render_to_response(context, status=400)
         return super().post(request, *args, **kwargs)
 
 
-def _unusable(request, exc: InviteUnusable) -> HttpResponse:
+def _unusable(request: HttpRequest, exc: InviteUnusable) -> HttpResponse:
     return render(request, "registration/invite_unusable.html", {"reason": str(exc)}, status=410)
 
 
-def invite(request, token: str):
+def invite(request: HttpRequest, token: str) -> HttpResponse:
     try:
         invitation = check_invite(token)
     except InviteUnusable as exc:
@@ -106,13 +109,13 @@ def invite(request, token: str):
     return _invite_page(request, context, status=400 if form.errors else 200)
 
 
-def _invite_page(request, context: dict, status: int) -> HttpResponse:
+def _invite_page(request: HttpRequest, context: dict, status: int) -> HttpResponse:
     response = render(request, "registration/accept_invite.html", context, status=status)
     return allow_provider_forms(request, response)
 
 
 @require_POST
-def invite_sign_in(request, token: str):
+def invite_sign_in(request: HttpRequest, token: str) -> HttpResponse:
     """Accept the invite by signing in through an identity provider (`annotator.signin`)."""
     try:
         check_invite(token)
@@ -136,7 +139,7 @@ _NEW_TOKEN_SECONDS = 120
 
 @login_required
 @never_cache
-def api_token(request):
+def api_token(request: AuthedRequest) -> HttpResponse:
     """The signed-in user's API token: create (or replace) it, see it once, revoke it.
 
     A POST answers with a redirect, as everywhere; the new key rides to the next page of this
@@ -194,7 +197,7 @@ def api_token(request):
 
 
 @require_POST
-def set_language(request):
+def set_language(request: HttpRequest) -> HttpResponse:
     """The language switcher (every page's header, the login page's too): keep the choice in
     Django's language cookie and, for a signed-in person, as their saved preference
     (`annotator.language`), then go back to `next` if it is a page of this site (else home).

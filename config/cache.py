@@ -21,15 +21,21 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from datetime import timedelta
+from typing import Any, TypeVar
 
 from django.core.cache.backends import redis as django_redis
 from django.utils.functional import cached_property
+from redis.client import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Key = str | bytes | memoryview  # as django-stubs types a cache key
+Expiry = int | timedelta
 
 UNREACHABLE = (RedisConnectionError, RedisTimeoutError)
 OUTAGE_SECONDS = 2.0
@@ -37,17 +43,17 @@ MAX_REMEMBERED = 10_000
 
 
 class RedisCacheClient(django_redis.RedisCacheClient):
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._clients: dict[int, object] = {}
+        self._clients: dict[int, Redis] = {}
         self.key_prefix = ""
         self._lock = threading.Lock()
         self._down_until = 0.0
         self._outage = False
-        self._stale: set[str] = set()  # keys whose write or delete an outage skipped
+        self._stale: set[Key] = set()  # keys whose write or delete an outage skipped
         self._stale_all = False
 
-    def get_client(self, key=None, *, write=False):
+    def get_client(self, key: Key | None = None, *, write: bool = False) -> Redis:
         # Django's private helpers, which django-stubs does not declare.
         base: Any = self
         index = base._get_connection_pool_index(write)
@@ -84,7 +90,7 @@ class RedisCacheClient(django_redis.RedisCacheClient):
         log.warning("cache: Redis is back; %s key(s) written during the outage dropped", len(keys))
         return True
 
-    def _failed(self, exc: BaseException, keys: Iterable[str]) -> None:
+    def _failed(self, exc: BaseException, keys: Iterable[Key]) -> None:
         if not self._outage:
             self._outage = True
             log.warning("cache: Redis unreachable (%s); going on without it", exc)
@@ -95,7 +101,7 @@ class RedisCacheClient(django_redis.RedisCacheClient):
                 self._stale.clear()
                 self._stale_all = True
 
-    def _write(self, keys: Iterable[str], call, default=None):
+    def _write(self, keys: Iterable[Key], call: Callable[[], T], default: T) -> T:
         keys = list(keys)
         if not self._reachable():
             self._failed(ConnectionError("in the outage's back-off"), keys)
@@ -108,7 +114,7 @@ class RedisCacheClient(django_redis.RedisCacheClient):
         self._outage = False
         return result
 
-    def _read(self, call, default):
+    def _read(self, call: Callable[[], T], default: T) -> T:
         if not self._reachable():
             return default
         try:
@@ -119,43 +125,47 @@ class RedisCacheClient(django_redis.RedisCacheClient):
         self._outage = False
         return result
 
-    def get(self, key, default):
+    def get(self, key: Key, default: Any) -> Any:
         return self._read(lambda: super(RedisCacheClient, self).get(key, default), default)
 
-    def get_many(self, keys):
+    def get_many(self, keys: Iterable[Key]) -> dict[Key, Any]:
         return self._read(lambda: super(RedisCacheClient, self).get_many(keys), {})
 
-    def has_key(self, key):
+    def has_key(self, key: Key) -> bool:
         return self._read(lambda: super(RedisCacheClient, self).has_key(key), False)
 
-    def add(self, key, value, timeout):
+    def add(self, key: Key, value: Any, timeout: Expiry | None) -> bool:
         return self._write(
             [key], lambda: super(RedisCacheClient, self).add(key, value, timeout), False
         )
 
-    def set(self, key, value, timeout):
-        return self._write([key], lambda: super(RedisCacheClient, self).set(key, value, timeout))
+    def set(self, key: Key, value: Any, timeout: Expiry | None) -> None:
+        return self._write(
+            [key], lambda: super(RedisCacheClient, self).set(key, value, timeout), None
+        )
 
-    def touch(self, key, timeout):
+    def touch(self, key: Key, timeout: Expiry) -> bool:
         return self._write([key], lambda: super(RedisCacheClient, self).touch(key, timeout), False)
 
-    def delete(self, key):
+    def delete(self, key: Key) -> bool:
         return self._write([key], lambda: super(RedisCacheClient, self).delete(key), False)
 
-    def set_many(self, data, timeout):
-        return self._write(data, lambda: super(RedisCacheClient, self).set_many(data, timeout), [])
+    def set_many(self, data: Mapping[Key, Any], timeout: Expiry) -> None:
+        return self._write(
+            data, lambda: super(RedisCacheClient, self).set_many(data, timeout), None
+        )
 
-    def delete_many(self, keys):
-        return self._write(keys, lambda: super(RedisCacheClient, self).delete_many(keys))
+    def delete_many(self, keys: Iterable[Key]) -> None:
+        return self._write(keys, lambda: super(RedisCacheClient, self).delete_many(keys), None)
 
 
 class RedisCache(django_redis.RedisCache):
-    def __init__(self, server, params) -> None:
+    def __init__(self, server: str | list[str], params: dict[str, Any]) -> None:
         super().__init__(server, params)
         self._class = RedisCacheClient
 
     @cached_property
-    def _cache(self):
+    def _cache(self) -> RedisCacheClient:
         base: Any = self  # Django's private attributes, which django-stubs does not declare
         client = self._class(base._servers, **base._options)
         client.key_prefix = self.key_prefix

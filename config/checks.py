@@ -1,11 +1,17 @@
 """System checks for settings that must hold outside development."""
 
+from collections.abc import Sequence
+from typing import Any
+
+from django.apps import AppConfig
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 
 
 @register(Tags.security, deploy=True)
-def check_production_settings(app_configs, **kwargs):
+def check_production_settings(
+    app_configs: Sequence[AppConfig] | None, **kwargs: Any
+) -> list[CheckMessage]:
     problems: list[CheckMessage] = []
     if settings.DEBUG:
         problems.append(
@@ -27,7 +33,9 @@ def check_production_settings(app_configs, **kwargs):
 
 
 @register(Tags.security)
-def check_some_sign_in(app_configs, **kwargs):
+def check_some_sign_in(
+    app_configs: Sequence[AppConfig] | None, **kwargs: Any
+) -> list[CheckMessage]:
     """With LOCAL_PASSWORDS off, members sign in only through a provider: say so if none is
     configured (staff still can, on the admin's login page)."""
     if settings.LOCAL_PASSWORDS or settings.SOCIALACCOUNT_PROVIDERS:

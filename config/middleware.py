@@ -3,11 +3,14 @@ page for a 405."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
+
 from csp.middleware import CSPMiddleware as _CSPMiddleware
 from django.conf import settings
 from django.core.exceptions import BadRequest, RequestDataTooBig, SuspiciousOperation
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.http.multipartparser import MultiPartParserError
+from django.http.response import HttpResponseBase
 from django.template.loader import render_to_string
 from django.utils.cache import patch_vary_headers
 from django.utils.translation import gettext
@@ -24,7 +27,9 @@ class CSPMiddleware(_CSPMiddleware):
     labeled issue is two redirects (next issue, submit).
     """
 
-    def process_response(self, request, response):
+    def process_response(
+        self, request: HttpRequest, response: HttpResponseBase
+    ) -> HttpResponseBase:
         if 300 <= response.status_code < 400:
             return response
         return super().process_response(request, response)
@@ -45,10 +50,10 @@ class InputLimitsMiddleware:
     File contents are left to the importers, which name the line at fault.
     """
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         try:
             problem = _input_problem(request)
         except RequestDataTooBig:
@@ -82,7 +87,9 @@ def _nul_message(where: str) -> str:
     ) % {"where": where}
 
 
-def _first_nul(pairs, kind: str) -> tuple[int, str, str] | None:
+def _first_nul(
+    pairs: Iterable[tuple[str, Sequence[str | None]]], kind: str
+) -> tuple[int, str, str] | None:
     for key, values in pairs:
         if inputlimits.NUL in key:
             where = gettext("%(kind)s name %(name)s") % {"kind": _KINDS[kind], "name": _shown(key)}
@@ -156,14 +163,14 @@ class MethodNotAllowedPage:
     answer to a client whose Accept header excludes HTML (no header, or */*, accepts it).
     """
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         response = self.get_response(request)
         if (
             response.status_code != 405
-            or getattr(response, "streaming", False)
+            or not isinstance(response, HttpResponse)  # a streaming answer has no .content
             or response.content
             or not request.accepts("text/html")
         ):

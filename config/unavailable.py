@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http.response import HttpResponseBase
 from django.template.loader import render_to_string
 from django.utils.translation import gettext
 from django.views import defaults
@@ -78,10 +80,10 @@ def unavailable_response(request: HttpRequest) -> HttpResponse:
 class DatabaseUnavailableMiddleware:
     """Answers a view that lost the database with a 503 and Retry-After instead of a 500."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:

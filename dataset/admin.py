@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.http import HttpRequest
 
 from dataset.models import ExportJob, Release
 
@@ -18,8 +19,8 @@ class ReleaseAdmin(admin.ModelAdmin):
     list_filter = ["status", "project"]
     readonly_fields = [f.name for f in Release._meta.fields]
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Release | None = None) -> bool:
         return obj is None or obj.status != Release.Status.DONE

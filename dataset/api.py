@@ -7,11 +7,12 @@ the annotations of final issues (pseudonymous, as in the exports) and exports.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
 import django_filters
 from django.contrib.auth.models import User
-from django.db.models import Case, Exists, F, OuterRef, Prefetch, Q, Value, When
+from django.db.models import Case, Exists, F, OuterRef, Prefetch, Q, QuerySet, Value, When
 from django.db.models.expressions import Combinable
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
@@ -53,7 +54,7 @@ from taxonomy.lineage import Translator
 
 class ApiRoot(APIView):
     @extend_schema(exclude=True)
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         return Response(
             {
                 "projects": reverse("api_projects", request=request),
@@ -104,7 +105,7 @@ class ProjectList(generics.ListAPIView):
 
     serializer_class = ProjectSerializer
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[Project]:
         if getattr(self, "swagger_fake_view", False):
             return Project.objects.none()
         if self.request.user.is_superuser:
@@ -129,7 +130,7 @@ class ProjectDetail(ProjectScoped, generics.RetrieveAPIView):
 
     serializer_class = ProjectSerializer
 
-    def get_object(self):
+    def get_object(self) -> Project:
         return self.membership().project
 
     def get_serializer_context(self) -> dict[str, Any]:
@@ -165,13 +166,20 @@ class IssueFilter(ScopedFilterSet):
         model = ProjectIssue
         fields = ["repository", "state", "status", "final_type", "theme"]
 
-    def filter_repository(self, queryset, name, value):
+    def filter_repository(
+        self, queryset: QuerySet[ProjectIssue], name: str, value: str
+    ) -> QuerySet[ProjectIssue]:
         if value.isdigit():
-            return queryset.filter(issue__repository_id=row_id(value))
+            repository_id = row_id(value)  # None beyond the id column's range: no such row
+            if repository_id is None:
+                return queryset.none()
+            return queryset.filter(issue__repository_id=repository_id)
         owner, _, repo = value.rpartition("/")
         return queryset.filter(issue__repository__owner=owner, issue__repository__name=repo)
 
-    def filter_final(self, queryset, name, value):
+    def filter_final(
+        self, queryset: QuerySet[ProjectIssue], name: str, value: str
+    ) -> QuerySet[ProjectIssue]:
         """Issues whose final label reads as `value` in the project's current version (a
         theme merged away is found under its target, a moved one under its new type)."""
         project = Project.objects.select_related("taxonomy_version").get(
@@ -198,7 +206,7 @@ class IssueList(LabelReading, generics.ListAPIView):
     serializer_class = ProjectIssueSerializer
     filterset_class = IssueFilter
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[ProjectIssue]:
         if self.fake():
             return ProjectIssue.objects.none()
         membership = self.membership()
@@ -243,7 +251,7 @@ class AnnotationList(LabelReading, generics.ListAPIView):
     serializer_class = AnnotationSerializer
     filterset_class = AnnotationFilter
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[Annotation]:
         if self.fake():
             return Annotation.objects.none()
         membership = self.membership()
@@ -262,7 +270,7 @@ class AnnotationList(LabelReading, generics.ListAPIView):
             "issue_id", "annotator_id", "revision"
         )
 
-    def get_serializer_context(self):
+    def get_serializer_context(self) -> dict[str, Any]:
         context = super().get_serializer_context()
         if not self.fake():
             context["pseudonyms"] = pseudonyms(self.membership().project)
@@ -275,7 +283,7 @@ class ResolutionList(LabelReading, generics.ListAPIView):
     serializer_class = ResolutionSerializer
     filterset_class = ResolutionFilter
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[Resolution]:
         if self.fake():
             return Resolution.objects.none()
         return (
@@ -291,7 +299,7 @@ class AgreementView(ProjectScoped):
     roles = AGREEMENT_ROLES
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
-    def get(self, request, project_id: int):
+    def get(self, request: Request, project_id: int) -> Response:
         return Response(agreement_report(self.membership().project))
 
 
@@ -302,24 +310,26 @@ class ExportList(ProjectScoped, generics.ListCreateAPIView):
     roles = EXPORT_ROLES
     filter_backends: list = []
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[ExportJob]:
         if self.fake():
             return ExportJob.objects.none()
         return visible_exports(self.membership())
 
     @extend_schema(request=None, responses=ExportJobSerializer)
-    def post(self, request, project_id: int):
+    def post(self, request: Request, project_id: int) -> Response:
         membership = self.membership()
-        real_names = can_use_real_names(membership) and _flag(request.data.get("real_names"))
-        everything = can_export_everything(membership) and _flag(request.data.get("everything"))
+        # The stubs allow a JSON list body; this view has always read it as a mapping.
+        data = cast(Mapping[str, Any], request.data)
+        real_names = can_use_real_names(membership) and _flag(data.get("real_names"))
+        everything = can_export_everything(membership) and _flag(data.get("everything"))
         job = start_export(
-            membership.project, request.user, real_names=real_names, everything=everything
+            membership.project, signed_in(request), real_names=real_names, everything=everything
         )
         data = ExportJobSerializer(job, context={"request": request}).data
         return Response(data, status=status.HTTP_201_CREATED)
 
 
-def _flag(value) -> bool:
+def _flag(value: object) -> bool:
     """A boolean request field from JSON or a form: "false", "0", "off" are false."""
     if isinstance(value, str):
         return value.strip().lower() in ("1", "true", "on", "yes")
@@ -332,7 +342,7 @@ class ExportDetail(ProjectScoped, generics.RetrieveAPIView):
     serializer_class = ExportJobSerializer
     roles = EXPORT_ROLES
 
-    def get_object(self):
+    def get_object(self) -> ExportJob:
         return get_object_or_404(visible_exports(self.membership()), pk=self.kwargs["pk"])
 
 
@@ -342,7 +352,7 @@ class ExportDownload(ProjectScoped):
     roles = EXPORT_ROLES
 
     @extend_schema(responses={(200, "application/zip"): OpenApiTypes.BINARY})
-    def get(self, request, project_id: int, pk: int):
+    def get(self, request: Request, project_id: int, pk: int) -> FileResponse:
         job = get_object_or_404(
             visible_exports(self.membership()), pk=pk, status=ExportJob.Status.DONE
         )

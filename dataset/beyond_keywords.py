@@ -27,8 +27,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext, gettext_noop
 
@@ -131,14 +134,14 @@ def ranking_key(project: Project) -> tuple[MachineRater | None, int]:
     return rater, rater.version if rater is not None else 0
 
 
-def _of_key(project: Project, rater: MachineRater | None, version: int):
+def _of_key(project: Project, rater: MachineRater | None, version: int) -> QuerySet[RecallRanking]:
     """The project's rankings for (rater, version); rater None: those with no rater."""
     return RecallRanking.objects.filter(project=project, rater=rater, rater_version=version)
 
 
 @transaction.atomic
 def begin_ranking(
-    project: Project, rater: MachineRater | None, version: int, user=None
+    project: Project, rater: MachineRater | None, version: int, user: User | None = None
 ) -> tuple[RecallRanking, bool]:
     """A new ranking of the project for (rater, version), and True; or the one of that key
     already queued or running, and False (two requests at once start one job between them:
@@ -218,7 +221,7 @@ def _rank(ranking: RecallRanking) -> RecallRanking:
         raise
 
 
-def _finish(ranking: RecallRanking, status: str, **fields) -> RecallRanking:
+def _finish(ranking: RecallRanking, status: str, **fields: Any) -> RecallRanking:
     RecallRanking.objects.filter(pk=ranking.pk).update(
         status=status,
         progress=100 if status == RecallRanking.Status.DONE else ranking.progress,

@@ -7,11 +7,13 @@ Content-Security-Policy forbid; this page lists the same schema as plain HTML in
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.utils.safestring import SafeString, mark_safe
 from drf_spectacular.generators import SchemaGenerator
 
 from labeling.rendering import render_markdown
+from lib.requests import AuthedRequest
 
 METHODS = ("get", "post", "put", "patch", "delete")
 
@@ -51,7 +53,7 @@ def schema_operations(schema: dict) -> list[dict]:
 
 
 @login_required
-def api_docs(request):
+def api_docs(request: AuthedRequest) -> HttpResponse:
     # No request: drf-spectacular would read DRF-only attributes off a plain Django request.
     schema = SchemaGenerator().get_schema(request=None, public=True)
     return render(

@@ -123,7 +123,9 @@ class ExportContext:
             issues = issues.filter(status=ProjectIssue.Status.FINAL)
         return issues
 
-    def label(self, is_false_positive, type_id, theme_id, sub_id) -> LabelInVersion:
+    def label(
+        self, is_false_positive: bool, type_id: int | None, theme_id: int | None, sub_id: int | None
+    ) -> LabelInVersion:
         return self.translator.label_from_ids(is_false_positive, type_id, theme_id, sub_id)
 
     def version_name(self, version_id: int) -> str:
@@ -313,7 +315,7 @@ def _iso(value: datetime | str | None) -> str | None:
     return value.isoformat() if value else None
 
 
-def _iso_sql(field: str):
+def _iso_sql(field: str) -> F | Func:
     """The timestamp as ISO 8601 text from the database: parsing 270,000 datetimes in Python
     only to format them again was a fifth of the JSON Lines export."""
     if connection.vendor != "postgresql":

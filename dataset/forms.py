@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
+from django.core.files.uploadedfile import UploadedFile
 from django.utils.translation import gettext_lazy as _
 
 from agreement.forms import TableOneForm
+from annotator.models import Project
 from dataset.models import RecallProbe, UploadJob
 from dataset.recall import MAX_SAMPLE
 from ingest.models import Repository
@@ -78,7 +82,7 @@ class RecallDrawForm(forms.Form):
         help_text=_("Or: the margin of error wanted on the share (0.05 = ±5 points at 95 %)."),
     )
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # The seed is stored with each probe: it must fit the column.
         high = integer_range(RecallProbe, "seed")[1]
@@ -90,7 +94,7 @@ class RecallDrawForm(forms.Form):
             help_text=_("Empty: a random seed, recorded with the draw."),
         )
 
-    def clean(self):
+    def clean(self) -> dict[str, Any]:
         super().clean()
         data = self.cleaned_data
         if not self.errors and (data.get("sample_size") is None) == (data.get("margin") is None):
@@ -138,7 +142,7 @@ class UploadIssuesForm(forms.Form):
     )
     action = forms.ChoiceField(choices=list(ACTIONS.items()))
 
-    def clean_file(self):
+    def clean_file(self) -> UploadedFile:
         upload = self.cleaned_data["file"]
         too_large = upload_too_large(upload.size or 0)
         if too_large:
@@ -175,7 +179,9 @@ class TableOneEstimateForm(TableOneForm):
         empty_label=_("the enlisted rater with the best alternative annotator test"),
     )
 
-    def __init__(self, *args, project=None, with_rater: bool = False, **kwargs) -> None:
+    def __init__(
+        self, *args: Any, project: Project | None = None, with_rater: bool = False, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         field = self.fields["rater"]
         assert isinstance(field, forms.ModelChoiceField)

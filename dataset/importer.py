@@ -17,7 +17,7 @@ alone (a published file never silently overwrites labels).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -155,7 +155,9 @@ STORED_LENGTHS = (
 )
 
 
-def _records(reading: csvread.Records, name: str, problems: list[Problem]):
+def _records(
+    reading: csvread.Records, name: str, problems: list[Problem]
+) -> Iterator[tuple[int, list[str]]]:
     """The readable records with their line numbers; a record the csv module cannot read (a
     cell over its field limit) is a problem on its line, and reading goes on after it."""
     for line, row, why in reading:

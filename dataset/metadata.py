@@ -56,6 +56,7 @@ from labeling.models import Resolution
 from taxonomy.models import TaxonomyNode
 
 if TYPE_CHECKING:
+    from annotator.models import Project
     from dataset.models import Release
     from dataset.release_diff import ReleaseDiff
 
@@ -132,7 +133,7 @@ class ReleaseFacts:
     machine_raters: list[dict[str, Any]] = field(default_factory=list)
 
     @property
-    def project(self):
+    def project(self) -> Project:
         return self.release.project
 
     def file(self, name: str) -> dict[str, Any]:

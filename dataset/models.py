@@ -252,7 +252,7 @@ class Release(Job):
     def __str__(self) -> str:
         return f"{self.project} {self.version}"
 
-    def save(self, *args, **kwargs) -> None:
+    def save(self, *args: Any, **kwargs: Any) -> None:
         if self.pk is not None:
             stored = (
                 Release.objects.filter(pk=self.pk, status=Release.Status.DONE)
@@ -269,7 +269,7 @@ class Release(Job):
                     )
         super().save(*args, **kwargs)
 
-    def delete(self, *args, **kwargs):
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
         if self.status == Release.Status.DONE:
             raise FrozenReleaseError(f"release {self.version} is frozen: it cannot be deleted")
         return super().delete(*args, **kwargs)

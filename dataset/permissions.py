@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
-from annotator.models import LEAD_ROLES, Role
+from django.db.models import QuerySet
+
+from annotator.models import LEAD_ROLES, Membership, Role
 from dataset.models import ExportJob
 
 # Exports hold every annotation (pseudonymous): not for annotators, who are blind to others.
 EXPORT_ROLES = (Role.LEAD, Role.ADMIN, Role.RESEARCHER)
 
 
-def can_use_real_names(membership) -> bool:
+def can_use_real_names(membership: Membership) -> bool:
     return membership.role == Role.ADMIN or membership.user.is_superuser
 
 
-def can_export_everything(membership) -> bool:
+def can_export_everything(membership: Membership) -> bool:
     """Leads and admins may export every issue; a researcher's export holds the final issues
     only, as the API shows them."""
     return membership.role in LEAD_ROLES or membership.user.is_superuser
 
 
-def visible_exports(membership):
+def visible_exports(membership: Membership) -> QuerySet[ExportJob]:
     """The project's export jobs this member may see: exports with real names are for admins,
     exports of every issue for leads and admins."""
     jobs = ExportJob.objects.filter(project=membership.project)
@@ -36,7 +38,7 @@ RELEASE_ROLES = EXPORT_ROLES
 RELEASE_CREATE_ROLES = LEAD_ROLES
 
 
-def can_create_release(membership) -> bool:
+def can_create_release(membership: Membership) -> bool:
     return membership.role in RELEASE_CREATE_ROLES or membership.user.is_superuser
 
 
@@ -46,7 +48,7 @@ RECALL_ROLES = EXPORT_ROLES
 RECALL_DRAW_ROLES = LEAD_ROLES
 
 
-def can_draw_probes(membership) -> bool:
+def can_draw_probes(membership: Membership) -> bool:
     return membership.role in RECALL_DRAW_ROLES or membership.user.is_superuser
 
 

@@ -66,6 +66,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Count, Max
 from django.utils.translation import gettext
@@ -227,7 +228,9 @@ def recall_from_intervals(kept: Interval | None, lost: Interval | None) -> Inter
     return (estimate, r(kept[1], lost[2]), r(kept[2], lost[1]))
 
 
-def recall_interval(kept_relevant: float | None, dropped: int, share: Interval | None):
+def recall_interval(
+    kept_relevant: float | None, dropped: int, share: Interval | None
+) -> Interval | None:
     """(estimate, low, high) of K / (K + N·p) for one stratum's share interval of p."""
     if share is None:
         return None
@@ -326,7 +329,7 @@ def draw_probes(
     sample_size: int | None = None,
     margin: float | None = None,
     seed: int | None = None,
-    drawn_by=None,
+    drawn_by: User | None = None,
     expected_share: float = 0.5,
 ) -> Draw:
     """Draw recall probes from the dropped issues into the project's queue.

@@ -8,9 +8,10 @@ from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
+from rest_framework.request import Request
 from rest_framework.response import Response
 
-from dataset.api import ProjectScoped
+from dataset.api import ProjectScoped, signed_in
 from dataset.permissions import RECALL_ROLES, can_draw_probes
 from dataset.recall import draw_probes, recall_report
 from dataset.serializers import RecallDrawSerializer
@@ -25,7 +26,7 @@ class RecallReport(ProjectScoped):
     roles = RECALL_ROLES
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="The filter-recall report")
-    def get(self, request, project_id: int):
+    def get(self, request: Request, project_id: int) -> Response:
         return Response(recall_report(self.membership().project))
 
     @extend_schema(
@@ -33,7 +34,7 @@ class RecallReport(ProjectScoped):
         responses=OpenApiTypes.OBJECT,
         summary="Draw recall probes from the dropped issues",
     )
-    def post(self, request, project_id: int):
+    def post(self, request: Request, project_id: int) -> Response:
         membership = self.membership()
         if not can_draw_probes(membership):
             raise Http404
@@ -44,7 +45,7 @@ class RecallReport(ProjectScoped):
                 sample_size=data.get("sample_size"),
                 margin=data.get("margin"),
                 seed=data.get("seed"),
-                drawn_by=request.user,
+                drawn_by=signed_in(request),
             ),
         )
         body = {

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext, ngettext
 from django.views.decorators.http import require_POST
 
+from annotator.models import Membership
 from annotator.permissions import membership_or_404
 from dataset.beyond_keywords import (
     RankingState,
@@ -27,10 +28,11 @@ from dataset.permissions import RECALL_ROLES, can_draw_probes
 from dataset.recall import draw_probes, recall_report
 from dataset.tasks import start_ranking
 from lib.refusal import Refusal, call_with_form
+from lib.requests import AuthedRequest
 
 
 @login_required
-def filter_recall(request, project_id: int):
+def filter_recall(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=RECALL_ROLES)
     project = membership.project
     may_draw = can_draw_probes(membership)
@@ -66,8 +68,14 @@ def filter_recall(request, project_id: int):
 
 
 def _page(
-    request, membership, *, form=None, add_form=None, rank_error: str = "", status: int = 200
-):  # the page, with the stored ranking for those who may add from it
+    request: HttpRequest,
+    membership: Membership,
+    *,
+    form: RecallDrawForm | None = None,
+    add_form: AddDroppedIssueForm | None = None,
+    rank_error: str = "",
+    status: int = 200,
+) -> HttpResponse:  # the page, with the stored ranking for those who may add from it
     may_draw = can_draw_probes(membership)
     report = recall_report(membership.project)
     ranking: RankingState | None = None
@@ -89,7 +97,7 @@ def _page(
     )
 
 
-def _lead(request, project_id: int):
+def _lead(request: AuthedRequest, project_id: int) -> Membership:
     membership = membership_or_404(request.user, project_id, roles=RECALL_ROLES)
     if not can_draw_probes(membership):
         raise Http404
@@ -97,7 +105,7 @@ def _lead(request, project_id: int):
 
 
 @login_required
-def ranking(request, project_id: int):
+def ranking(request: AuthedRequest, project_id: int) -> HttpResponse:
     """The ranking's card alone: what the page polls while the job runs."""
     membership = _lead(request, project_id)
     return render(
@@ -113,7 +121,7 @@ def ranking(request, project_id: int):
 
 @login_required
 @require_POST
-def rank(request, project_id: int):
+def rank(request: AuthedRequest, project_id: int) -> HttpResponse:
     """A lead asks for the ranking of the current classifier rater version (or, with none
     trained, of the project's final labels): the job is queued, never run here."""
     membership = _lead(request, project_id)
@@ -129,7 +137,7 @@ def rank(request, project_id: int):
 
 @login_required
 @require_POST
-def add_dropped(request, project_id: int):
+def add_dropped(request: AuthedRequest, project_id: int) -> HttpResponse:
     """A lead adds one dropped issue of the ranking to the project's queue."""
     membership = _lead(request, project_id)
     form = AddDroppedIssueForm(request.POST)

@@ -6,14 +6,18 @@ asking to create gets 404.
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.db.models import QuerySet
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
+from rest_framework.request import Request
 from rest_framework.response import Response
 
-from dataset.api import ProjectScoped
+from dataset.api import ProjectScoped, signed_in
 from dataset.models import Release
 from dataset.permissions import RELEASE_ROLES, can_create_release
 from dataset.releases import version_key
@@ -30,14 +34,14 @@ class ReleaseList(ProjectScoped, generics.ListAPIView):
     filter_backends: list = []
     pagination_class = None
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[Release]:
         if self.fake():
             return Release.objects.none()
         return Release.objects.filter(project=self.membership().project).select_related(
             "taxonomy_version"
         )
 
-    def list(self, request, *args, **kwargs):
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         releases = sorted(
             self.get_queryset(),
             key=lambda r: (r.status != Release.Status.FAILED, version_key(r)),
@@ -46,7 +50,7 @@ class ReleaseList(ProjectScoped, generics.ListAPIView):
         return Response(self.get_serializer(releases, many=True).data)
 
     @extend_schema(request=ReleaseCreateSerializer, responses=ReleaseSerializer)
-    def post(self, request, project_id: int):
+    def post(self, request: Request, project_id: int) -> Response:
         membership = self.membership()
         if not can_create_release(membership):
             raise Http404
@@ -54,7 +58,7 @@ class ReleaseList(ProjectScoped, generics.ListAPIView):
             ReleaseCreateSerializer(data=request.data),
             lambda data: start_release(
                 membership.project,
-                request.user,
+                signed_in(request),
                 data["version"],
                 data.get("note", ""),
                 # Left out: the project's (`citation_defaults`); [] or "": no author.
@@ -73,7 +77,7 @@ class ReleaseDetail(ProjectScoped, generics.RetrieveAPIView):
     serializer_class = ReleaseSerializer
     roles = RELEASE_ROLES
 
-    def get_object(self):
+    def get_object(self) -> Release:
         return get_object_or_404(
             Release.objects.select_related("taxonomy_version"),
             project=self.membership().project,
@@ -87,7 +91,7 @@ class ReleaseDownload(ProjectScoped):
     roles = RELEASE_ROLES
 
     @extend_schema(responses={(200, "application/zip"): OpenApiTypes.BINARY})
-    def get(self, request, project_id: int, pk: int):
+    def get(self, request: Request, project_id: int, pk: int) -> FileResponse:
         from dataset.releases import release_path
 
         release = get_object_or_404(

@@ -25,6 +25,7 @@ from dataset.tasks import start_release
 from labeling.rendering import render_markdown
 from lib import superseded
 from lib.refusal import call_with_form
+from lib.requests import AuthedRequest
 
 
 def _row(release: Release) -> dict:
@@ -44,7 +45,7 @@ def _row(release: Release) -> dict:
 
 
 @login_required
-def releases(request, project_id: int):
+def releases(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=RELEASE_ROLES)
     project = membership.project
     may_create = can_create_release(membership)
@@ -123,7 +124,7 @@ def releases(request, project_id: int):
 
 
 @login_required
-def release_row(request, project_id: int, release_id: int):
+def release_row(request: AuthedRequest, project_id: int, release_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=RELEASE_ROLES)
     release = get_object_or_404(Release, project=membership.project, pk=release_id)
     return render(
@@ -132,7 +133,7 @@ def release_row(request, project_id: int, release_id: int):
 
 
 @login_required
-def release_download(request, project_id: int, release_id: int):
+def release_download(request: AuthedRequest, project_id: int, release_id: int) -> FileResponse:
     membership = membership_or_404(request.user, project_id, roles=RELEASE_ROLES)
     release = get_object_or_404(
         Release, project=membership.project, pk=release_id, status=Release.Status.DONE
@@ -144,7 +145,7 @@ def release_download(request, project_id: int, release_id: int):
 
 
 @login_required
-def release_compare(request, project_id: int, a: str, b: str) -> HttpResponse:
+def release_compare(request: AuthedRequest, project_id: int, a: str, b: str) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=RELEASE_ROLES)
     if not (SEMVER.fullmatch(a) and SEMVER.fullmatch(b)):
         raise Http404

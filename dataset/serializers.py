@@ -14,13 +14,14 @@ from dataset.exports import cell_code
 from dataset.models import ExportJob, Release
 from labeling.models import Annotation, ProjectIssue, Resolution
 from taxonomy.lineage import LabelInVersion
+from taxonomy.models import TaxonomyNode
 
 
-def _code(node) -> str | None:
+def _code(node: TaxonomyNode | None) -> str | None:
     return node.code if node is not None else None
 
 
-def read_label(obj, context: Mapping[str, Any]) -> LabelInVersion:
+def read_label(obj: Annotation | Resolution, context: Mapping[str, Any]) -> LabelInVersion:
     """The label under the project's current version (the `translator` in the context), as
     the exports write it; as stored when there is no translator."""
     translator = context.get("translator")
@@ -38,7 +39,7 @@ class ProjectSerializer(serializers.ModelSerializer):
         model = Project
         fields = ["id", "name", "description", "taxonomy_version", "annotations_per_issue", "role"]
 
-    def get_role(self, project) -> str | None:
+    def get_role(self, project: Project) -> str | None:
         return self.context.get("roles", {}).get(project.pk)
 
 
@@ -55,7 +56,7 @@ class LabelSerializer(serializers.Serializer):
     original_code = serializers.SerializerMethodField()
     in_current_version = serializers.SerializerMethodField()
 
-    def _label(self, obj) -> LabelInVersion:
+    def _label(self, obj: Annotation | Resolution) -> LabelInVersion:
         # One read per object, though several fields ask for it.
         # The context dict is shared by the nested serializers of one response, so the cache
         # is too (DRF types it as a read-only Mapping).
@@ -65,22 +66,22 @@ class LabelSerializer(serializers.Serializer):
             cache[key] = read_label(obj, self.context)
         return cache[key]
 
-    def get_code(self, obj) -> str:
+    def get_code(self, obj: Annotation | Resolution) -> str:
         return cell_code(self._label(obj))
 
-    def get_type(self, obj) -> str | None:
+    def get_type(self, obj: Annotation | Resolution) -> str | None:
         return _code(self._label(obj).issue_type)
 
-    def get_theme(self, obj) -> str | None:
+    def get_theme(self, obj: Annotation | Resolution) -> str | None:
         return _code(self._label(obj).theme)
 
-    def get_sub_theme(self, obj) -> str | None:
+    def get_sub_theme(self, obj: Annotation | Resolution) -> str | None:
         return _code(self._label(obj).sub_theme)
 
-    def get_original_code(self, obj) -> str:
+    def get_original_code(self, obj: Annotation | Resolution) -> str:
         return self._label(obj).original_code
 
-    def get_in_current_version(self, obj) -> bool:
+    def get_in_current_version(self, obj: Annotation | Resolution) -> bool:
         return not self._label(obj).unmapped
 
 
@@ -111,7 +112,7 @@ class ProjectIssueSerializer(serializers.ModelSerializer):
             "final",
         ]
 
-    def get_final(self, obj) -> dict | None:
+    def get_final(self, obj: ProjectIssue) -> dict | None:
         current = getattr(obj.issue, "current_resolutions", [])
         return LabelSerializer(current[0], context=self.context).data if current else None
 
@@ -143,10 +144,10 @@ class AnnotationSerializer(LabelSerializer, serializers.ModelSerializer):
             "created_at",
         ]
 
-    def get_annotator(self, obj) -> str:
+    def get_annotator(self, obj: Annotation) -> str:
         return self.context["pseudonyms"].get(obj.annotator_id) or unnamed(obj.annotator_id)
 
-    def get_is_mine(self, obj) -> bool:
+    def get_is_mine(self, obj: Annotation) -> bool:
         return obj.annotator_id == self.context["request"].user.pk
 
 
@@ -193,7 +194,7 @@ class ExportJobSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
-    def get_download_url(self, job) -> str | None:
+    def get_download_url(self, job: ExportJob) -> str | None:
         if job.status != ExportJob.Status.DONE:
             return None
         from django.urls import reverse

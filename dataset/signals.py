@@ -4,12 +4,14 @@ ready instead of fitting in the request (`dataset.beyond_keywords`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from dataset.tasks import start_ranking
 from labeling.models import MachineRater
 from raters.runs import rater_trained
 
 
-def _after_training(sender, rater: MachineRater, **kwargs) -> None:
+def _after_training(sender: object, rater: MachineRater, **kwargs: Any) -> None:
     if rater.kind != MachineRater.Kind.CLASSIFIER:
         return
     start_ranking(rater.project, rater, rater.version)

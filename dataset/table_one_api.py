@@ -10,6 +10,7 @@ from __future__ import annotations
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agreement.permissions import TABLE_ONE_ROLES
@@ -36,7 +37,7 @@ class TableOne(ProjectScoped):
         responses=OpenApiTypes.OBJECT,
         summary="Table I",
     )
-    def get(self, request, project_id: int):
+    def get(self, request: Request, project_id: int) -> Response:
         membership = self.membership()
         project = membership.project
         may_estimate = membership.role in VALIDATION_ROLES

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
 from django.shortcuts import render
 
 from agreement.permissions import TABLE_ONE_ROLES
@@ -15,6 +16,7 @@ from agreement.table_one import COUNT_ISSUES, TYPE_COLUMNS, YEARS, table_one, ta
 from annotator.permissions import membership_or_404
 from dataset.forms import TableOneEstimateForm
 from dataset.table_one_estimates import ESTIMATED_COLUMNS, table_one_estimates, with_estimates
+from lib.requests import AuthedRequest
 from raters.permissions import VALIDATION_ROLES
 
 
@@ -38,7 +40,7 @@ def _cells(estimated: dict[str, Any] | None) -> list[dict[str, Any] | None]:
 
 
 @login_required
-def table_one_page(request, project_id: int):
+def table_one_page(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=TABLE_ONE_ROLES)
     project = membership.project
     may_estimate = membership.role in VALIDATION_ROLES

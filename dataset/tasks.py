@@ -9,7 +9,10 @@ this module.
 
 from __future__ import annotations
 
-from celery import shared_task
+from typing import Any
+
+from celery import Task, shared_task
+from django.contrib.auth.models import User
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils.translation import get_language
@@ -31,7 +34,7 @@ BUSY_RETRY_SECONDS = 60
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None)
-def run_export(self, job_id: int) -> None:
+def run_export(self: Task, job_id: int) -> None:
     try:
         run_export_job(job_id)
     except jobclaim.Busy as exc:
@@ -39,7 +42,7 @@ def run_export(self, job_id: int) -> None:
 
 
 def start_export(
-    project: Project, user, real_names: bool = False, everything: bool = False
+    project: Project, user: User, real_names: bool = False, everything: bool = False
 ) -> ExportJob:
     """Create a job and queue it once the transaction commits (through the outbox, so a
     broker that is away leaves it waiting for a worker, not lost)."""
@@ -52,7 +55,7 @@ def start_export(
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None)
-def run_release(self, release_id: int) -> None:
+def run_release(self: Task, release_id: int) -> None:
     # A release whose request was rolled back or whose row is gone has nothing to build.
     if Release.objects.filter(pk=release_id).exists():
         try:
@@ -61,7 +64,9 @@ def run_release(self, release_id: int) -> None:
             raise self.retry(exc=exc, countdown=BUSY_RETRY_SECONDS) from exc
 
 
-def start_release(project: Project, user, version: str, note: str = "", **citation) -> Release:
+def start_release(
+    project: Project, user: User, version: str, note: str = "", **citation: Any
+) -> Release:
     """Validate and record a release (Refusal naming the field), and queue its build once
     the transaction commits. `citation`: title, authors, licence (`create_release`)."""
     with transaction.atomic():
@@ -71,7 +76,7 @@ def start_release(project: Project, user, version: str, note: str = "", **citati
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None)
-def run_upload(self, job_id: int, language: str | None = None) -> None:
+def run_upload(self: Task, job_id: int, language: str | None = None) -> None:
     """Check or import an uploaded file of issues (`dataset.uploads.run_upload_job`), its
     problems written in `language` (the uploader's)."""
     try:
@@ -82,7 +87,7 @@ def run_upload(self, job_id: int, language: str | None = None) -> None:
 
 def start_upload(
     project: Project,
-    user,
+    user: User,
     upload: UploadedFile,
     *,
     kind: str = "",
@@ -106,7 +111,7 @@ def start_upload(
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None)
-def run_ranking(self, ranking_id: int) -> None:
+def run_ranking(self: Task, ranking_id: int) -> None:
     """Rank a project's dropped issues (`dataset.beyond_keywords.run_ranking_job`)."""
     if RecallRanking.objects.filter(pk=ranking_id).exists():
         try:
@@ -116,7 +121,7 @@ def run_ranking(self, ranking_id: int) -> None:
 
 
 def start_ranking(
-    project: Project, rater: MachineRater | None, version: int, user=None
+    project: Project, rater: MachineRater | None, version: int, user: User | None = None
 ) -> RecallRanking:
     """Record a ranking of the project for (rater, version) and queue it once the transaction
     commits; one of that key already queued or running is returned instead, not started twice."""

@@ -4,6 +4,7 @@ imports it, and watches the job (htmx polling). The work is `dataset.uploads`.""
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from annotator.permissions import membership_or_404
@@ -13,12 +14,13 @@ from dataset.permissions import UPLOAD_ROLES
 from dataset.tasks import start_upload
 from dataset.uploads import preview
 from ingest.issue_files import KINDS, preview_rows
+from lib.requests import AuthedRequest
 
 RECENT_JOBS = 10
 
 
 @login_required
-def upload_issues(request, project_id: int):
+def upload_issues(request: AuthedRequest, project_id: int) -> HttpResponse:
     project = membership_or_404(request.user, project_id, roles=UPLOAD_ROLES).project
     form = UploadIssuesForm(request.POST or None, request.FILES or None)
     context: dict[str, object] = {"project": project, "form": form}
@@ -51,7 +53,7 @@ def upload_issues(request, project_id: int):
 
 
 @login_required
-def upload_job(request, project_id: int, job_id: int):
+def upload_job(request: AuthedRequest, project_id: int, job_id: int) -> HttpResponse:
     """One job's state: the fragment the page polls while the job runs."""
     project = membership_or_404(request.user, project_id, roles=UPLOAD_ROLES).project
     job = get_object_or_404(UploadJob, project=project, pk=job_id)

@@ -19,8 +19,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.db.models import Max
@@ -53,7 +55,7 @@ def preview(upload: UploadedFile, kind: str | None) -> Reading:
 
 def keep_file(
     project: Project,
-    user,
+    user: User | None,
     name: str,
     data: bytes,
     kind: str,
@@ -80,7 +82,7 @@ def keep_file(
     )
 
 
-def _set(job: UploadJob, **fields) -> None:
+def _set(job: UploadJob, **fields: Any) -> None:
     for name, value in fields.items():
         setattr(job, name, value)
     UploadJob.objects.filter(pk=job.pk).update(**fields)

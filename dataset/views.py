@@ -19,11 +19,12 @@ from dataset.permissions import (
 )
 from dataset.tasks import start_export
 from lib import superseded
+from lib.requests import AuthedRequest
 from taxonomy.detail_files import study_file_name
 
 
 @login_required
-def exports(request, project_id: int):
+def exports(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=EXPORT_ROLES)
     project = membership.project
     if request.method == "POST":
@@ -56,7 +57,7 @@ def exports(request, project_id: int):
 
 
 @login_required
-def export_details_csv(request, project_id: int, type_code: str):
+def export_details_csv(request: AuthedRequest, project_id: int, type_code: str) -> HttpResponse:
     """One taxonomy detail file as the export writes it, for whoever may export: the version's
     details and the annotators' summaries of the issues this member's export would hold (final
     issues for a researcher, every issue for a lead)."""
@@ -74,14 +75,14 @@ def export_details_csv(request, project_id: int, type_code: str):
 
 
 @login_required
-def export_job(request, project_id: int, job_id: int):
+def export_job(request: AuthedRequest, project_id: int, job_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=EXPORT_ROLES)
     job = get_object_or_404(visible_exports(membership), pk=job_id)
     return render(request, "dataset/_job.html", {"project": membership.project, "job": job})
 
 
 @login_required
-def export_download(request, project_id: int, job_id: int):
+def export_download(request: AuthedRequest, project_id: int, job_id: int) -> FileResponse:
     membership = membership_or_404(request.user, project_id, roles=EXPORT_ROLES)
     job = get_object_or_404(visible_exports(membership), pk=job_id, status=ExportJob.Status.DONE)
     path = export_path(job)

@@ -5,7 +5,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
+from django.contrib.auth.models import User
+from django.db.models import QuerySet
 from django.utils.translation import gettext, pgettext
 from django.utils.translation import gettext_lazy as _
 
@@ -15,10 +19,11 @@ from annotator.permissions import may_add_existing_accounts
 from ingest.models import Issue, Repository
 from labeling.forms import ScopeForm, SettingsForm
 from labeling.taxonomy_history import global_version, visible_to
+from taxonomy.models import TaxonomyVersion
 
 
 class _RepositoryChoice(forms.ModelMultipleChoiceField):
-    def label_from_instance(self, obj) -> str:
+    def label_from_instance(self, obj: Repository) -> str:
         group = f", {obj.group}" if obj.group else ""
         return f"{obj.full_name} ({obj.get_forge_display()}{group})"
 
@@ -45,7 +50,13 @@ class NewProjectScopeForm(ScopeForm):
         required=False, widget=forms.DateInput(attrs={"type": "date"}), label=_("Opened until")
     )
 
-    def __init__(self, *args, repositories, every_repository: bool, **kwargs) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        repositories: QuerySet[Repository] | None,
+        every_repository: bool,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(
             *args, repositories=repositories, every_repository=every_repository, **kwargs
         )
@@ -56,7 +67,7 @@ class NewProjectScopeForm(ScopeForm):
 
 
 class _VersionChoice(forms.ModelChoiceField):
-    def label_from_instance(self, obj) -> str:
+    def label_from_instance(self, obj: TaxonomyVersion) -> str:
         origin = {
             "study": pgettext("taxonomy version origin", "the study's"),
             "imported": pgettext("taxonomy version origin", "imported"),
@@ -95,7 +106,7 @@ class NewProjectForm(SettingsForm):
         "members",
     ]
 
-    def __init__(self, *args, user, **kwargs) -> None:
+    def __init__(self, *args: Any, user: User, **kwargs: Any) -> None:
         kwargs.setdefault(
             "initial",
             {

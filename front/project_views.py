@@ -4,10 +4,14 @@ errors)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Q
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext, ngettext
@@ -22,9 +26,10 @@ from front.forms import NewProjectForm, NewProjectScopeForm
 from ingest.permissions import is_ingest_admin, manageable_repositories
 from labeling import setup
 from labeling.models import ProjectIssue
+from lib.requests import AuthedRequest
 
 
-def _project_counts(project_ids):
+def _project_counts(project_ids: list[int]) -> dict[int, Mapping[str, Any]]:
     rows = (
         ProjectIssue.objects.filter(project_id__in=project_ids)
         .values("project_id")
@@ -40,12 +45,13 @@ def _project_counts(project_ids):
 
 
 @login_required
-def home(request):
+def home(request: AuthedRequest) -> HttpResponse:
     memberships = list(request.user.memberships.select_related("project"))
     if request.user.is_superuser:
         member_of = {m.project_id for m in memberships}
         memberships += [
-            type("M", (), {"project": p, "role": "admin", "project_id": p.pk})
+            # Unsaved: the admin is shown every project as if a member of it.
+            Membership(project=p, role=Role.ADMIN)
             for p in Project.objects.exclude(pk__in=member_of)
         ]
     counts = _project_counts([m.project_id for m in memberships])
@@ -74,7 +80,9 @@ def home(request):
     )
 
 
-def _creation_forms(request, data=None) -> tuple[NewProjectForm, NewProjectScopeForm]:
+def _creation_forms(
+    request: AuthedRequest, data: QueryDict | None = None
+) -> tuple[NewProjectForm, NewProjectScopeForm]:
     user = request.user
     return (
         NewProjectForm(data, user=user),
@@ -111,7 +119,7 @@ def _scope_preview(scope_form: NewProjectScopeForm) -> dict:
 
 
 @login_required
-def project_create(request):
+def project_create(request: AuthedRequest) -> HttpResponse:
     """A new project: name, taxonomy, K and policy, scope (with a preview), and members.
 
     Admins and users with the permission `annotator.add_project`. Anyone else gets a 403 page
@@ -178,14 +186,14 @@ def project_create(request):
 
 
 def _creation_page(
-    request,
+    request: HttpRequest,
     form: NewProjectForm,
     scope_form: NewProjectScopeForm,
     *,
     preview: dict | None = None,
     show_errors: bool = True,
     status: int = 200,
-):
+) -> HttpResponse:
     return render(
         request,
         "front/project_create.html",
@@ -201,20 +209,20 @@ def _creation_page(
 
 
 @login_required
-def project_detail(request, project_id: int):
+def project_detail(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id)
     return _project_page(request, membership)
 
 
 def _project_page(
-    request,
-    membership,
+    request: HttpRequest,
+    membership: Membership,
     *,
     invite_form: InviteForm | None = None,
     volunteer_form: VolunteerForm | None = None,
     pseudonym_form: tuple[int, PseudonymForm] | None = None,
     status: int = 200,
-):
+) -> HttpResponse:
     """The project page; a lead's refused invite or account form comes back with its errors."""
     project = membership.project
     is_lead = membership.role in LEAD_ROLES
@@ -249,7 +257,7 @@ def _project_page(
 
 @login_required
 @require_POST
-def create_invite(request, project_id: int):
+def create_invite(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     form = InviteForm(
         request.POST,
@@ -275,7 +283,7 @@ def create_invite(request, project_id: int):
 
 @login_required
 @require_POST
-def add_volunteer(request, project_id: int):
+def add_volunteer(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     form = VolunteerForm(
         request.POST,
@@ -303,7 +311,7 @@ def add_volunteer(request, project_id: int):
 
 @login_required
 @require_POST
-def rename_member(request, project_id: int, member_id: int):
+def rename_member(request: AuthedRequest, project_id: int, member_id: int) -> HttpResponse:
     """A lead changes a member's pseudonym (how exports and agreement figures name them)."""
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     member = get_object_or_404(Membership, pk=member_id, project=membership.project)

@@ -9,15 +9,19 @@ are a 404 here, and authors are named to leads, pseudonymous to other members.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
+from django.db.models import QuerySet
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext, ngettext
 from django.views.decorators.http import require_POST
 
-from annotator.models import LEAD_ROLES
+from annotator.models import LEAD_ROLES, Membership, Project
 from annotator.permissions import membership_or_404
 from ingest.models import Issue
 from labeling import details as detail_service
@@ -26,6 +30,7 @@ from labeling import taxonomy_history as history
 from labeling.models import DetailEntry, ProjectIssue, Proposal
 from labeling.permissions import VOTING_ROLES
 from lib.inputlimits import row_id
+from lib.requests import AuthedRequest
 from taxonomy import detail_files, edits, files
 from taxonomy.diff import diff_versions
 from taxonomy.forms import EditForm, ImportForm, MoveDetailForm, ProposalForm, RejectForm
@@ -34,7 +39,9 @@ from taxonomy.models import TaxonomyNode, TaxonomyVersion
 from taxonomy.search import build_tree, search_nodes
 
 
-def _proposal_rows(project, user, is_lead: bool, queryset) -> list[dict]:
+def _proposal_rows(
+    project: Project, user: User, is_lead: bool, queryset: QuerySet[Proposal]
+) -> list[dict]:
     final = set(
         ProjectIssue.objects.filter(project=project, status=ProjectIssue.Status.FINAL).values_list(
             "issue_id", flat=True
@@ -51,7 +58,7 @@ def _proposal_rows(project, user, is_lead: bool, queryset) -> list[dict]:
         # theme, so its place is shown to them only once the labeled issue is final.
         issues = [i for i in p.issues.all() if is_lead or mine or i.pk in final]
         from_open_label = (
-            p.source_annotation_id is not None and p.source_annotation.issue_id not in final
+            p.source_annotation is not None and p.source_annotation.issue_id not in final
         )
         rows.append(
             {
@@ -68,7 +75,9 @@ def _proposal_rows(project, user, is_lead: bool, queryset) -> list[dict]:
     return rows
 
 
-def _proposal_context(request, membership, form=None) -> dict:
+def _proposal_context(
+    request: AuthedRequest, membership: Membership, form: ProposalForm | None = None
+) -> dict:
     project = membership.project
     is_lead = membership.role in LEAD_ROLES
     qs = (
@@ -87,7 +96,7 @@ def _proposal_context(request, membership, form=None) -> dict:
 
 
 @login_required
-def proposal_list(request, project_id: int):
+def proposal_list(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=VOTING_ROLES)
     project = membership.project
     form = None
@@ -126,7 +135,7 @@ def proposal_list(request, project_id: int):
 
 @login_required
 @require_POST
-def proposal_vote(request, project_id: int, proposal_id: int):
+def proposal_vote(request: AuthedRequest, project_id: int, proposal_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=VOTING_ROLES)
     proposal = get_object_or_404(Proposal, pk=proposal_id, project=membership.project)
     approve = request.POST.get("approve") == "yes"
@@ -152,7 +161,7 @@ def proposal_vote(request, project_id: int, proposal_id: int):
 
 @login_required
 @require_POST
-def proposal_reject(request, project_id: int, proposal_id: int):
+def proposal_reject(request: AuthedRequest, project_id: int, proposal_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     proposal = get_object_or_404(Proposal, pk=proposal_id, project=membership.project)
     form = RejectForm(request.POST)
@@ -169,7 +178,7 @@ def proposal_reject(request, project_id: int, proposal_id: int):
 
 @login_required
 @require_POST
-def proposals_import(request, project_id: int):
+def proposals_import(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     created = proposals.proposals_from_annotations(membership.project)
     messages.success(
@@ -184,12 +193,12 @@ def proposals_import(request, project_id: int):
     return redirect("taxonomy_proposals", project_id=project_id)
 
 
-def _project_versions(project) -> list[TaxonomyVersion]:
+def _project_versions(project: Project) -> list[TaxonomyVersion]:
     return list(history.project_versions(project))
 
 
 @login_required
-def version_list(request, project_id: int):
+def version_list(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id)
     project = membership.project
     versions = _project_versions(project)
@@ -216,7 +225,7 @@ def version_list(request, project_id: int):
 
 
 @login_required
-def version_diff(request, project_id: int):
+def version_diff(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id)
     project = membership.project
     versions = _project_versions(project)
@@ -235,14 +244,14 @@ def version_diff(request, project_id: int):
     )
 
 
-def _project_version_or_404(project, version_id: int) -> TaxonomyVersion:
+def _project_version_or_404(project: Project, version_id: int) -> TaxonomyVersion:
     if version_id not in history.project_version_ids(project):
         raise Http404
     return get_object_or_404(TaxonomyVersion.objects.select_related("taxonomy"), pk=version_id)
 
 
 @login_required
-def version_export(request, project_id: int, version_id: int):
+def version_export(request: AuthedRequest, project_id: int, version_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id)
     version = _project_version_or_404(membership.project, version_id)
     response = HttpResponse(files.export_json(version), content_type="application/json")
@@ -251,7 +260,9 @@ def version_export(request, project_id: int, version_id: int):
 
 
 @login_required
-def version_csv(request, project_id: int, version_id: int, type_code: str):
+def version_csv(
+    request: AuthedRequest, project_id: int, version_id: int, type_code: str
+) -> HttpResponse:
     """One type of a version as the study's detail file (what `load_taxonomy` reads)."""
     membership = membership_or_404(request.user, project_id)
     version = _project_version_or_404(membership.project, version_id)
@@ -267,7 +278,7 @@ def version_csv(request, project_id: int, version_id: int, type_code: str):
 
 @login_required
 @require_POST
-def version_import(request, project_id: int):
+def version_import(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     form = ImportForm(request.POST, request.FILES)
     if not form.is_valid():
@@ -297,7 +308,9 @@ def version_import(request, project_id: int):
     return redirect("taxonomy_versions", project_id=project_id)
 
 
-def _apply_edit(project, user, data) -> tuple[TaxonomyVersion, TaxonomyNode]:
+def _apply_edit(
+    project: Project, user: User, data: dict[str, Any]
+) -> tuple[TaxonomyVersion, TaxonomyNode]:
     op, node, other = data["operation"], data["node"], data["other"]
     name, description = data["name"].strip(), data["description"]
     if op == "rename":
@@ -313,7 +326,7 @@ def _apply_edit(project, user, data) -> tuple[TaxonomyVersion, TaxonomyNode]:
 
 
 @login_required
-def edit(request, project_id: int):
+def edit(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     project = membership.project
     version = project.taxonomy_version
@@ -343,7 +356,7 @@ def edit(request, project_id: int):
 
 
 @login_required
-def detail_mapping(request, project_id: int):
+def detail_mapping(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     project = membership.project
     version = project.taxonomy_version
@@ -405,7 +418,7 @@ def detail_mapping(request, project_id: int):
 
 
 @login_required
-def detail_csv(request, project_id: int, type_code: str):
+def detail_csv(request: AuthedRequest, project_id: int, type_code: str) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     try:
         text = detail_service.export_detail_csv(membership.project, type_code)
@@ -421,7 +434,7 @@ def detail_csv(request, project_id: int, type_code: str):
 
 
 @login_required
-def taxonomy_latest(request):
+def taxonomy_latest(request: AuthedRequest) -> HttpResponse:
     version = history.global_version()
     if version is None:
         return render(request, "front/taxonomy/empty.html")
@@ -429,7 +442,7 @@ def taxonomy_latest(request):
 
 
 @login_required
-def taxonomy_version_detail(request, version_id: int):
+def taxonomy_version_detail(request: AuthedRequest, version_id: int) -> HttpResponse:
     visible = history.visible_to(request.user).select_related("taxonomy")
     version = get_object_or_404(visible, pk=version_id)
     query = request.GET.get("q", "").strip()

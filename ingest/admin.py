@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 from ingest.filtering import refilter_repository
 from ingest.forms import RepositoryAdminForm
@@ -18,7 +20,7 @@ class RepositoryAdmin(admin.ModelAdmin):
     actions = ["refilter"]
 
     @admin.action(description="Re-apply the keyword filter (no refetch)")
-    def refilter(self, request, queryset):
+    def refilter(self, request: HttpRequest, queryset: QuerySet[Repository]) -> None:
         for repo in queryset:
             counts = refilter_repository(repo)
             self.message_user(request, f"{repo}: {counts}", messages.SUCCESS)

@@ -8,6 +8,8 @@ applies a changed keyword set to the stored issues again without asking the forg
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from django.db import transaction
 
 from ingest.keywords import Matcher, compile_keywords
@@ -30,7 +32,9 @@ def matcher_for(repository: Repository, keyword_set: KeywordSet | None = None) -
     return compile_keywords(keyword_set.keywords) if keyword_set else None
 
 
-def classify(matcher: Matcher | None, title: str, body: str, labels: list[str]):
+def classify(
+    matcher: Matcher | None, title: str, body: str, labels: list[str]
+) -> tuple[str, Sequence[str]]:
     """(filter_status, matched keywords) of one issue."""
     if matcher is None:
         return Issue.FilterStatus.NOT_FILTERED, []

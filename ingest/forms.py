@@ -7,7 +7,10 @@ repository for one of the projects they lead (an admin may add one for none).
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
+from django.contrib.auth.models import User
 from django.db.models.fields import BLANK_CHOICE_DASH
 from django.utils.translation import gettext_lazy as _
 
@@ -52,7 +55,7 @@ class RepositoryForm(forms.ModelForm):
             "sync_interval_hours": _("Periodic re-sync through celery beat; 0 = never."),
         }
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         forge = self.fields["forge"]
         assert isinstance(forge, forms.ChoiceField)
@@ -87,7 +90,7 @@ class NewRepositoryForm(RepositoryForm):
         help_text=_("The repository joins this project's scope."),
     )
 
-    def __init__(self, *args, user, **kwargs) -> None:
+    def __init__(self, *args: Any, user: User, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         field = self.fields["project"]
         assert isinstance(field, forms.ModelChoiceField)

@@ -46,6 +46,7 @@ import socket
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 from urllib.parse import urlsplit
 
 import requests
@@ -386,14 +387,16 @@ class GuardedHTTPSConnectionPool(HTTPSConnectionPool):
 class GuardedAdapter(HTTPAdapter):
     """Checks every request's URL (`url_allowed`) and connects through guarded connections."""
 
-    def init_poolmanager(self, *args, **kwargs) -> None:
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
         self.poolmanager.pool_classes_by_scheme = {
             "http": GuardedHTTPConnectionPool,
             "https": GuardedHTTPSConnectionPool,
         }
 
-    def send(self, request: requests.PreparedRequest, *args, **kwargs) -> requests.Response:
+    def send(
+        self, request: requests.PreparedRequest, *args: Any, **kwargs: Any
+    ) -> requests.Response:
         why = url_allowed(request.url or "")
         if why:
             raise HostRefused(f"request refused: {why}")

@@ -12,6 +12,10 @@ import ast
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ingest.models import KeywordSet
 from functools import lru_cache
 from pathlib import Path
 
@@ -60,7 +64,7 @@ def study_keyword_lists() -> dict[str, list[str]]:
     return parse_keyword_file(DATA_FILE.read_text(encoding="utf-8"), str(DATA_FILE))
 
 
-def load_study_keyword_sets(keyword_set_model) -> None:
+def load_study_keyword_sets(keyword_set_model: type[KeywordSet]) -> None:
     """Create or refresh the study's three sets (the model class: current or historical)."""
     for var, words in study_keyword_lists().items():
         name, group = STUDY_LISTS.get(var, (var, ""))

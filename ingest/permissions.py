@@ -15,6 +15,10 @@ lead of every project. The rule:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser, User
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.http import Http404
@@ -23,11 +27,11 @@ from annotator.models import LEAD_ROLES, Membership, Project
 from ingest.models import Issue, Repository, SyncRun
 
 
-def is_ingest_admin(user) -> bool:
+def is_ingest_admin(user: User | AnonymousUser) -> bool:
     return bool(user.is_authenticated and user.is_active and (user.is_staff or user.is_superuser))
 
 
-def led_projects(user) -> QuerySet[Project]:
+def led_projects(user: User | AnonymousUser) -> QuerySet[Project]:
     """The projects the user leads (lead or project-admin membership)."""
     if not user.is_authenticated:
         return Project.objects.none()
@@ -35,7 +39,7 @@ def led_projects(user) -> QuerySet[Project]:
     return Project.objects.filter(pk__in=led)
 
 
-def may_open_ingest(user) -> bool:
+def may_open_ingest(user: User | AnonymousUser) -> bool:
     """The repositories page: admins, and leads of any project (who see their own only)."""
     return is_ingest_admin(user) or led_projects(user).exists()
 
@@ -44,7 +48,7 @@ def _scope_ids(projects: QuerySet[Project]) -> set[int]:
     return _ids_in(projects.values_list("scope", flat=True))
 
 
-def _ids_in(scopes) -> set[int]:
+def _ids_in(scopes: Iterable[dict[str, Any] | None]) -> set[int]:
     ids: set[int] = set()
     for scope in scopes:
         for value in (scope or {}).get("repository_ids") or []:
@@ -53,7 +57,7 @@ def _ids_in(scopes) -> set[int]:
     return ids
 
 
-def manageable_repositories(user) -> QuerySet[Repository]:
+def manageable_repositories(user: User | AnonymousUser) -> QuerySet[Repository]:
     """The repositories the user may manage (see the module docstring)."""
     if is_ingest_admin(user):
         return Repository.objects.all()
@@ -63,11 +67,11 @@ def manageable_repositories(user) -> QuerySet[Repository]:
     return Repository.objects.filter(Q(pk__in=_scope_ids(projects)) | Q(Exists(in_queue)))
 
 
-def may_manage(user, repository: Repository) -> bool:
+def may_manage(user: User | AnonymousUser, repository: Repository) -> bool:
     return manageable_repositories(user).filter(pk=repository.pk).exists()
 
 
-def scope_repositories(user, project: Project) -> QuerySet[Repository]:
+def scope_repositories(user: User | AnonymousUser, project: Project) -> QuerySet[Repository]:
     """The repositories a lead may put in the project's scope (the setup page's scope form) or
     upload issues of (`ingest.uploads`): those they may manage, and those the project already
     holds (a scope is what lets a lead sync a repository, so choosing one must not be a way to
@@ -79,20 +83,20 @@ def scope_repositories(user, project: Project) -> QuerySet[Repository]:
     )
 
 
-def may_add_repository(user, project: Project) -> bool:
+def may_add_repository(user: User | AnonymousUser, project: Project) -> bool:
     """Whether the user may add a new repository for the project (`NewRepositoryForm` offers the
     projects they lead; an admin any): one that no project uses yet joins this one's scope."""
     return is_ingest_admin(user) or led_projects(user).filter(pk=project.pk).exists()
 
 
-def repository_or_404(user, repository_id: int) -> Repository:
+def repository_or_404(user: User | AnonymousUser, repository_id: int) -> Repository:
     repository = manageable_repositories(user).filter(pk=repository_id).first()
     if repository is None:
         raise Http404
     return repository
 
 
-def run_or_404(user, run_id: int) -> SyncRun:
+def run_or_404(user: User | AnonymousUser, run_id: int) -> SyncRun:
     """A sync run, for those who may sync its repository."""
     run = (
         SyncRun.objects.select_related("repository")

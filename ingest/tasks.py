@@ -17,7 +17,7 @@ import logging
 import time
 from datetime import timedelta
 
-from celery import shared_task
+from celery import Task, shared_task
 from django.conf import settings
 from django.db import OperationalError
 from django.utils import timezone
@@ -33,7 +33,7 @@ RETRIED_SQLSTATES = {"40P01", "40001"}  # deadlock detected, serialization failu
 
 
 @shared_task(acks_late=True, bind=True)
-def sync_part(self, part_id: int, chain: str | None = None) -> None:
+def sync_part(self: Task, part_id: int, chain: str | None = None) -> None:
     """Pages of a part for a time slice, then the part's next task (at the rate-limit reset
     when the forge said to wait); the first tasks of any parts it split off at once."""
     queue = (self.request.delivery_info or {}).get("routing_key")

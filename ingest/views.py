@@ -10,7 +10,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.db.models import Count, OuterRef, Q, Subquery
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext
 from django.views.decorators.http import require_POST
@@ -26,10 +26,11 @@ from ingest.permissions import (
     run_or_404,
 )
 from ingest.runs import start_sync
+from lib.requests import AuthedRequest
 
 
 @login_required
-def repositories(request):
+def repositories(request: AuthedRequest) -> HttpResponse:
     if not may_open_ingest(request.user):
         raise Http404
     form = NewRepositoryForm(request.POST or None, user=request.user)
@@ -66,7 +67,7 @@ def repositories(request):
 
 
 @login_required
-def repository_edit(request, repository_id: int):
+def repository_edit(request: AuthedRequest, repository_id: int) -> HttpResponse:
     """A repository's settings, its API URL among them (validated like a new one's)."""
     repo = repository_or_404(request.user, repository_id)
     form = RepositoryForm(request.POST or None, instance=repo)
@@ -79,7 +80,7 @@ def repository_edit(request, repository_id: int):
 
 @login_required
 @require_POST
-def repository_sync(request, repository_id: int):
+def repository_sync(request: AuthedRequest, repository_id: int) -> HttpResponse:
     repo = repository_or_404(request.user, repository_id)
     if repo.is_uploaded:
         messages.info(
@@ -99,7 +100,7 @@ def repository_sync(request, repository_id: int):
 
 
 @login_required
-def sync_run(request, run_id: int):
+def sync_run(request: AuthedRequest, run_id: int) -> HttpResponse:
     run = run_or_404(request.user, run_id)
     # Redacted again as shown: a run stored before redaction existed may hold a token.
     figures = [(k, redact(v) if isinstance(v, str) else v) for k, v in labeled_figures(run)]

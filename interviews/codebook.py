@@ -190,7 +190,7 @@ def parse_csv(project: Project, text: str) -> list[Row]:
         if len(cells) < len(header):
             raise CodebookError(line, None, cells_problem(len(header), len(cells)))
 
-        def cell(name: str, cells=cells) -> str:
+        def cell(name: str, cells: list[str] = cells) -> str:
             return cells[col[name]].strip()
 
         check_lengths(line, {name: cell(name) for name in COLUMNS}, CodebookError)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from interviews.models import Participant
+from taxonomy.models import TaxonomyVersion
 
 
 class CodebookImportForm(forms.Form):
@@ -32,7 +35,7 @@ class RankingForm(forms.Form):
         help_text=_("Codes, highest priority first: a top three (C.2, C.3, C.1) or a full order."),
     )
 
-    def __init__(self, version, *args, **kwargs) -> None:
+    def __init__(self, version: TaxonomyVersion, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         field = self.fields["issue_type"]
         assert isinstance(field, forms.ChoiceField)

@@ -6,6 +6,7 @@ Every member may read it; leads and researchers (who run the interviews) change 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -14,16 +15,17 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext, ngettext
 
-from annotator.models import LEAD_ROLES, Role
+from annotator.models import LEAD_ROLES, Project, Role
 from annotator.permissions import membership_or_404
 from interviews import codebook, rankings
 from interviews.forms import CodebookImportForm, RankingForm
 from interviews.models import CodebookEntry, Participant
+from lib.requests import AuthedRequest
 
 EDITOR_ROLES = (*LEAD_ROLES, Role.RESEARCHER)
 
 
-def _record_ranking(project, data) -> str:
+def _record_ranking(project: Project, data: dict[str, Any]) -> str:
     with transaction.atomic():
         participant = Participant.objects.filter(project=project, code=data["participant"]).first()
         if participant is None:
@@ -47,7 +49,7 @@ def _record_ranking(project, data) -> str:
 
 
 @login_required
-def interviews(request, project_id: int):
+def interviews(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id)
     project = membership.project
     can_edit = membership.role in EDITOR_ROLES
@@ -112,7 +114,7 @@ def interviews(request, project_id: int):
 
 
 @login_required
-def codebook_export(request, project_id: int):
+def codebook_export(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id)
     response = HttpResponse(
         codebook.export_csv(membership.project), content_type="text/csv; charset=utf-8"
@@ -122,7 +124,7 @@ def codebook_export(request, project_id: int):
 
 
 @login_required
-def rankings_export(request, project_id: int):
+def rankings_export(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id)
     response = HttpResponse(
         rankings.export_rankings_csv(membership.project), content_type="text/csv; charset=utf-8"

@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.http import HttpRequest
 
 from labeling.models import (
     Annotation,
@@ -36,13 +37,13 @@ class AnnotationAdmin(admin.ModelAdmin):
     raw_id_fields = ["issue", "issue_type", "theme", "sub_theme"]
 
     # Annotations are history: never edited or deleted, a change is a new revision.
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: Annotation | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None):
+    def has_delete_permission(self, request: HttpRequest, obj: Annotation | None = None) -> bool:
         return False
 
 

@@ -4,15 +4,17 @@ alone when htmx asks for them (the page polls every `REFRESH_SECONDS`)."""
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
 from django.shortcuts import render
 
 from annotator.models import LEAD_ROLES
 from annotator.permissions import membership_or_404
 from labeling import dashboard
+from lib.requests import AuthedRequest
 
 
 @login_required
-def lead_dashboard(request, project_id: int):
+def lead_dashboard(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     board = dashboard.dashboard(membership.project)
     template = "labeling/_dashboard_figures.html" if request.htmx else "labeling/dashboard.html"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass, field
 
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext
@@ -72,7 +73,7 @@ def grouped(project: Project, version: TaxonomyVersion | None = None) -> list[Gr
     return [groups[n.pk] for n in order if groups[n.pk].entries or n.level == 3]
 
 
-def move_entry(entry: DetailEntry, node: TaxonomyNode, user) -> DetailEntry:
+def move_entry(entry: DetailEntry, node: TaxonomyNode, user: User) -> DetailEntry:
     if node.level != TaxonomyNode.Level.SUB_THEME:
         raise DetailError("node: " + gettext("%(code)s is not a sub-theme") % {"code": node.code})
     if node.version_id != entry.project.taxonomy_version_id:
@@ -84,7 +85,7 @@ def move_entry(entry: DetailEntry, node: TaxonomyNode, user) -> DetailEntry:
 
 
 def merge_entries(
-    keep: DetailEntry, duplicates: list[DetailEntry], user, text: str = ""
+    keep: DetailEntry, duplicates: list[DetailEntry], user: User, text: str = ""
 ) -> DetailEntry:
     """Mark `duplicates` as the same detail as `keep` (optionally rewording it)."""
     with transaction.atomic():

@@ -89,7 +89,9 @@ class FinalAgreement:
     matched_label: int = 0
 
     @classmethod
-    def from_sums(cls, compared, type_, theme, label) -> FinalAgreement:
+    def from_sums(
+        cls, compared: int | None, type_: int | None, theme: int | None, label: int | None
+    ) -> FinalAgreement:
         """From the four `SUMS` columns (a sum over no row is NULL)."""
         return cls(compared or 0, type_ or 0, theme or 0, label or 0)
 

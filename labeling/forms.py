@@ -8,10 +8,12 @@ again what only they can know (e.g. that K is not below the annotations an issue
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from django import forms
+from django.db.models import QuerySet
+from django.http import QueryDict
 from django.utils.functional import lazy
 from django.utils.translation import gettext, gettext_noop
 from django.utils.translation import gettext_lazy as _
@@ -20,6 +22,7 @@ from annotator.models import Project
 from ingest.models import Issue, Repository
 from labeling import guideline, issue_list, resolution, submission
 from labeling.labels import Label
+from labeling.models import ProjectIssue
 from labeling.resolution import MAX_MESSAGE
 from labeling.setup import MAX_ANNOTATIONS_PER_ISSUE, Scope, ScopeChange, SettingsChange
 from lib.inputlimits import integer_range, row_id
@@ -153,7 +156,13 @@ class ScopeForm(forms.Form):
     created_from = forms.DateField(required=False)
     created_to = forms.DateField(required=False)
 
-    def __init__(self, *args, repositories=None, every_repository: bool = False, **kwargs) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        repositories: QuerySet[Repository] | None = None,
+        every_repository: bool = False,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.every_repository = every_repository
         self.offered = repositories if repositories is not None else Repository.objects.none()
@@ -175,7 +184,7 @@ class ScopeForm(forms.Form):
                 ),
             )
 
-    def clean(self):
+    def clean(self) -> dict[str, Any]:
         super().clean()
         data = self.cleaned_data
         _check_date_range(self)
@@ -210,7 +219,9 @@ class ScopeForm(forms.Form):
         return ScopeChange(self.chosen_scope(), data["pilot_size"], data["seed"])
 
 
-def setup_form(data, *, repositories, every_repository: bool) -> ScopeForm | SettingsForm:
+def setup_form(
+    data: QueryDict, *, repositories: QuerySet[Repository], every_repository: bool
+) -> ScopeForm | SettingsForm:
     """The form of the setup page's posted action: the scope's (`action` "scope"), else the
     settings'. Valid, its `setup_action()` goes to `setup.apply_setup_action`."""
     if data.get("action") == "scope":
@@ -239,7 +250,7 @@ class LeadActionForm(forms.Form):
     source = forms.CharField(max_length=20, required=False, initial="new")
     method = forms.CharField(max_length=40, required=False)
 
-    def __init__(self, *args, project: Project, **kwargs) -> None:
+    def __init__(self, *args: Any, project: Project, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.project = project
         self._label: Label | None = None
@@ -306,7 +317,7 @@ class QueueFilterForm(forms.Form):
             "sort": sort if sort in self.SORTS else "split",
         }
 
-    def queue(self, project: Project):
+    def queue(self, project: Project) -> QuerySet[ProjectIssue]:
         """The disagreement queue under these filters (`resolution.disagreement_queue`)."""
         values = self.values()
         return resolution.disagreement_queue(
@@ -329,7 +340,7 @@ class _MarkdownField(forms.CharField):
     """Text whose line ends count once: a browser sends each as "\\r\\n", so a text that fits
     the textarea's `maxlength` would otherwise fail the same limit here."""
 
-    def to_python(self, value) -> str:
+    def to_python(self, value: Any | None) -> str:
         return guideline.normalise(super().to_python(value) or "")
 
 
@@ -414,7 +425,7 @@ class IssueListForm(forms.Form):
 
     DEFAULTS = {"sort": "created", "order": "desc"}
 
-    def __init__(self, data, *, project: Project) -> None:
+    def __init__(self, data: QueryDict, *, project: Project) -> None:
         super().__init__(data)
         repositories = Repository.objects.filter(issues__project_issues__project=project)
         self._set_choices(
@@ -452,7 +463,7 @@ class IssueListForm(forms.Form):
             raise forms.ValidationError(str(refused)) from None
         return q
 
-    def clean(self):
+    def clean(self) -> dict[str, Any]:
         super().clean()
         _check_date_range(self)
         return self.cleaned_data

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext
 
@@ -13,10 +13,11 @@ from annotator.models import LEAD_ROLES
 from annotator.permissions import membership_or_404
 from labeling import guideline
 from labeling.forms import GuidelineForm
+from lib.requests import AuthedRequest
 
 
 @login_required
-def project_guideline(request, project_id: int):
+def project_guideline(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=guideline.GUIDELINE_ROLES)
     project = membership.project
     can_edit = membership.role in LEAD_ROLES

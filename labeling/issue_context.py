@@ -12,6 +12,7 @@ from django.utils import translation
 from django.utils.safestring import mark_safe
 from django.utils.translation import get_language
 
+from annotator.models import Project
 from ingest.models import Issue
 from labeling.rendering import render_markdown
 from taxonomy.models import TaxonomyNode
@@ -96,7 +97,7 @@ def _cached_nodes(version_id: int, with_details: bool) -> list[dict]:
     return rows
 
 
-def description_language(project) -> str | None:
+def description_language(project: Project) -> str | None:
     """The language this request's reader sees taxonomy descriptions in: the active one when
     the project chose to show them in the reader's language, else None (as written)."""
     return translation.get_language() if project.translated_descriptions else None

@@ -12,7 +12,7 @@ from typing import Any, TypeVar, cast
 
 from csp.decorators import csp_update
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import render
 
 from annotator.models import LEAD_ROLES
@@ -22,6 +22,7 @@ from labeling.forms import IssueListForm
 from labeling.issue_context import issue_context
 from labeling.permissions import ISSUE_LIST_ROLES
 from lib import sql
+from lib.requests import AuthedRequest
 
 _View = TypeVar("_View", bound=Callable[..., Any])
 
@@ -31,7 +32,7 @@ _issue_images: Callable[[_View], _View] = cast(Any, csp_update({"img-src": ["htt
 
 
 @login_required
-def issue_list(request, project_id: int):
+def issue_list(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=ISSUE_LIST_ROLES)
     project = membership.project
     form = IssueListForm(request.GET, project=project)
@@ -58,7 +59,7 @@ def issue_list(request, project_id: int):
 
 @login_required
 @_issue_images
-def issue_detail(request, project_id: int, item_id: int):
+def issue_detail(request: AuthedRequest, project_id: int, item_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=ISSUE_LIST_ROLES)
     project = membership.project
     item = issues.project_issue(project, item_id) if sql.is_row_id(item_id) else None

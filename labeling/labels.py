@@ -8,6 +8,15 @@ what the comparison of K labels counts.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Protocol
+
+
+class StoredLabel(Protocol):
+    """An Annotation, a Resolution or a `Label`: what `label_key` reads."""
+
+    @property
+    def is_false_positive(self) -> bool: ...
+
 
 # The taxonomy nodes a label points at, type to sub-theme (what `label_key` compares unless
 # the label is a false positive), and with the false-positive flag, the fields of that key.
@@ -35,7 +44,7 @@ class Label:
     proposed_category: str = ""
 
     @classmethod
-    def from_annotation(cls, row, with_notes: bool = True) -> Label:
+    def from_annotation(cls, row: object, with_notes: bool = True) -> Label:
         """The label an Annotation (or a Resolution, without notes) holds."""
         names = LABEL_FIELDS + (NOTE_FIELDS if with_notes else ())
         return cls(**{name: getattr(row, name) for name in names})
@@ -47,12 +56,12 @@ class Label:
     def notes(self) -> dict:
         return {name: getattr(self, name) for name in NOTE_FIELDS}
 
-    def same_as(self, row) -> bool:
+    def same_as(self, row: object) -> bool:
         """True if the stored annotation says exactly this, notes included."""
         return all(getattr(self, f.name) == getattr(row, f.name) for f in fields(self))
 
 
-def label_key(row) -> LabelKey:
+def label_key(row: StoredLabel) -> LabelKey:
     """What the comparison counts for an annotation, a resolution or a `Label`."""
     if row.is_false_positive:
         return FP

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
+from typing import Any
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, ProgrammingError, connection, connections, transaction
@@ -89,7 +90,7 @@ def register(builder: Callable[[], Function]) -> Callable[[], Function]:
 _INSTALL_LOCK = 74_201_311
 
 
-def install(using: str = DEFAULT_DB_ALIAS, **kwargs) -> None:
+def install(using: str = DEFAULT_DB_ALIAS, **kwargs: Any) -> None:
     """Create every registered function on the database (post_migrate receiver).
 
     Only the default database: the only one the callers use, and the one whose column types

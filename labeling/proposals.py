@@ -9,6 +9,7 @@ offered on the next issue. The proposer's own vote is an approval.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from django.db import transaction
 from django.utils import timezone
@@ -19,6 +20,9 @@ from labeling.models import Annotation, Proposal, ProposalVote
 from taxonomy import edits
 from taxonomy.lineage import node_in_version
 from taxonomy.models import TaxonomyNode
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
 class ProposalError(ValueError):
@@ -44,7 +48,7 @@ def _parent_in_project(project: Project, parent_code: str) -> TaxonomyNode:
 
 def propose(
     project: Project,
-    user,
+    user: User,
     *,
     name: str,
     parent_code: str,
@@ -158,7 +162,7 @@ def tally(proposal: Proposal) -> dict:
     }
 
 
-def vote(proposal: Proposal, user, approve: bool, comment: str = "") -> Proposal:
+def vote(proposal: Proposal, user: User, approve: bool, comment: str = "") -> Proposal:
     """Record (or change) a vote; the last approval needed accepts the proposal."""
     role = proposal.project.role_of(user)
     if role not in (Role.ANNOTATOR, *LEAD_ROLES):
@@ -180,7 +184,7 @@ def vote(proposal: Proposal, user, approve: bool, comment: str = "") -> Proposal
     return proposal
 
 
-def accept(proposal: Proposal, user) -> Proposal:
+def accept(proposal: Proposal, user: User) -> Proposal:
     """Add the proposed node in a new version of the project's taxonomy and re-pin the project."""
     with transaction.atomic():
         project = proposal.project
@@ -208,7 +212,7 @@ def accept(proposal: Proposal, user) -> Proposal:
     return proposal
 
 
-def reject(proposal: Proposal, user, reason: str) -> Proposal:
+def reject(proposal: Proposal, user: User, reason: str) -> Proposal:
     """A lead closes a proposal with a reason."""
     if proposal.project.role_of(user) not in LEAD_ROLES and not user.is_superuser:
         raise ProposalError("reject: " + gettext("only a lead can reject a proposal"))

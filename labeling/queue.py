@@ -20,10 +20,11 @@ issues that already have labels are looked at before fresh ones.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import NamedTuple
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
@@ -131,7 +132,7 @@ def reservation_minutes() -> int:
     return settings.RESERVATION_MINUTES
 
 
-def active_reservation(user, project: Project) -> Reservation | None:
+def active_reservation(user: User, project: Project) -> Reservation | None:
     """The user's unexpired, unskipped reservation in the project, if any."""
     return (
         Reservation.objects.select_related("project_issue")
@@ -181,7 +182,7 @@ class Slots:
     reserved: int  # others' active reservations
 
 
-def slot_state(project_issue: ProjectIssue, user) -> Slots:
+def slot_state(project_issue: ProjectIssue, user: User) -> Slots:
     """One round trip; call it under the issue's row lock for an exact answer."""
     params = {
         "project": project_issue.project_id,
@@ -230,13 +231,15 @@ WHERE {_QUEUEFRONTIER_TABLE}.position <> EXCLUDED.position
 """
 
 
-def _advance_frontier(project: Project, user, position: int) -> None:
+def _advance_frontier(project: Project, user: User, position: int) -> None:
     sql.execute(
         _ADVANCE_FRONTIER_SQL, {"project": project.pk, "user": user.pk, "position": position}
     )
 
 
-def _reserve_if_free(project: Project, item_id: int, issue_id: int, user, expires) -> bool:
+def _reserve_if_free(
+    project: Project, item_id: int, issue_id: int, user: User, expires: datetime
+) -> bool:
     """Re-count the locked issue's slots and reserve one if free; whether it was reserved."""
     params = {
         "project": project.pk,
@@ -263,7 +266,7 @@ def needs_more_first(project: Project) -> bool:
     return AdaptiveRule.of(project) is not None and project.needs_more_first
 
 
-def _params(user, project: Project, with_skipped: bool) -> dict:
+def _params(user: User, project: Project, with_skipped: bool) -> dict:
     return {
         "project": project.pk,
         "user": user.pk,
@@ -295,7 +298,7 @@ _Candidate = tuple[int, int, int, int]
 
 
 def _existing_or_candidates(
-    user, project: Project, with_skipped: bool, wait: bool = False, more_first: bool = False
+    user: User, project: Project, with_skipped: bool, wait: bool = False, more_first: bool = False
 ) -> tuple[QueueItem | None, list[_Candidate]]:
     """(the user's reserved issue, or None; else the locked candidates: id, issue, position,
     public id). With `more_first`, the candidates are the issues that already have labels."""
@@ -312,7 +315,7 @@ def _existing_or_candidates(
 
 
 def _fresh_candidates(
-    user, project: Project, with_skipped: bool, wait: bool = False
+    user: User, project: Project, with_skipped: bool, wait: bool = False
 ) -> list[_Candidate]:
     """The locked candidates in queue order, after the issues needing more were looked at."""
     found = sql.rows(
@@ -387,7 +390,7 @@ END""",
 
 
 def _reserve_round(
-    user, project: Project, with_skipped: bool, expires, wait: bool = False
+    user: User, project: Project, with_skipped: bool, expires: datetime, wait: bool = False
 ) -> tuple[QueueItem | None, int]:
     """One try: the user's active reservation or a newly reserved issue (or None), and
     how many candidates this try locked. With `wait`, it waits (up to LOCK_WAIT) for rows other
@@ -427,11 +430,11 @@ def _reserve_round(
         return None, locked
 
 
-def _any_candidate(user, project: Project, with_skipped: bool) -> bool:
+def _any_candidate(user: User, project: Project, with_skipped: bool) -> bool:
     return bool(sql.rows(_CANDIDATES_SQL, _params(user, project, with_skipped)))
 
 
-def next_item_for(user, project: Project) -> QueueItem | None:
+def next_item_for(user: User, project: Project) -> QueueItem | None:
     """Reserve the next issue the user should label; its ids (row and public), or None when
     nothing is left.
 
@@ -458,19 +461,19 @@ def next_item_for(user, project: Project) -> QueueItem | None:
     return None
 
 
-def next_issue_id_for(user, project: Project) -> int | None:
+def next_issue_id_for(user: User, project: Project) -> int | None:
     """Like `next_item_for`: the reserved issue's `ProjectIssue` id, or None."""
     item = next_item_for(user, project)
     return None if item is None else item.id
 
 
-def next_issue_for(user, project: Project) -> ProjectIssue | None:
+def next_issue_for(user: User, project: Project) -> ProjectIssue | None:
     """Like `next_issue_id_for`, with the issue loaded."""
     pk = next_issue_id_for(user, project)
     return None if pk is None else ProjectIssue.objects.select_related("issue").get(pk=pk)
 
 
-def skip(user, project_issue: ProjectIssue) -> bool:
+def skip(user: User, project_issue: ProjectIssue) -> bool:
     """Hand a reserved issue back: its slot frees at once and it moves behind for this user."""
     updated = Reservation.objects.filter(
         project_issue=project_issue, annotator=user, skipped_at__isnull=True
@@ -478,7 +481,7 @@ def skip(user, project_issue: ProjectIssue) -> bool:
     return updated > 0
 
 
-def _has_annotated(user, project_issue: ProjectIssue) -> bool:
+def _has_annotated(user: User, project_issue: ProjectIssue) -> bool:
     return Annotation.objects.filter(
         project_id=project_issue.project_id,
         issue_id=project_issue.issue_id,
@@ -487,7 +490,7 @@ def _has_annotated(user, project_issue: ProjectIssue) -> bool:
     ).exists()
 
 
-def can_open(user, project_issue: ProjectIssue) -> bool:
+def can_open(user: User, project_issue: ProjectIssue) -> bool:
     """Whether the user may see this issue's labeling page: reserved by them or labeled by them."""
     if _has_annotated(user, project_issue):
         return True
@@ -500,7 +503,7 @@ _RESERVATION_SQL = (
 )
 
 
-def reservation_of(user, project_issue: ProjectIssue) -> Reservation | None:
+def reservation_of(user: User, project_issue: ProjectIssue) -> Reservation | None:
     """The user's reservation row of the issue (active, expired or handed back), if any."""
     row = sql.first(_RESERVATION_SQL, {"item": project_issue.pk, "user": user.pk})
     return None if row is None else sql.model_from_row(Reservation, row)[0]
@@ -514,6 +517,6 @@ def was_handed(reservation: Reservation | None) -> bool:
     )
 
 
-def has_reservation(user, project_issue: ProjectIssue) -> bool:
+def has_reservation(user: User, project_issue: ProjectIssue) -> bool:
     """Whether the issue was handed to the user (and not handed back long ago)."""
     return was_handed(reservation_of(user, project_issue))

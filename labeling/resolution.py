@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
@@ -90,7 +91,7 @@ def method_refusal(method: str, project_issue: ProjectIssue | None = None) -> st
     return ""
 
 
-def level_value(label, level: str):
+def level_value(label: Label | Annotation | Resolution, level: str) -> bool | int | None:
     if level == "false_positive":
         return label.is_false_positive
     if label.is_false_positive:
@@ -311,8 +312,8 @@ def evaluate(project_issue: ProjectIssue, project: Project | None = None) -> Res
 
 def resolve(
     project_issue: ProjectIssue,
-    lead,
-    label,
+    lead: User,
+    label: Label,
     method: str,
     note: str = "",
 ) -> Resolution:
@@ -375,7 +376,7 @@ def adopted_label(project_issue: ProjectIssue, annotation_id: int) -> Label:
     return Label.from_annotation(chosen, with_notes=False)
 
 
-def apply_lead_action(project_issue: ProjectIssue, lead, action: LeadAction) -> str:
+def apply_lead_action(project_issue: ProjectIssue, lead: User, action: LeadAction) -> str:
     """Carry out a lead's action on an issue; returns what to tell the lead ("" for nothing).
     Raises ResolutionError when it does not apply to the issue as it stands."""
     if action.kind == "message":
@@ -396,7 +397,7 @@ def apply_lead_action(project_issue: ProjectIssue, lead, action: LeadAction) -> 
     raise ResolutionError(gettext("unknown action"), field="action")
 
 
-def reopen(project_issue: ProjectIssue, lead, note: str = "") -> Resolution:
+def reopen(project_issue: ProjectIssue, lead: User, note: str = "") -> Resolution:
     """Take back a final label: it stays as history and the issue returns to the lead queue."""
     with transaction.atomic():
         pi = ProjectIssue.objects.select_for_update().get(pk=project_issue.pk)
@@ -451,13 +452,13 @@ def _message_body(body: str) -> str:
     return body
 
 
-def add_message(project_issue: ProjectIssue, author, body: str) -> DiscussionMessage:
+def add_message(project_issue: ProjectIssue, author: User, body: str) -> DiscussionMessage:
     return DiscussionMessage.objects.create(
         project_issue=project_issue, author=author, body=_message_body(body)
     )
 
 
-def request_change(project_issue: ProjectIssue, annotator, body: str) -> DiscussionMessage:
+def request_change(project_issue: ProjectIssue, annotator: User, body: str) -> DiscussionMessage:
     """An annotator's request to change their locked label, for the lead's eyes.
 
     Only an annotator with a current label of the issue may ask. The request changes nothing of
@@ -481,7 +482,7 @@ def request_change(project_issue: ProjectIssue, annotator, body: str) -> Discuss
     )
 
 
-def own_messages(project_issue: ProjectIssue, user) -> QuerySet[DiscussionMessage]:
+def own_messages(project_issue: ProjectIssue, user: User) -> QuerySet[DiscussionMessage]:
     """What an annotator may read of an issue's discussion: their own messages only."""
     return project_issue.discussion.filter(author=user)
 

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Exists, Max, OuterRef, Q
+from django.db.models import Count, Exists, Max, OuterRef, Q, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext
 
@@ -55,7 +56,7 @@ class Scope:
         }
 
 
-def issues_in_scope(scope: Scope):
+def issues_in_scope(scope: Scope) -> QuerySet[Issue]:
     qs = Issue.objects.all()
     if scope.repository_ids:
         qs = qs.filter(repository_id__in=scope.repository_ids)
@@ -383,7 +384,7 @@ def place_in_queue(project: Project, item_ids: list[int], seed: int) -> None:
     )
 
 
-def _served(project: Project):
+def _served(project: Project) -> QuerySet[ProjectIssue]:
     """The items someone has been handed: in the pilot, labeled, decided or ever reserved."""
     return ProjectIssue.objects.filter(project=project).filter(
         Q(is_pilot=True)
@@ -421,7 +422,7 @@ def bring_to_front(project: Project, item_ids: list[int], seed: int) -> int:
 
 @transaction.atomic
 def create_project(
-    creator,
+    creator: User,
     *,
     name: str,
     taxonomy_version_id: int,

@@ -30,6 +30,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from annotator.models import Project
 from labeling.labels import FP
 
 
@@ -55,7 +56,7 @@ class AdaptiveRule:
     k: int
 
     @classmethod
-    def of(cls, project) -> AdaptiveRule | None:
+    def of(cls, project: Project) -> AdaptiveRule | None:
         """The project's adaptive rule, or None when it labels every issue K times."""
         if project.stopping_rule != "adaptive":
             return None

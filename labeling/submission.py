@@ -18,11 +18,14 @@ reason.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.db import connection, transaction
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
@@ -61,7 +64,8 @@ class NotYours(Exception):
     """The user holds no reservation or annotation for the issue (shown as a 404)."""
 
 
-def _node(nodes: dict[int, dict], raw, level: int, field: str) -> dict | None:
+def _node(nodes: dict[int, dict], raw: Any, level: int, field: str) -> dict | None:
+    # `raw` is what the form or the API's JSON held there: anything; int() sorts it out.
     if raw in (None, ""):
         return None
     try:
@@ -76,7 +80,7 @@ def _node(nodes: dict[int, dict], raw, level: int, field: str) -> dict | None:
     return node
 
 
-def _text(data, field: str) -> str:
+def _text(data: Mapping[str, Any], field: str) -> str:
     value = data.get(field) or ""
     if not isinstance(value, str):  # JSON from the API may hold anything
         raise Refusal(field, gettext("must be text"))
@@ -88,7 +92,7 @@ def _text(data, field: str) -> str:
     return value
 
 
-def parse_label(project: Project, data) -> Label:
+def parse_label(project: Project, data: Mapping[str, Any]) -> Label:
     """Validate form or API data into a label; raises Refusal naming the field."""
     label = Label(
         summary=_text(data, "summary"),
@@ -137,7 +141,7 @@ WHERE a.project_id = %(project)s AND a.issue_id = %(issue)s AND a.annotator_id =
 """
 
 
-def own_annotation(user, project_issue: ProjectIssue) -> Annotation | None:
+def own_annotation(user: User, project_issue: ProjectIssue) -> Annotation | None:
     """The user's current annotation of the issue, with its nodes, or None."""
     # At most one row (constraint `one_current_annotation`). Most pages are a first look, so
     # the id is looked up by a prepared statement and the row loaded only when there is one.
@@ -182,7 +186,9 @@ _DELETE_RESERVATION_SQL = (
 _SET_COUNT_SQL = f"UPDATE {_PROJECTISSUE_TABLE} SET annotation_count = %(n)s WHERE id = %(item)s"
 
 
-def _new_annotation(pi: ProjectIssue, user, label: Label, current: Annotation | None) -> Annotation:
+def _new_annotation(
+    pi: ProjectIssue, user: User, label: Label, current: Annotation | None
+) -> Annotation:
     return Annotation(
         project_id=pi.project_id,
         issue_id=pi.issue_id,
@@ -333,7 +339,7 @@ END""",
 
 
 def _submit_first(
-    user, project: Project, item_id: int, label: Label, public: bool = False
+    user: User, project: Project, item_id: int, label: Label, public: bool = False
 ) -> Annotation | None:
     """The stored annotation if the one-call path took the submission, else None. `item_id`
     is the item's public id with `public`."""
@@ -375,7 +381,12 @@ def _submit_first(
 
 
 def submit(
-    user, project: Project, project_issue: ProjectIssue | int, label: Label, *, public: bool = False
+    user: User,
+    project: Project,
+    project_issue: ProjectIssue | int,
+    label: Label,
+    *,
+    public: bool = False,
 ) -> Annotation:
     """Record the user's label of an issue of the project: a first annotation or a revision.
 
@@ -467,7 +478,9 @@ def is_locked(project_issue: ProjectIssue, project: Project) -> bool:
     return project_issue.annotation_count >= min(enough, project.annotations_per_issue)
 
 
-def revisions(project: Project, issue_id: int, annotator=None):
+def revisions(
+    project: Project, issue_id: int, annotator: User | None = None
+) -> QuerySet[Annotation]:
     """Every revision of the issue's annotations, oldest first (for leads, or one's own)."""
     qs = Annotation.objects.filter(project=project, issue_id=issue_id).select_related(
         "annotator", "issue_type", "theme", "sub_theme"
@@ -540,7 +553,7 @@ WHERE a.project_id = %(project)s AND a.annotator_id = %(user)s AND a.is_current
 """
 
 
-def progress_of(user, project: Project, with_agreement: bool = False) -> Progress:
+def progress_of(user: User, project: Project, with_agreement: bool = False) -> Progress:
     """How many issues the user labeled, how many are left for them, and the project's state.
 
     "Left" counts open issues the user has not labeled that still need annotations; it is an
@@ -567,7 +580,7 @@ def agreement_shares(progress: Progress) -> dict[str, int | None]:
     return progress.agreement.shares()
 
 
-def previous_item_id(user, project: Project, item_id: int | None) -> int | None:
+def previous_item_id(user: User, project: Project, item_id: int | None) -> int | None:
     """The project issue this user labeled just before `item_id`, by when they first labeled
     each (their latest one if they have not labeled `item_id`): "previous issue" on the
     labeling page steps back through one's own labels, never anyone else's."""
@@ -595,7 +608,7 @@ def previous_item_id(user, project: Project, item_id: int | None) -> int | None:
     )
 
 
-def my_annotations(user, project: Project):
+def my_annotations(user: User, project: Project) -> list[dict[str, Any]]:
     """The user's current annotations with, for final issues, the final label."""
     annotations = list(
         Annotation.objects.filter(project=project, annotator=user, is_current=True)

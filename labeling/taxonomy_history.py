@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from django.contrib.auth.models import User
 from django.db.models import Q, QuerySet
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
@@ -64,7 +65,7 @@ def project_versions(project: Project) -> QuerySet[TaxonomyVersion]:
     )
 
 
-def visible_to(user) -> QuerySet[TaxonomyVersion]:
+def visible_to(user: User) -> QuerySet[TaxonomyVersion]:
     """The versions a signed-in user may open on the global taxonomy page."""
     if user.is_staff:
         return TaxonomyVersion.objects.all()

@@ -14,7 +14,7 @@ from csp.decorators import csp_update
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext
@@ -51,6 +51,7 @@ from labeling.votes import vote_table
 from lib import sql
 from lib.inputlimits import row_id
 from lib.refusal import Refusal
+from lib.requests import AuthedRequest
 from taxonomy.models import TaxonomyNode
 
 # Table names from the models (`Meta.db_table`), never spelled out in the SQL below.
@@ -116,7 +117,7 @@ def _project_issue_or_404(project: Project, item_id: int, *, public: bool = Fals
 
 
 @login_required
-def label_next(request, project_id: int):
+def label_next(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=LABELER_ROLES)
     # The queue hands back the item's public id with it: no look-up before the redirect.
     item = queue.next_item_for(request.user, membership.project)
@@ -132,7 +133,7 @@ def label_next(request, project_id: int):
 
 @login_required
 @_issue_images
-def label_issue(request, project_id: int, public_id: int):
+def label_issue(request: AuthedRequest, project_id: int, public_id: int) -> HttpResponse:
     """The labeling page of one queue item, named by its public id."""
     membership = membership_or_404(request.user, project_id, roles=LABELER_ROLES)
     project = membership.project
@@ -184,7 +185,7 @@ def label_issue(request, project_id: int, public_id: int):
 
 
 @login_required
-def label_previous(request, project_id: int):
+def label_previous(request: AuthedRequest, project_id: int) -> HttpResponse:
     """One step back: the issue this annotator labeled before the one they come from
     (`?from=<public id>`), to read or revise it while it is not locked."""
     membership = membership_or_404(request.user, project_id, roles=LABELER_ROLES)
@@ -201,7 +202,7 @@ def label_previous(request, project_id: int):
 
 @login_required
 @require_POST
-def request_change(request, project_id: int, public_id: int):
+def request_change(request: AuthedRequest, project_id: int, public_id: int) -> HttpResponse:
     """An annotator asks the lead to change their label of a locked or a final issue (nothing
     else changes; the lead sees it in the disagreement queue's change requests)."""
     membership = membership_or_404(request.user, project_id, roles=LABELER_ROLES)
@@ -219,7 +220,7 @@ def request_change(request, project_id: int, public_id: int):
 
 @login_required
 @cache_control(private=True, max_age=3600)
-def label_taxonomy(request, project_id: int, version_id: int):
+def label_taxonomy(request: AuthedRequest, project_id: int, version_id: int) -> HttpResponse:
     """The taxonomy with its descriptions and example details, for the sub-theme search and the
     taxonomy panel (fetched once, cached).
 
@@ -237,7 +238,7 @@ def label_taxonomy(request, project_id: int, version_id: int):
 
 @login_required
 @require_POST
-def skip_issue(request, project_id: int, public_id: int):
+def skip_issue(request: AuthedRequest, project_id: int, public_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=LABELER_ROLES)
     item = _project_issue_or_404(membership.project, public_id, public=True)
     if not queue.skip(request.user, item):
@@ -246,7 +247,7 @@ def skip_issue(request, project_id: int, public_id: int):
 
 
 @login_required
-def my_progress(request, project_id: int):
+def my_progress(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=LABELER_ROLES)
     project = membership.project
     progress = submission.progress_of(request.user, project, with_agreement=True)
@@ -266,7 +267,7 @@ def my_progress(request, project_id: int):
 
 
 @login_required
-def project_setup(request, project_id: int):
+def project_setup(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     project = membership.project
     repositories = scope_repositories(request.user, project)
@@ -307,7 +308,7 @@ def project_setup(request, project_id: int):
 
 
 @login_required
-def disagreement_queue(request, project_id: int):
+def disagreement_queue(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     project = membership.project
     filter_form = QueueFilterForm(request.GET)
@@ -334,7 +335,7 @@ def disagreement_queue(request, project_id: int):
 
 @login_required
 @_issue_images
-def resolve_issue(request, project_id: int, item_id: int):
+def resolve_issue(request: AuthedRequest, project_id: int, item_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
     project = membership.project
     item = _project_issue_or_404(project, item_id)
@@ -343,7 +344,7 @@ def resolve_issue(request, project_id: int, item_id: int):
     filter_form = QueueFilterForm(request.GET)
     query = filter_form.query_string()
     here = reverse("resolve_issue", args=[project_id, item_id]) + (f"?{query}" if query else "")
-    posted = None
+    posted: dict[str, Any] | None = None  # the refused POST: its data, field and error
     if request.method == "POST":
         form = LeadActionForm(request.POST, project=project)
         error, field = "", ""
@@ -409,7 +410,7 @@ def resolve_issue(request, project_id: int, item_id: int):
     return render(request, "labeling/resolve.html", context, status=status)
 
 
-def _lead_methods(item: ProjectIssue, posted) -> list[dict]:
+def _lead_methods(item: ProjectIssue, posted: QueryDict | None) -> list[dict]:
     """The methods a lead may record on the resolve page, each with its key, what it means,
     whether it applies to the issue as it stands (`resolution.method_refusal`, the rule the
     form and `resolve` apply) and whether the lead had chosen it. None is chosen by default."""
@@ -427,17 +428,17 @@ def _lead_methods(item: ProjectIssue, posted) -> list[dict]:
     ]
 
 
-def _initial(post, own: Annotation | None) -> dict:
+def _initial(post: QueryDict | None, own: Annotation | None) -> dict[str, str | bool]:
     """The label form's values: what was just posted (on an error), else one's own label."""
     fields = ("issue_type", "theme", "sub_theme", "false_positive_reason", "summary", "note",
               "proposed_category")  # fmt: skip
     if post is not None:
-        initial = {f: post.get(f, "") for f in fields}
+        initial: dict[str, str | bool] = {f: post.get(f, "") for f in fields}
         initial["is_false_positive"] = bool(post.get("is_false_positive"))
         return initial
     if own is None:
         return {}
-    initial = {
+    own_initial: dict[str, str | bool] = {
         "issue_type": str(own.issue_type_id or ""),
         "theme": str(own.theme_id or ""),
         "sub_theme": str(own.sub_theme_id or ""),
@@ -446,8 +447,8 @@ def _initial(post, own: Annotation | None) -> dict:
         "note": own.note,
         "proposed_category": own.proposed_category,
     }
-    initial["is_false_positive"] = own.is_false_positive
-    return initial
+    own_initial["is_false_positive"] = own.is_false_positive
+    return own_initial
 
 
 def _based_on(final: Resolution | None) -> list[Annotation]:

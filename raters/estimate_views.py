@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
 from django.shortcuts import render
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
@@ -13,9 +14,11 @@ from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from annotator.models import Project
 from annotator.permissions import membership_or_404
 from labeling.models import MachineRater
 from lib.refusal import Refusal, add_to_form
+from lib.requests import AuthedRequest
 from raters.estimates import Estimates, estimate
 from raters.forms import EstimateForm
 from raters.permissions import VALIDATION_ROLES
@@ -24,7 +27,7 @@ from raters.permissions import VALIDATION_ROLES
 ROW, LEFT, RIGHT, TOP = 26, 150, 640, 24
 
 
-def _run(form: EstimateForm, project) -> Estimates:
+def _run(form: EstimateForm, project: Project) -> Estimates:
     data = form.cleaned_data
     return estimate(
         project,
@@ -66,7 +69,7 @@ def interval_chart(report: dict) -> dict[str, Any]:
 
 
 @login_required
-def estimates_page(request, project_id: int):
+def estimates_page(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=VALIDATION_ROLES)
     project = membership.project
     form = EstimateForm(request.GET or None, project=project)

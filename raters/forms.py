@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from annotator.models import Project
 from labeling.models import MachineRater
 from raters.models import RaterRun
 from raters.runs import RaterSettings, key_variable_refused
@@ -102,7 +105,7 @@ class EstimateForm(forms.Form):
         help_text=_("e.g. 0.02 for ±2 percentage points"),
     )
 
-    def __init__(self, *args, project=None, **kwargs) -> None:
+    def __init__(self, *args: Any, project: Project | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         field = self.fields["rater"]
         assert isinstance(field, forms.ModelChoiceField)

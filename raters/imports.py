@@ -18,6 +18,7 @@ import io
 import math
 from dataclasses import dataclass, field
 
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext
@@ -165,7 +166,12 @@ def read_labels(
 
 
 def import_machine_labels(
-    project: Project, rater_name: str, name: str, data: bytes, model: str = "", user=None
+    project: Project,
+    rater_name: str,
+    name: str,
+    data: bytes,
+    model: str = "",
+    user: User | None = None,
 ) -> ImportResult:
     """Replace the external rater's current labels by the file's (creating the rater if the
     project has none of that name). Raises `LabelFileError` with every problem, storing nothing."""

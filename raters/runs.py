@@ -26,6 +26,7 @@ from functools import partial
 from typing import Any
 
 from django.conf import settings as django_settings
+from django.contrib.auth.models import User
 from django.db import DatabaseError, transaction
 from django.db.models import F, Window
 from django.db.models.functions import RowNumber
@@ -85,7 +86,7 @@ class RaterSettings:
 def add_rater(
     project: Project,
     settings: RaterSettings,
-    user=None,
+    user: User | None = None,
     warn: Callable[[str], None] | None = None,
 ) -> MachineRater:
     """Validate and store a rater. An llm rater's model is checked against what its endpoint
@@ -349,7 +350,9 @@ def _claim(run_id: int) -> RaterRun | None:
         return None
 
 
-def create_run(rater: MachineRater, only: str = RaterRun.Scope.ALL, user=None) -> RaterRun:
+def create_run(
+    rater: MachineRater, only: str = RaterRun.Scope.ALL, user: User | None = None
+) -> RaterRun:
     if rater.kind == MachineRater.Kind.EXTERNAL:
         raise Refusal(
             "rater", gettext("an external rater's labels are imported from a file, never run")
@@ -506,7 +509,9 @@ class RaterBusy(Refusal):
     """A run of the rater is already queued or running."""
 
 
-def begin_run(rater: MachineRater, only: str = RaterRun.Scope.ALL, user=None) -> RaterRun:
+def begin_run(
+    rater: MachineRater, only: str = RaterRun.Scope.ALL, user: User | None = None
+) -> RaterRun:
     """Record a new run of the rater, or RaterBusy when one is already queued or running: runs
     of one rater never overlap (two would both write current labels, and the second would hit
     `one_current_machine_label`). The rater's row is locked while this decides, so two

@@ -18,6 +18,7 @@ labeled.
 
 from __future__ import annotations
 
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils.translation import gettext
 
@@ -51,7 +52,9 @@ def rater_confidences(rater: MachineRater) -> dict[int, float | None]:
     )
 
 
-def _check(project: Project, rater: MachineRater, n_scope: int, size: int, seed: int, tau: float):
+def _check(
+    project: Project, rater: MachineRater, n_scope: int, size: int, seed: int, tau: float
+) -> None:
     if rater.project_id != project.pk:
         raise Refusal("rater", gettext("not a rater of this project"))
     if n_scope < 2:
@@ -77,7 +80,7 @@ def draw_sample(
     size: int,
     seed: int,
     uniform_share: float = UNIFORM_SHARE,
-    user=None,
+    user: User | None = None,
 ) -> SampleDraw:
     """Draw, record and queue an active sample of expected size `size` (the page's and the
     command's function)."""

@@ -3,6 +3,8 @@ but only where the project has a trained classifier (one indexed look-up per fin
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models.signals import post_save
 
 from annotator import outbox
@@ -10,7 +12,9 @@ from labeling.models import MachineRater, Resolution
 from raters.tasks import retrain_due
 
 
-def _after_resolution(sender, instance: Resolution, created: bool, **kwargs) -> None:
+def _after_resolution(
+    sender: type[Resolution], instance: Resolution, created: bool, **kwargs: Any
+) -> None:
     if not created or not instance.is_current or kwargs.get("raw"):
         return
     project_id = instance.project_id

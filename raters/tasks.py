@@ -9,7 +9,8 @@ locks the rater's row, so two close final labels start one run).
 
 from __future__ import annotations
 
-from celery import shared_task
+from celery import Task, shared_task
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from annotator import outbox
@@ -24,14 +25,16 @@ BUSY_RETRY_SECONDS = 60
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None)
-def run_rater_task(self, run_id: int) -> None:
+def run_rater_task(self: Task, run_id: int) -> None:
     if RaterRun.objects.filter(pk=run_id).exists():
         run = run_rater(run_id)
         if run.status == RaterRun.Status.RUNNING and not run.stale:
             raise self.retry(countdown=BUSY_RETRY_SECONDS)
 
 
-def start_run(rater: MachineRater, only: str = RaterRun.Scope.ALL, user=None) -> RaterRun:
+def start_run(
+    rater: MachineRater, only: str = RaterRun.Scope.ALL, user: User | None = None
+) -> RaterRun:
     """Record a run (Refusal naming the field; RaterBusy while one of the rater's runs is
     queued or running) and queue it once the transaction commits."""
     with transaction.atomic():

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext
 
+from annotator.models import Membership
 from annotator.permissions import membership_or_404
 from labeling.models import MachineRater
 from lib import superseded
 from lib.refusal import Refusal, add_to_form
+from lib.requests import AuthedRequest
 from raters.enlisting import current_validations, enlist, rule_ignores
 from raters.forms import AddRaterForm, EnlistForm, ImportLabelsForm, RunForm
 from raters.imports import MAX_BYTES, LabelFileError, import_machine_labels
@@ -24,13 +26,13 @@ from raters.validation import validation_report
 
 
 def _page(
-    request,
-    membership,
+    request: HttpRequest,
+    membership: Membership,
     form: AddRaterForm | None = None,
     status: int = 200,
     import_form: ImportLabelsForm | None = None,
     import_problems: list[str] | None = None,
-):
+) -> HttpResponse:
     project = membership.project
     report = validation_report(project)
     raters = {r.name: r for r in MachineRater.objects.filter(project=project)}
@@ -69,13 +71,13 @@ def _page(
 
 
 @login_required
-def raters_page(request, project_id: int):
+def raters_page(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=VALIDATION_ROLES)
     return _page(request, membership)
 
 
 @login_required
-def rater_add(request, project_id: int):
+def rater_add(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=RUN_ROLES)
     if request.method != "POST":
         return redirect("raters_page", project_id=project_id)
@@ -97,7 +99,7 @@ def rater_add(request, project_id: int):
 
 
 @login_required
-def rater_run(request, project_id: int, rater_id: int):
+def rater_run(request: AuthedRequest, project_id: int, rater_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=RUN_ROLES)
     rater = get_object_or_404(MachineRater, pk=rater_id, project=membership.project)
     if request.method != "POST":
@@ -120,7 +122,7 @@ def rater_run(request, project_id: int, rater_id: int):
 
 
 @login_required
-def rater_run_status(request, project_id: int, run_id: int):
+def rater_run_status(request: AuthedRequest, project_id: int, run_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=RUN_ROLES)
     run = get_object_or_404(
         RaterRun.objects.select_related("rater"), pk=run_id, rater__project=membership.project
@@ -129,7 +131,7 @@ def rater_run_status(request, project_id: int, run_id: int):
 
 
 @login_required
-def rater_enlist(request, project_id: int, rater_id: int):
+def rater_enlist(request: AuthedRequest, project_id: int, rater_id: int) -> HttpResponse:
     """A lead enlists the rater in the adaptive stopping rule (or takes it back)."""
     membership = membership_or_404(request.user, project_id, roles=RUN_ROLES)
     rater = get_object_or_404(MachineRater, pk=rater_id, project=membership.project)
@@ -163,7 +165,7 @@ def rater_enlist(request, project_id: int, rater_id: int):
 
 
 @login_required
-def rater_import(request, project_id: int):
+def rater_import(request: AuthedRequest, project_id: int) -> HttpResponse:
     """A lead uploads machine labels made elsewhere: the file becomes an external rater's
     current labels, or every bad row is listed by line and nothing is stored."""
     membership = membership_or_404(request.user, project_id, roles=RUN_ROLES)

@@ -11,6 +11,7 @@ to the new version, so the next issue is labeled with it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from django.db import transaction
 from django.utils.translation import gettext
@@ -370,7 +371,7 @@ def merge(project, user, source: TaxonomyNode, target: TaxonomyNode):
     )
 
 
-def split(project, user, node: TaxonomyNode, new_name: str, **kwargs):
+def split(project, user, node: TaxonomyNode, new_name: str, **kwargs: Any):
     return edit_project_taxonomy(
         project,
         user,

@@ -17,6 +17,7 @@ import json
 import re
 from typing import Any
 
+from django.db.models import Model
 from django.utils.translation import gettext
 
 from lib import inputlimits
@@ -80,7 +81,7 @@ def _string(obj: dict, key: str, path: str, *, required: bool) -> str:
     return value.strip()
 
 
-def _check_length(model, field: str, value: str, path: str) -> None:
+def _check_length(model: type[Model], field: str, value: str, path: str) -> None:
     problem = inputlimits.length_error(model, field, value)
     if problem:
         raise TaxonomyJSONError(path, problem)

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from django import forms
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from taxonomy.models import TaxonomyNode, TaxonomyVersion
+
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
 
 Level = TaxonomyNode.Level
 
@@ -14,11 +19,13 @@ Level = TaxonomyNode.Level
 class NodeChoiceField(forms.ModelChoiceField):
     """A choice of taxonomy node, shown as its code and name ("A.1 Model")."""
 
-    def label_from_instance(self, obj) -> str:
+    def label_from_instance(self, obj: TaxonomyNode) -> str:
         return f"{obj.code} {obj.name}"
 
 
-def _node_field(version: TaxonomyVersion, levels: tuple[int, ...], label, required=True):
+def _node_field(
+    version: TaxonomyVersion, levels: tuple[int, ...], label: StrOrPromise, required: bool = True
+) -> NodeChoiceField:
     return NodeChoiceField(
         queryset=version.nodes.filter(level__in=levels).order_by("level", "code"),
         label=label,
@@ -38,7 +45,7 @@ class ProposalForm(forms.Form):
         help_text=_("One issue URL per line, from this project."),
     )
 
-    def __init__(self, version: TaxonomyVersion, *args, **kwargs) -> None:
+    def __init__(self, version: TaxonomyVersion, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["parent"] = _node_field(
             version,
@@ -78,7 +85,7 @@ class EditForm(forms.Form):
         label=_("Details that go to the new node (split; one per line)"),
     )
 
-    def __init__(self, version: TaxonomyVersion, *args, **kwargs) -> None:
+    def __init__(self, version: TaxonomyVersion, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["node"] = _node_field(version, (1, 2, 3), _("Node (for add: the parent)"))
         self.fields["other"] = _node_field(
@@ -86,7 +93,7 @@ class EditForm(forms.Form):
         )
         self.fields["based_on"].initial = version.pk
 
-    def clean(self):
+    def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         op = data.get("operation")
         if op in ("move", "merge") and not data.get("other"):
@@ -107,7 +114,7 @@ class MoveDetailForm(forms.Form):
     entry = forms.IntegerField(widget=forms.HiddenInput)
     node = forms.ModelChoiceField(queryset=TaxonomyNode.objects.none(), to_field_name="code")
 
-    def __init__(self, version: TaxonomyVersion, *args, **kwargs) -> None:
+    def __init__(self, version: TaxonomyVersion, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["node"] = _node_field(version, (Level.SUB_THEME,), _("Move to"))
         # Shown without its <label> (one per summary group): the select names itself.

@@ -13,10 +13,27 @@ A label made under one version is never rewritten: it is *read* under another ve
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 from taxonomy.codes import label_code
 from taxonomy.models import NodeLineage, TaxonomyNode, TaxonomyVersion
+
+
+class StoredLabel(Protocol):
+    """A label as an Annotation or a Resolution holds it (labeling's models, which this app
+    cannot import)."""
+
+    @property
+    def is_false_positive(self) -> bool: ...
+    @property
+    def issue_type(self) -> TaxonomyNode | None: ...
+    @property
+    def theme(self) -> TaxonomyNode | None: ...
+    @property
+    def sub_theme(self) -> TaxonomyNode | None: ...
+
 
 Relation = dict[int, list[int]]
 
@@ -176,7 +193,7 @@ class Translator:
         targets = self._relations[node.version_id].get(node.pk, [])
         return self._nodes[targets[0]] if targets else None
 
-    def label(self, label) -> LabelInVersion:
+    def label(self, label: StoredLabel) -> LabelInVersion:
         """An Annotation's or Resolution's label read under the target version.
 
         The type and theme are taken from the most specific node's counterpart when it exists,
@@ -186,7 +203,13 @@ class Translator:
             bool(label.is_false_positive), label.issue_type, label.theme, label.sub_theme
         )
 
-    def _read(self, is_false_positive: bool, issue_type, theme, sub_theme) -> LabelInVersion:
+    def _read(
+        self,
+        is_false_positive: bool,
+        issue_type: TaxonomyNode | None,
+        theme: TaxonomyNode | None,
+        sub_theme: TaxonomyNode | None,
+    ) -> LabelInVersion:
         sub = self.node(sub_theme)
         mapped_theme = self.node(theme)
         mapped_type = self.node(issue_type)
@@ -197,7 +220,7 @@ class Translator:
         original = sub_theme or theme or issue_type
         return LabelInVersion(mapped_type, mapped_theme, sub, is_false_positive, original)
 
-    def load(self, node_ids) -> None:
+    def load(self, node_ids: Iterable[int | None]) -> None:
         """Fetch the nodes (of any version) that labels point at, in one query, so that
         `label_from_ids` reads thousands of labels without a query per label."""
         missing = {pk for pk in node_ids if pk and pk not in self._loaded}
@@ -217,7 +240,7 @@ class Translator:
             self._by_ids[key] = self._read(key[0], *nodes)
         return self._by_ids[key]
 
-    def code(self, label, level: str = "theme") -> str:
+    def code(self, label: StoredLabel, level: str = "theme") -> str:
         """The label's code at `level` ("issue_type", "theme", "sub_theme") under the target
         version; "FP" for a false positive and "" when the label has no node at that level.
 
@@ -226,6 +249,6 @@ class Translator:
         return label_code(label.is_false_positive, getattr(self.label(label), level))
 
 
-def label_in_version(label, version: TaxonomyVersion) -> LabelInVersion:
+def label_in_version(label: StoredLabel, version: TaxonomyVersion) -> LabelInVersion:
     """Read one annotation's or resolution's label under `version`."""
     return Translator(version).label(label)

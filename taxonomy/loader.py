@@ -110,7 +110,7 @@ class NodeSpec:
     # Language code → the description in that language (`taxonomy.texts`).
     descriptions: dict[str, str] = field(default_factory=dict)
 
-    def walk(self):
+    def walk(self) -> Iterator[NodeSpec]:
         yield self
         for child in self.children:
             yield from child.walk()

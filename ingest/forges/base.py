@@ -37,6 +37,7 @@ import json
 import logging
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -576,7 +577,7 @@ class ForgeClient:
     def retry_not_found(self, url: str) -> bool:
         return False
 
-    def iter_pages(self, url: str):
+    def iter_pages(self, url: str) -> Iterator[Page]:
         """Every page of a listing (used for small per-issue listings)."""
         next_url: str | None = url
         while next_url:

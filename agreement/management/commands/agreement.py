@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agreement.measures import LEVEL_NAMES, agreement_report
 from annotator.models import Project
@@ -17,12 +18,12 @@ def _fmt(value: float | None) -> str:
 class Command(BaseCommand):
     help = "Fleiss' kappa per type of final label (and Krippendorff's alpha, Cohen per pair)."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--project", required=True)
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
         parser.add_argument("--no-cache", action="store_true")
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         project = Project.objects.filter(name=options["project"]).first()
         if project is None:
             raise CommandError(f"no project named {options['project']!r}")

@@ -7,8 +7,9 @@ their posterior under the model, least likely first, and each annotator's model 
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agreement.audit import ACCURACY_DEFINITION, audit
 from annotator.models import Project
@@ -25,14 +26,14 @@ def _top(value: str) -> int:
 class Command(BaseCommand):
     help = "Rank final labels by how unlikely a Dawid-Skene model of the annotators finds them."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--project", required=True)
         parser.add_argument(
             "--top", type=_top, default=50, help="rows to list (default 50; 0: all)"
         )
         parser.add_argument("--json", action="store_true", help="print the audit as JSON")
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         project = Project.objects.filter(name=options["project"]).first()
         if project is None:
             raise CommandError(f"--project: no project named {options['project']!r}")

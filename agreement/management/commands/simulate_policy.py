@@ -9,8 +9,9 @@ gives without `--machine-rater`), with the issues it makes cost more and fewer h
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agreement.simulation import machine_votes, run, simulate_machine
 from annotator.models import Project
@@ -31,7 +32,7 @@ class Command(BaseCommand):
         "labels per issue, share of issues with the same final, Fleiss' kappa; fixed panels beside."
     )
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--project", required=True)
         parser.add_argument("--min", type=int, default=2, dest="min_labels")
         parser.add_argument("--lead", type=int, default=2)
@@ -55,7 +56,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         project = Project.objects.filter(name=options["project"]).first()
         if project is None:
             raise CommandError(f"project: no project named {options['project']!r}")

@@ -6,8 +6,9 @@ data directory's exports and releases, with a manifest of checksums, in one new 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from config.backup import BackupError, create_backup, prune_backups
 
@@ -15,7 +16,7 @@ from config.backup import BackupError, create_backup, prune_backups
 class Command(BaseCommand):
     help = "Back up the database (pg_dump) and DATA_DIR's exports and releases, with checksums."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("destination", help="directory that receives the backup directory")
         parser.add_argument(
             "--keep", type=int, help="afterwards, keep only the newest N backups in destination"
@@ -24,7 +25,7 @@ class Command(BaseCommand):
             "--pg-bin", help="directory of pg_dump (default: the server's version, or PATH)"
         )
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         def report(line: str) -> None:
             if options["verbosity"] > 0:
                 self.stderr.write(line)

@@ -7,8 +7,9 @@ files that differ."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from config.backup import BackupError, describe, restore_backup, verify_backup
 
@@ -16,7 +17,7 @@ from config.backup import BackupError, describe, restore_backup, verify_backup
 class Command(BaseCommand):
     help = "Restore a backup made by `manage.py backup` into an empty database and DATA_DIR."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("backup", help="a backup directory (annotator-backup-…)")
         parser.add_argument(
             "--force",
@@ -30,7 +31,7 @@ class Command(BaseCommand):
             "--pg-bin", help="directory of pg_restore (default: the server's version, or PATH)"
         )
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         def report(line: str) -> None:
             if options["verbosity"] > 0:
                 self.stderr.write(line)

@@ -9,8 +9,9 @@ issue repeated in them counts once per row); the default `issues` counts each is
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agreement.table_one import COUNT_ISSUES, COUNTS
 from annotator.models import Project
@@ -20,7 +21,7 @@ from dataset.exports import build_zip
 class Command(BaseCommand):
     help = "Write the study CSVs, JSON Lines, taxonomy details, Table I and agreement to a ZIP."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--project", required=True)
         parser.add_argument("output")
         parser.add_argument("--real-names", action="store_true", help="usernames, not pseudonyms")
@@ -36,7 +37,7 @@ class Command(BaseCommand):
             help="Table I counts issues (default) or the published files' rows, as the paper",
         )
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         project = Project.objects.filter(name=options["project"]).first()
         if project is None:
             raise CommandError(f"no project named {options['project']!r}")

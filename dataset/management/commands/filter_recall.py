@@ -5,8 +5,9 @@ report; without --sample or --margin it only prints the report."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotator.models import Project
 from dataset.recall import draw_probes, recall_report
@@ -17,7 +18,7 @@ from lib.refusal import Refusal, command_error
 class Command(BaseCommand):
     help = "Draw a sample of the keyword filter's dropped issues as recall probes; print recall."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--project", required=True, help="the project's name")
         size = parser.add_mutually_exclusive_group()
         size.add_argument("--sample", type=int, help="how many dropped issues to draw")
@@ -25,7 +26,7 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, help="seed of the draw (default: random)")
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         project = Project.objects.filter(name=options["project"]).first()
         if project is None:
             raise CommandError(f"project: no project named {options['project']!r}")

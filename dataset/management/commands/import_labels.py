@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from dataset.importer import LabelImportError, import_labels
 
@@ -12,7 +13,7 @@ from dataset.importer import LabelImportError, import_labels
 class Command(BaseCommand):
     help = "Import Issue_URL,Label1..LabelN,Final_Label CSV files into a project (atomic)."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--project", required=True, help="project name (created if missing)")
         parser.add_argument("files", nargs="+", metavar="FILE")
         parser.add_argument(
@@ -22,7 +23,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--quiet", action="store_true", help="no progress output")
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         show = not options["quiet"] and sys.stderr.isatty()
         last: dict[str, int] = {}
 

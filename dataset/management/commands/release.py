@@ -6,8 +6,10 @@ releases without authors, and the citation then says it is incomplete."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.models import User
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotator.models import Project
 from dataset.releases import (
@@ -22,13 +24,13 @@ from lib.refusal import Refusal, command_error
 class Command(BaseCommand):
     help = "Freeze a project's final dataset as an immutable, versioned release (a ZIP)."
 
-    def add_base_argument(self, parser, *args, **kwargs) -> None:
+    def add_base_argument(self, parser: CommandParser, *args: Any, **kwargs: Any) -> None:
         # Django's own --version (the framework's version) would take the release's flag.
         if "--version" in args:
             return
         super().add_base_argument(parser, *args, **kwargs)
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--project", required=True, help="the project's name")
         parser.add_argument("--version", required=True, help="semantic version X.Y.Z")
         parser.add_argument("--note", default="", help="what this release is (Markdown)")
@@ -48,7 +50,7 @@ class Command(BaseCommand):
             "--license", "--licence", dest="licence", help="SPDX identifier (default: project's)"
         )
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         project = Project.objects.filter(name=options["project"]).first()
         if project is None:
             raise CommandError(f"project: no project named {options['project']!r}")

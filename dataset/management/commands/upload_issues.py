@@ -8,6 +8,7 @@ project's queue; with any problem nothing is stored and every problem is named b
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -33,7 +34,7 @@ class Command(BaseCommand):
         parser.add_argument("--no-queue", action="store_true", help="Do not add to the queue.")
         parser.add_argument("--fetch", action="store_true", help="Fetch URL-list issues.")
 
-    def handle(self, *args, **opts) -> None:
+    def handle(self, *args: Any, **opts: Any) -> None:
         project = Project.objects.filter(pk=opts["project_id"]).first()
         if project is None:
             raise CommandError(f"project {opts['project_id']}: no such project")

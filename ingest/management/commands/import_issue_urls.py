@@ -7,6 +7,7 @@ until the forge's creation date is fetched); `--year` gives one year to every fi
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -36,12 +37,12 @@ class Command(BaseCommand):
 
     def handle(
         self,
-        *args,
+        *args: Any,
         files: list[Path],
         year: int | None,
         skip_bad: bool,
         no_fetch: bool,
-        **opts,
+        **opts: Any,
     ) -> None:
         if year is not None:
             try:

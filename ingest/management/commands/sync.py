@@ -8,6 +8,7 @@ place for a forge token either.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -45,7 +46,7 @@ class Command(BaseCommand):
             "--wait", action="store_true", help="Run to completion here and print the figures"
         )
 
-    def handle(self, *args, spec: str, **opts) -> None:
+    def handle(self, *args: Any, spec: str, **opts: Any) -> None:
         parsed = parse_repo_spec(spec)
         if parsed is None:
             raise CommandError(f"SPEC {spec!r}: expected github:owner/name, gitee:… or gitlab:…")

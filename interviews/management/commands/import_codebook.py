@@ -1,8 +1,9 @@
 """Import an interview codebook CSV into a project (all or nothing)."""
 
 from pathlib import Path
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotator.models import Project
 from interviews.codebook import CodebookError, import_csv
@@ -11,12 +12,12 @@ from interviews.codebook import CodebookError, import_csv
 class Command(BaseCommand):
     help = "Import a codebook CSV (Participant,Type,Experience Level,…) into a project."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("project_id", type=int)
         parser.add_argument("path")
         parser.add_argument("--replace", action="store_true", help="replace the codebook")
 
-    def handle(self, *args, **options):
+    def handle(self, *args: Any, **options: Any) -> None:
         project = Project.objects.filter(pk=options["project_id"]).first()
         if project is None:
             raise CommandError(f"no project with id {options['project_id']}")

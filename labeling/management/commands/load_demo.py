@@ -1,5 +1,7 @@
+from typing import Any
+
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.demo import DEMO_ACCOUNTS, ensure_admin, load_demo
 
@@ -7,7 +9,7 @@ from labeling.demo import DEMO_ACCOUNTS, ensure_admin, load_demo
 class Command(BaseCommand):
     help = "Create an admin account and the demo project (invented issues, demo accounts)."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--no-admin", action="store_true", help="skip the admin account")
         parser.add_argument(
             "--no-history",
@@ -15,13 +17,13 @@ class Command(BaseCommand):
             help="no labels given yet (by default two volunteers have labeled the first issues)",
         )
 
-    def handle(self, *args, **options):
+    def handle(self, *args: Any, **options: Any) -> None:
         try:
             self._load(options)
         except ValidationError as exc:  # e.g. an account whose name looks like a demo account's
             raise CommandError("; ".join(exc.messages)) from exc
 
-    def _load(self, options):
+    def _load(self, options: dict[str, Any]) -> None:
         if not options["no_admin"]:
             admin, password_file = ensure_admin()
             if password_file:

@@ -5,7 +5,9 @@ the endpoint's `GET /models`, a warning when the endpoint lists none)."""
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotator.models import Project
 from lib.refusal import Refusal, command_error
@@ -16,7 +18,7 @@ from raters.runs import add_rater
 class Command(BaseCommand):
     help = "Add a machine rater to a project."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--project", required=True, help="the project's name")
         parser.add_argument("--name", required=True, help="the rater's name")
         parser.add_argument("--kind", required=True, help="classifier or llm")
@@ -32,7 +34,7 @@ class Command(BaseCommand):
             "not be fully out of sample)",
         )
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         project = Project.objects.filter(name=options["project"]).first()
         if project is None:
             raise CommandError(f"project: no project named {options['project']!r}")

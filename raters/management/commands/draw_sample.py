@@ -6,8 +6,9 @@ queue (`raters.sampling.draw_sample`). The estimates then use this sample."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 from agreement.active import UNIFORM_SHARE
 from lib.refusal import Refusal, command_error
@@ -18,7 +19,7 @@ from raters.sampling import draw_sample
 class Command(BaseCommand):
     help = "Draw an active human sample from a machine rater's uncertainty."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--project", required=True, help="the project's name")
         parser.add_argument("--rater", required=True, help="the machine rater's name")
         parser.add_argument("--size", type=int, required=True, help="the expected sample size")
@@ -31,7 +32,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--json", action="store_true", help="print the draw as JSON")
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         project, rater = project_and_rater(options)
         try:
             draw = draw_sample(

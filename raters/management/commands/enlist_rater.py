@@ -4,7 +4,9 @@ page's form and `raters.enlisting.enlist`: a rater without a current validation 
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from lib.refusal import Refusal, command_error
 from raters.enlisting import current_validation, enlist, rule_ignores
@@ -15,7 +17,7 @@ from raters.management.lookup import project_and_rater
 class Command(BaseCommand):
     help = "Enlist a machine rater in the adaptive stopping rule, or take it back."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--project", required=True, help="the project's name")
         parser.add_argument("--rater", required=True, help="the rater's name")
         parser.add_argument(
@@ -25,7 +27,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--withdraw", action="store_true", help="take the rater back")
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         project, rater = project_and_rater(options)
         form = EnlistForm(
             {

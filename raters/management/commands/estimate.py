@@ -11,9 +11,12 @@ samples of each size, their mean interval widths and the human labels saved."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from annotator.models import Project
+from labeling.models import MachineRater
 from lib.refusal import Refusal, command_error
 from raters.estimates import BY, LEVELS, estimate
 from raters.management.lookup import project_and_rater
@@ -43,7 +46,7 @@ def _pct(value: float) -> str:
 class Command(BaseCommand):
     help = "Estimate the shares of codes from the human sample with a machine rater's help."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--project", required=True, help="the project's name")
         parser.add_argument("--rater", required=True, help="the machine rater's name")
         parser.add_argument("--level", choices=LEVELS, default="type")
@@ -74,7 +77,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--json", action="store_true", help="print the estimates as JSON")
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         project, rater = project_and_rater(options)
         if options["compare_sampling"] is not None:
             self._compare(project, rater, options)
@@ -124,7 +127,7 @@ class Command(BaseCommand):
                 f"with the rater, {plan['n_classical']} without (of {plan['n_total']})"
             )
 
-    def _compare(self, project, rater, options) -> None:
+    def _compare(self, project: Project, rater: MachineRater, options: dict[str, Any]) -> None:
         try:
             report = compare_on_project(
                 project,

@@ -6,8 +6,9 @@ stored."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotator.models import Project
 from raters.imports import LabelFileError, import_machine_labels
@@ -16,13 +17,13 @@ from raters.imports import LabelFileError, import_machine_labels
 class Command(BaseCommand):
     help = "Import machine labels made elsewhere (Issue_URL,label,confidence) as an external rater."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--project", required=True, help="the project's name")
         parser.add_argument("--rater", required=True, help="the external rater's name")
         parser.add_argument("--model", default="", help="the model that made the labels")
         parser.add_argument("file", help="a CSV file with the columns Issue_URL,label,confidence")
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         project = Project.objects.filter(name=options["project"]).first()
         if project is None:
             raise CommandError(f"project: no project named {options['project']!r}")

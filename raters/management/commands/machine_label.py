@@ -7,7 +7,9 @@ yet; a run another live process is running is refused."""
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from lib.refusal import Refusal, command_error
@@ -20,7 +22,7 @@ from raters.tasks import resume_run, start_run
 class Command(BaseCommand):
     help = "Label a project's issues with one of its machine raters."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--project", required=True, help="the project's name")
         parser.add_argument("--rater", required=True, help="the rater's name")
         parser.add_argument("--wait", action="store_true", help="run here and wait for it")
@@ -29,7 +31,7 @@ class Command(BaseCommand):
             "--resume", action="store_true", help="go on with the latest unfinished run"
         )
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         _, rater = project_and_rater(options)
         unfinished = None
         if options["resume"]:

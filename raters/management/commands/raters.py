@@ -4,8 +4,9 @@ page's and the API's)."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotator.models import Project
 from raters.validation import validation_report
@@ -18,11 +19,11 @@ def _f(value: float | None) -> str:
 class Command(BaseCommand):
     help = "Show how each machine rater agrees with the final labels (out of sample)."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--project", required=True, help="the project's name")
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         project = Project.objects.filter(name=options["project"]).first()
         if project is None:
             raise CommandError(f"project: no project named {options['project']!r}")

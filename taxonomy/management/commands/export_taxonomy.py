@@ -6,8 +6,9 @@ reads back: the study's own files come back as they went in.
 """
 
 from pathlib import Path
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from taxonomy.detail_files import export_version_csv, study_file_name
 from taxonomy.files import export_json
@@ -17,14 +18,14 @@ from taxonomy.models import TaxonomyVersion
 class Command(BaseCommand):
     help = "Export a taxonomy version (by id) as JSON to stdout or a file, or as detail CSVs."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("version_id", type=int)
         parser.add_argument("--output", "-o", help="file to write (default: stdout)")
         parser.add_argument(
             "--csv", metavar="DIR", help="write the detail CSV of each issue type into DIR"
         )
 
-    def handle(self, *args, **options):
+    def handle(self, *args: Any, **options: Any) -> None:
         version = TaxonomyVersion.objects.filter(pk=options["version_id"]).first()
         if version is None:
             raise CommandError(f"no taxonomy version with id {options['version_id']}")

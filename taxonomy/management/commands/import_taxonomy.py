@@ -1,8 +1,9 @@
 """Store a taxonomy JSON file as a new version (all or nothing)."""
 
 from pathlib import Path
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from lib.inputlimits import column_limit, length_error
 from taxonomy.files import TaxonomyJSONError, import_json
@@ -12,11 +13,11 @@ from taxonomy.models import Taxonomy, TaxonomyVersion
 class Command(BaseCommand):
     help = "Import a taxonomy JSON file as the next version of the taxonomy it names."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("path")
         parser.add_argument("--name", help="store under this taxonomy name instead")
 
-    def handle(self, *args, **options):
+    def handle(self, *args: Any, **options: Any) -> None:
         path = Path(options["path"])
         name = options["name"]
         if name is not None:

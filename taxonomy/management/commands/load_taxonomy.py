@@ -1,8 +1,9 @@
 """`manage.py load_taxonomy [DIR]`: the study's detail CSVs as a new version, with its counts."""
 
 from pathlib import Path
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from taxonomy.loader import DEFAULT_DIR, STUDY_TAXONOMY_NAME, TaxonomyFileError, load_study_taxonomy
 from taxonomy.models import TaxonomyNode
@@ -12,7 +13,7 @@ from taxonomy.search import build_tree
 class Command(BaseCommand):
     help = "Load the study's taxonomy detail CSVs (question/requirement/bug) as a new version."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "directory",
             nargs="?",
@@ -26,7 +27,7 @@ class Command(BaseCommand):
             help="do nothing when a version of this taxonomy exists",
         )
 
-    def handle(self, *args, **options):
+    def handle(self, *args: Any, **options: Any) -> None:
         try:
             version = load_study_taxonomy(
                 Path(options["directory"]), options["name"], only_if_missing=options["if_missing"]
