@@ -140,16 +140,21 @@ class Job(models.Model):
             # Marked before the row names this process: another thread of it that reads the
             # row then finds the job running here, not gone.
             jobclaim.start(key)
-            owned = (
-                type(self)
-                ._base_manager.filter(
-                    pk=self.pk,
-                    status=self.status,
-                    worker=self.worker,
-                    heartbeat_at=self.heartbeat_at,  # None: IS NULL
+            try:
+                owned = (
+                    type(self)
+                    ._base_manager.filter(
+                        pk=self.pk,
+                        status=self.status,
+                        worker=self.worker,
+                        heartbeat_at=self.heartbeat_at,  # None: IS NULL
+                    )
+                    .update(**values)
                 )
-                .update(**values)
-            )
+            except BaseException:
+                # The UPDATE failed (a lost connection): this process does not run the job.
+                jobclaim.stop(key)
+                raise
             if owned:
                 for name, value in values.items():
                     setattr(self, name, value)

@@ -458,13 +458,15 @@ def _run(run: RaterRun) -> RaterRun:
         # A new version counts only once it passes the alternative annotator test itself.
         retest_enlisted(rater.pk)
         rater.refresh_from_db(fields=["version", "trained_on", "trained_at"])
-        rater_trained.send(sender=MachineRater, rater=rater)
     RaterRun.objects.filter(pk=run.pk).update(
         status=RaterRun.Status.DONE,
         done=len(ids),
         invalid=_invalid(run),
         finished_at=timezone.now(),
     )
+    if backend.trains:
+        # After the run is done: what listens (the recall ranking) never holds a run back.
+        rater_trained.send(sender=MachineRater, rater=rater)
     run.refresh_from_db()
     return run
 
