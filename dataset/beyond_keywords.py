@@ -160,25 +160,14 @@ def begin_ranking(
     return ranking, True
 
 
-def _claim(ranking_id: int) -> RecallRanking | None:
-    """The ranking, claimed by this process (`lib.jobs.Job.claim`); None when it is done or
-    failed (a failed ranking is not run again: a new one is asked for). Raises `jobclaim.Busy`
-    while another live process ranks it; one `running` under a worker that is gone (killed
-    mid-fit; its task delivered again) is taken over."""
-    ranking = RecallRanking.objects.select_related("project__taxonomy_version").get(pk=ranking_id)
-    return ranking if ranking.claim() else None
-
-
 def run_ranking_job(ranking_id: int) -> RecallRanking:
     """Score the project's dropped issues and store the ranking; safe to run twice (a finished
-    ranking is left as it is; one whose worker died is taken over and ranked again)."""
-    ranking = _claim(ranking_id)
-    if ranking is None:
-        return RecallRanking.objects.get(pk=ranking_id)
-    try:
-        return _rank(ranking)
-    finally:
-        ranking.unclaim()
+    ranking is left as it is, and so is a failed one: a new one is asked for). Ranked by the
+    delivery that claims it (`lib.jobs.Job.run_claimed`): raises `jobclaim.Busy` while
+    another live process ranks it; one `running` under a worker that is gone (killed mid-fit;
+    its task delivered again) is taken over and ranked again."""
+    ranking = RecallRanking.objects.select_related("project__taxonomy_version").get(pk=ranking_id)
+    return ranking.run_claimed(_rank)
 
 
 def _rank(ranking: RecallRanking) -> RecallRanking:

@@ -719,25 +719,13 @@ def run_export_job(job_id: int) -> ExportJob:
         return _run_export_job(job_id)
 
 
-def _claim(job_id: int) -> ExportJob | None:
-    """The job, claimed by this process (`lib.jobs.Job.claim`); None when it is done. Raises
-    `jobclaim.Busy` while another live process builds it. A failed job is built again; one
-    `running` under a worker that is gone (killed mid-build; its task delivered again) is
-    taken over."""
-    job = ExportJob.objects.select_related("project__taxonomy_version").get(pk=job_id)
-    return job if job.claim() else None
-
-
 def _run_export_job(job_id: int) -> ExportJob:
-    # Claim the job, so a redelivered task never builds it twice at once, and takes over one
-    # whose worker died.
-    job = _claim(job_id)
-    if job is None:
-        return ExportJob.objects.select_related("project__taxonomy_version").get(pk=job_id)
-    try:
-        return _build(job)
-    finally:
-        job.unclaim()
+    """Built by the delivery that claims the job (`lib.jobs.Job.run_claimed`), so a redelivered
+    task never builds it twice at once; a done job is left as it is. Raises `jobclaim.Busy`
+    while another live process builds it. A failed job is built again; one `running` under a
+    worker that is gone (killed mid-build; its task delivered again) is taken over."""
+    job = ExportJob.objects.select_related("project__taxonomy_version").get(pk=job_id)
+    return job.run_claimed(_build)
 
 
 def _build(job: ExportJob) -> ExportJob:

@@ -578,23 +578,13 @@ def build_release(release_id: int, progress: Progress | None = None) -> Release:
         return _build_release(release_id, progress)
 
 
-def _claim(release_id: int) -> Release | None:
-    """The release, its build claimed by this process (`lib.jobs.Job.claim`); None when it is
-    not pending or running (done, or failed: a failed version is released again as a new
-    row). Raises `jobclaim.Busy` while another live process builds it; a build whose worker
-    is gone (killed; its task delivered again) is taken over."""
-    release = Release.objects.select_related("project__taxonomy_version").get(pk=release_id)
-    return release if release.claim() else None
-
-
 def _build_release(release_id: int, progress: Progress | None) -> Release:
-    release = _claim(release_id)
-    if release is None:
-        return Release.objects.select_related("project__taxonomy_version").get(pk=release_id)
-    try:
-        return _build(release, progress)
-    finally:
-        release.unclaim()
+    """Built by the delivery that claims the release (`lib.jobs.Job.run_claimed`); one not
+    pending or running (done, or failed: a failed version is released again as a new row) is
+    left as it is. Raises `jobclaim.Busy` while another live process builds it; a build whose
+    worker is gone (killed; its task delivered again) is taken over."""
+    release = Release.objects.select_related("project__taxonomy_version").get(pk=release_id)
+    return release.run_claimed(lambda claimed: _build(claimed, progress))
 
 
 def _build(release: Release, progress: Progress | None) -> Release:

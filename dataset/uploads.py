@@ -97,23 +97,14 @@ def run_upload_job(job_id: int, language: str | None = None) -> UploadJob | None
         return _run_upload_job(job_id)
 
 
-def _claim(job_id: int) -> UploadJob | None:
-    """The job, claimed by this process (`lib.jobs.Job.claim`); None when there is none or it
-    ended. Raises `jobclaim.Busy` while another live process runs it. A job `running` under a
-    worker that is gone (killed; its task delivered again) is taken over: its import is one
-    transaction, which died with that worker's connection (`lib.jobclaim`)."""
-    job = UploadJob.objects.select_related("project", "requested_by").filter(pk=job_id).first()
-    return job if job is not None and job.claim() else None
-
-
 def _run_upload_job(job_id: int) -> UploadJob | None:
-    job = _claim(job_id)
-    if job is None:
-        return UploadJob.objects.select_related("project", "requested_by").filter(pk=job_id).first()
-    try:
-        return _run_claimed(job)
-    finally:
-        job.unclaim()
+    """Imported by the delivery that claims the job (`lib.jobs.Job.run_claimed`); None when
+    there is no such job, and an ended one is left as it is. Raises `jobclaim.Busy` while
+    another live process runs it. A job `running` under a worker that is gone (killed; its
+    task delivered again) is taken over: its import is one transaction, which died with that
+    worker's connection (`lib.jobclaim`)."""
+    job = UploadJob.objects.select_related("project", "requested_by").filter(pk=job_id).first()
+    return job.run_claimed(_run_claimed) if job is not None else None
 
 
 def _run_claimed(job: UploadJob) -> UploadJob:

@@ -24,8 +24,9 @@ otherwise in its table says so with `db_column`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from django.conf import settings
 from django.db import models
@@ -37,6 +38,8 @@ from lib import jobclaim
 # A claim that lost the race reads the row again and decides again; after this many losses in
 # a row the job is taken to be busy (the task looks again later).
 CLAIM_ATTEMPTS = 3
+
+J = TypeVar("J", bound="Job")
 
 
 class JobStatus(models.TextChoices):
@@ -163,6 +166,17 @@ class Job(models.Model):
             # Another delivery changed the row since it was read: read it again.
             self.refresh_from_db(fields=self._lifecycle_fields())
         raise jobclaim.Busy(key)
+
+    def run_claimed(self: J, work: Callable[[J], J]) -> J:
+        """Run `work` on the job if this delivery claims it (`claim`), and let it go after;
+        otherwise the job as it stands now (ended). Raises `jobclaim.Busy` as `claim` does."""
+        if not self.claim():
+            self.refresh_from_db()
+            return self
+        try:
+            return work(self)
+        finally:
+            self.unclaim()
 
     def unclaim(self) -> None:
         """This process no longer runs the job (its row still names it: a later delivery finds

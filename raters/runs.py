@@ -340,16 +340,6 @@ def _record(run_id: int, fields: dict[str, Any]) -> None:
         RaterRun.objects.filter(pk=run_id).update(**known, heartbeat_at=timezone.now())
 
 
-def _claim(run_id: int) -> RaterRun | None:
-    """The run, claimed by this process (`lib.jobs.Job.claim`: a failed or stale run is
-    resumed), or None when it is done or another live process runs it."""
-    run = RaterRun.objects.select_related("rater__project__taxonomy_version").get(pk=run_id)
-    try:
-        return run if run.claim() else None
-    except jobclaim.Busy:
-        return None
-
-
 def create_run(
     rater: MachineRater, only: str = RaterRun.Scope.ALL, user: User | None = None
 ) -> RaterRun:
@@ -375,14 +365,14 @@ def _invalid(run: RaterRun) -> int:
 def run_rater(run_id: int) -> RaterRun:
     """Run a rater over its run's scope and store the labels (safe to run twice: a finished
     run, or one another live process runs, is left alone; a run that stopped goes on from the
-    issues it has not labeled)."""
-    run = _claim(run_id)
-    if run is None:
-        return RaterRun.objects.select_related("rater").get(pk=run_id)
+    issues it has not labeled). Run by the delivery that claims it (`lib.jobs.Job.run_claimed`:
+    a failed or stale run is resumed); one another live process runs is returned as it is."""
+    run = RaterRun.objects.select_related("rater__project__taxonomy_version").get(pk=run_id)
     try:
-        return _run(run)
-    finally:
-        run.unclaim()
+        return run.run_claimed(_run)
+    except jobclaim.Busy:
+        run.refresh_from_db()
+        return run
 
 
 def _run(run: RaterRun) -> RaterRun:
