@@ -143,8 +143,12 @@ if DATABASE_URL:
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         options = DATABASES["default"].setdefault("OPTIONS", {})
         # Generic plans for prepared statements, which only the labeling hot path uses
-        # (annotator/sql.py): planned once per connection instead of on every request.
-        options["options"] = "-c plan_cache_mode=force_generic_plan"
+        # (lib/sql.py): planned once per connection instead of on every request.
+        # No JIT compilation: PostgreSQL compiles a statement whose estimated cost passes
+        # jit_above_cost, and a generic plan's estimate grows with the tables, not with the
+        # few rows its LIMIT reads. At ten times the study the queue's next-issue function
+        # crossed it and spent ~20 ms compiling on every call (bench/RESULTS.md, "JIT").
+        options["options"] = "-c plan_cache_mode=force_generic_plan -c jit=off"
         # Django turns psycopg's statement preparation off (None), which also ignores an
         # explicit prepare=True. Its own queries are bound on the client and never prepared
         # whatever this says; annotator/sql.py asks for each of its statements.

@@ -76,6 +76,30 @@ def test_hot_statements_are_planned_once_per_connection(db):
             assert cursor.fetchone()[0] == 1
 
 
+def test_no_statement_is_jit_compiled_however_costly_its_plan_looks(db):
+    """At ten times the study the generic plan of the queue's next-issue function was
+    estimated above `jit_above_cost`, and every call spent ~20 ms compiling it. The app's
+    connections run without JIT: even with the threshold at 0, a query is not compiled."""
+    with connection.cursor() as cursor:
+        try:
+            cursor.execute("SET jit = on")
+            cursor.execute("SELECT pg_jit_available()")  # (false while jit is off)
+            if not cursor.fetchone()[0]:
+                pytest.skip("this PostgreSQL has no JIT to turn off")
+            cursor.execute("SET jit_above_cost = 0")
+            explain = "EXPLAIN (ANALYZE, FORMAT JSON) SELECT sum(g) FROM generate_series(1, 10) g"
+            cursor.execute(explain)
+            assert "JIT" in cursor.fetchone()[0][0], "the probe: JIT on compiles the query"
+            cursor.execute("RESET jit")  # to the connection's own setting
+            cursor.execute(explain)
+            assert "JIT" not in cursor.fetchone()[0][0]
+            cursor.execute("SHOW jit")
+            assert cursor.fetchone()[0] == "off"
+        finally:
+            cursor.execute("RESET jit_above_cost")
+            cursor.execute("RESET jit")
+
+
 def test_login_backend_loads_active_users_only(annotator):
     backend = ModelBackend()
     loaded = backend.get_user(annotator.pk)
