@@ -18,7 +18,6 @@ answers the scrape, once per scrape.
 
 from __future__ import annotations
 
-import functools
 import os
 import threading
 from collections.abc import Callable, Iterable
@@ -48,8 +47,23 @@ class _Metrics:
     forge_quota: Any
 
 
-@functools.cache
+_MADE: list[_Metrics] = []  # the one set of metrics, once made
+_MAKE_LOCK = threading.Lock()
+
+
 def _metrics() -> _Metrics:
+    """The metrics, made by the first caller. Under a lock: a registry refuses a second metric
+    of the same name, so two threads making them at once (a gthread worker's first requests)
+    would fail one request with a 500."""
+    if _MADE:
+        return _MADE[0]
+    with _MAKE_LOCK:
+        if not _MADE:
+            _MADE.append(_make())
+    return _MADE[0]
+
+
+def _make() -> _Metrics:
     from prometheus_client import Counter, Gauge, Histogram
 
     return _Metrics(

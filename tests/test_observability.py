@@ -12,6 +12,8 @@ import io
 import json
 import logging
 import runpy
+import subprocess
+import sys
 from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -289,3 +291,36 @@ def test_log_format_json_switches_the_console_to_json_lines(monkeypatch):
     assert "request_id" in console["filters"] and json_mode["LOG_REQUESTS"] is True
     with pytest.raises(ImproperlyConfigured, match="LOG_FORMAT='xml'"):
         _settings_with(monkeypatch, LOG_FORMAT="xml")
+
+
+RACE = """
+import sys, threading
+sys.path.insert(0, sys.argv[1])
+sys.setswitchinterval(1e-6)  # switch threads as often as possible: the race shows every time
+from lib import metrics
+barrier = threading.Barrier(16)
+made, errors = [], []
+def first_request():
+    barrier.wait()
+    try:
+        made.append(metrics._metrics())
+    except Exception as error:
+        errors.append(repr(error))
+threads = [threading.Thread(target=first_request) for _ in range(16)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(len(errors), len({id(m) for m in made}))
+"""
+
+
+@pytest.mark.slow  # a fresh interpreter, whose metrics are not made yet
+def test_the_first_requests_of_a_process_arriving_together_make_the_metrics_once():
+    """A gthread worker's first sixteen requests at the same instant: each counts itself, and
+    the registry refuses a second metric of a name; before the lock, 15 of them failed (500)."""
+    out = subprocess.run(
+        [sys.executable, "-c", RACE, str(ROOT)], capture_output=True, text=True, check=True
+    )
+    errors, distinct = map(int, out.stdout.split())
+    assert (errors, distinct) == (0, 1), out.stdout
