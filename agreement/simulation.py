@@ -55,6 +55,7 @@ from annotator.models import Project
 from labeling.models import Annotation, MachineLabel, MachineRater, Resolution
 from labeling.stopping import FP, AdaptiveRule, deciding_key, early_decision
 from lib.refusal import Refusal
+from lib.svgchart import Frame
 from taxonomy.models import TaxonomyNode
 
 if TYPE_CHECKING:
@@ -687,10 +688,9 @@ def cached_tradeoff(project: Project, **params: Any) -> dict[str, Any]:
     return _named(result)
 
 
-# The chart, drawn server-side as SVG (presentation attributes only: the CSP forbids inline
-# styles); its colours are CSS classes in static/css/simulator.css.
-WIDTH, HEIGHT = 640, 360
-LEFT, RIGHT, TOP, BOTTOM = 60, 20, 20, 48
+# The chart, drawn server-side as SVG (`lib.svgchart`); its colours are CSS classes in
+# static/css/simulator.css.
+FRAME = Frame(640, 360, margin_left=60, margin_right=20, margin_top=20, margin_bottom=48)
 
 
 def chart(result: dict[str, Any]) -> dict[str, Any]:
@@ -700,13 +700,12 @@ def chart(result: dict[str, Any]) -> dict[str, Any]:
     low = min((p["same_final"] for p in points), default=0.0)
     # The y axis starts at the tenth below the lowest point (never above 90 %).
     y_min = min(0.9, max(0.0, math.floor(low * 10) / 10))
-    inner_w, inner_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
 
-    def x(value: float) -> float:
-        return round(LEFT + (value - 1) / max(k - 1, 1) * inner_w, 1)
+    def x(value: float) -> float:  # labels per issue, 1 to K
+        return FRAME.x((value - 1) / max(k - 1, 1))
 
-    def y(value: float) -> float:
-        return round(TOP + (1 - (value - y_min) / (1 - y_min)) * inner_h, 1)
+    def y(value: float) -> float:  # same-final share, y_min to 1
+        return FRAME.y((value - y_min) / (1 - y_min))
 
     drawn = [
         {
@@ -723,20 +722,12 @@ def chart(result: dict[str, Any]) -> dict[str, Any]:
     ]
     steps = round((1 - y_min) / 0.1)
     return {
-        "width": WIDTH,
-        "height": HEIGHT,
-        "left": LEFT,
-        "right": WIDTH - RIGHT,
-        "top": TOP,
-        "bottom": HEIGHT - BOTTOM,
+        **FRAME.axes(),
         "x_ticks": [{"value": v, "x": x(v)} for v in range(1, k + 1)],
         "y_ticks": [
             {"value": round(100 * (y_min + i * 0.1)), "y": y(y_min + i * 0.1)}
             for i in range(steps + 1)
         ],
-        "x_title_y": HEIGHT - 8,
-        "x_title_x": LEFT + inner_w / 2,
-        "y_title_y": TOP + inner_h / 2,
         "points": drawn,
         "fixed_line": " ".join(f"{p['x']},{p['y']}" for p in drawn if p["series"] == "fixed"),
     }

@@ -37,7 +37,7 @@ from django.utils.translation import gettext, gettext_noop
 
 from annotator.models import Project
 from dataset.models import RankedIssue, RecallRanking
-from dataset.recall import dropped_population
+from dataset.recall import candidate_ids, dropped_population
 from ingest.models import Issue
 from labeling.models import MachineRater, ProjectIssue
 from labeling.setup import place_in_queue
@@ -103,7 +103,7 @@ def _score(
     project: Project, finals: dict[int, str], progress: Progress
 ) -> tuple[int, list[tuple[int, float]]]:
     _, candidates = dropped_population(project)
-    ids = sorted(i for group in candidates.values() for i in group)
+    ids = sorted(candidate_ids(candidates))
     if not ids:
         return 0, []
     progress("training", 0, len(ids))
@@ -245,7 +245,7 @@ def ranking_state(
 ) -> RankingState:
     """The stored ranking of the project's current classifier rater version (no fitting): the
     `top` scored issues still dropped and outside the project, likeliest first. `dropped`: the
-    current candidates' ids, when the caller has them (`dropped_population`)."""
+    current candidates' ids, when the caller has them (`dataset.recall.candidate_ids`)."""
     rater, version = ranking_key(project)
     rankings = _of_key(project, rater, version).order_by("-created_at", "-pk")
     state = RankingState(rater=rater, version=version, job=rankings.first())
@@ -253,8 +253,7 @@ def ranking_state(
     if state.ready is None:
         return state
     if dropped is None:
-        _, candidates = dropped_population(project)
-        dropped = [i for group in candidates.values() for i in group]
+        dropped = candidate_ids(dropped_population(project)[1])
     still = set(dropped)
     best: list[tuple[int, float]] = []
     scores = RankedIssue.objects.filter(ranking=state.ready).order_by("-relevance", "issue_id")

@@ -276,12 +276,17 @@ def project_scope(project: Project) -> Scope:
     )
 
 
-def dropped_population(project: Project) -> tuple[dict[int, int], dict[int, list[int]]]:
+# Per repository id: the dropped issues the scope holds, and the ids of those a draw may take.
+Population = tuple[dict[int, int], dict[int, list[int]]]
+
+
+def dropped_population(project: Project) -> Population:
     """Per repository: how many dropped issues the scope holds (N, probes included), and the
     ids of those not in the project yet (what a draw may take).
 
     Dropped issues already in the project as ordinary issues (a scope that takes dropped issues
-    too) are labeled in full: they are neither population nor candidates."""
+    too) are labeled in full: they are neither population nor candidates. A page that needs it
+    twice (the report and the ranking) computes it once and passes it on."""
     scope = project_scope(project)
     if not scope.repository_ids:
         return {}, {}
@@ -298,6 +303,11 @@ def dropped_population(project: Project) -> tuple[dict[int, int], dict[int, list
         elif in_project[issue_id] is not None:
             sizes[repo_id] += 1
     return dict(sizes), dict(candidates)
+
+
+def candidate_ids(candidates: dict[int, list[int]]) -> list[int]:
+    """The ids of `dropped_population`'s candidates, every repository's."""
+    return [i for group in candidates.values() for i in group]
 
 
 @dataclass
@@ -512,13 +522,14 @@ def _stratified_losses(counts: Iterable[dict[str, int]]) -> Interval:
     return total
 
 
-def recall_report(project: Project) -> dict[str, Any]:
+def recall_report(project: Project, population: Population | None = None) -> dict[str, Any]:
     """Everything the recall page shows: the draws, and the estimates overall and per
     repository (see the module's docstring). Shares and recalls are (estimate, low, high)
     tuples, or None while nothing is labeled; the overall estimate is None (bounds kept) while
     a repository with dropped issues has no final probe (`unknown_strata`), or one with kept
-    issues has no final one (K, L and D are summed per repository, never pooled)."""
-    sizes, candidates = dropped_population(project)
+    issues has no final one (K, L and D are summed per repository, never pooled).
+    `population`: the project's `dropped_population`, when the caller has it."""
+    sizes, candidates = population if population is not None else dropped_population(project)
     probes = list(RecallProbe.objects.filter(project=project).select_related("issue__repository"))
     finals = dict(
         Resolution.objects.filter(

@@ -25,7 +25,7 @@ from dataset.beyond_keywords import (
 )
 from dataset.forms import AddDroppedIssueForm, RecallDrawForm
 from dataset.permissions import RECALL_ROLES, can_draw_probes
-from dataset.recall import draw_probes, recall_report
+from dataset.recall import candidate_ids, draw_probes, dropped_population, recall_report
 from dataset.tasks import start_ranking
 from lib.refusal import Refusal, call_with_form
 from lib.requests import AuthedRequest
@@ -77,10 +77,12 @@ def _page(
     status: int = 200,
 ) -> HttpResponse:  # the page, with the stored ranking for those who may add from it
     may_draw = can_draw_probes(membership)
-    report = recall_report(membership.project)
+    # The dropped issues, read once for the report and the ranking.
+    population = dropped_population(membership.project)
+    report = recall_report(membership.project, population)
     ranking: RankingState | None = None
     if may_draw:
-        ranking = ranking_state(membership.project)
+        ranking = ranking_state(membership.project, dropped=candidate_ids(population[1]))
     return render(
         request,
         "dataset/recall.html",

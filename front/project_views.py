@@ -26,6 +26,7 @@ from front.forms import NewProjectForm, NewProjectScopeForm
 from ingest.permissions import is_ingest_admin, manageable_repositories
 from labeling import setup
 from labeling.models import ProjectIssue
+from lib.refusal import Refusal, add_to_form
 from lib.requests import AuthedRequest
 
 
@@ -161,11 +162,9 @@ def project_create(request: AuthedRequest) -> HttpResponse:
                 members=data.get("members") or [],
                 stopping=form.configure_kwargs(),
             )
-        except setup.SetupError as exc:
-            # The message starts with the field at fault: put it beside that field.
-            field, _, message = str(exc).partition(": ")
-            target = scope_form if field in scope_form.fields else form
-            target.add_error(field if field in target.fields else None, message or str(exc))
+        except Refusal as refusal:
+            # Beside the field at fault, on whichever of the two forms has it.
+            add_to_form(scope_form if refusal.field in scope_form.fields else form, refusal)
         else:
             count = ProjectIssue.objects.filter(project=project).count()
             members = project.memberships.count()

@@ -46,6 +46,7 @@ from labeling.models import (
 )
 from labeling.permissions import LABELER_ROLES
 from lib import sql
+from lib.svgchart import Frame
 from taxonomy.models import TaxonomyNode
 
 PACE_DAYS = 14
@@ -55,8 +56,7 @@ REFRESH_SECONDS = 30
 
 # Sparkline and chart geometry (SVG user units; CSS scales the drawing).
 SPARK_WIDTH, SPARK_HEIGHT = 120, 28
-CHART_WIDTH, CHART_HEIGHT = 560, 220
-CHART_LEFT, CHART_RIGHT, CHART_TOP, CHART_BOTTOM = 64, 12, 12, 36
+CHART = Frame(560, 220, margin_left=64, margin_right=12, margin_top=12, margin_bottom=36)
 
 
 @dataclass
@@ -144,12 +144,12 @@ class Chart:
     last: int
     y_ticks: list[tuple[str, str]]  # (y, label)
     x_ticks: list[tuple[str, str, str]]  # (x, label, text-anchor)
-    width: int = CHART_WIDTH
-    height: int = CHART_HEIGHT
-    left: int = CHART_LEFT
-    right: int = CHART_WIDTH - CHART_RIGHT
-    top: int = CHART_TOP
-    bottom: int = CHART_HEIGHT - CHART_BOTTOM
+    width: int = CHART.width
+    height: int = CHART.height
+    left: int = CHART.left
+    right: int = CHART.right
+    top: int = CHART.top
+    bottom: int = CHART.bottom
 
 
 @dataclass
@@ -457,8 +457,7 @@ def _tick_label(value: float) -> str:
 
 def line_chart(title: str, days: list[date], values: list[int]) -> Chart:
     """An SVG line chart of a cumulative series: the polyline's points and the axes' ticks."""
-    left, right = CHART_LEFT, CHART_WIDTH - CHART_RIGHT
-    top, bottom = CHART_TOP, CHART_HEIGHT - CHART_BOTTOM
+    left, right, top, bottom = CHART.left, CHART.right, CHART.top, CHART.bottom
     y_max = _nice_top(max(values, default=0))
     span = max(len(days) - 1, 1)
 

@@ -35,6 +35,7 @@ from labeling.models import (
 )
 from labeling.stopping import AdaptiveRule, deciding_key, early_decision
 from lib import sql
+from lib.refusal import WHOLE, Refusal
 
 # Table names from the models (`Meta.db_table`), never spelled out in the SQL below.
 _ANNOTATION_TABLE = Annotation._meta.db_table
@@ -46,16 +47,6 @@ LEVEL_NAMES = DISAGREEMENT_LEVEL_NAMES
 # reads the key from the option). There is no default: a lead says which happened.
 LEAD_METHODS = (Resolution.Method.CONSENSUS, Resolution.Method.LEAD_DECISION)
 LEAD_METHOD_KEYS = {Resolution.Method.CONSENSUS: "c", Resolution.Method.LEAD_DECISION: "d"}
-
-
-class ResolutionError(Exception):
-    """A resolution step that does not apply to the issue in its current state. `field` names
-    the input at fault, when one is (the message then starts with it: "method: …")."""
-
-    def __init__(self, message: str, field: str = "") -> None:
-        super().__init__(f"{field}: {message}" if field else message)
-        self.field = field
-        self.reason = message
 
 
 def has_discussion(project_issue: ProjectIssue) -> bool:
@@ -321,15 +312,15 @@ def resolve(
     with the method the lead chose (`method_refusal` says which they may)."""
     refusal = method_refusal(method)
     if refusal:
-        raise ResolutionError(refusal, field="method")
+        raise Refusal("method", refusal)
     with transaction.atomic():
         pi = ProjectIssue.objects.select_for_update().get(pk=project_issue.pk)
         if pi.status == ProjectIssue.Status.FINAL or current_resolution(pi) is not None:
-            raise ResolutionError(gettext("The issue is already final; reopen it first."))
+            raise Refusal(WHOLE, gettext("The issue is already final; reopen it first."))
         # The discussion is read under the issue's lock, with its status.
         refusal = method_refusal(method, pi)
         if refusal:
-            raise ResolutionError(refusal, field="method")
+            raise Refusal("method", refusal)
         based_on = list(
             Annotation.objects.filter(
                 project_id=pi.project_id, issue_id=pi.issue_id, is_current=True
@@ -372,13 +363,14 @@ def adopted_label(project_issue: ProjectIssue, annotation_id: int) -> Label:
         is_current=True,
     ).first()
     if chosen is None:
-        raise ResolutionError(gettext("not an annotation of this issue"), field="source")
+        raise Refusal("source", gettext("not an annotation of this issue"))
     return Label.from_annotation(chosen, with_notes=False)
 
 
 def apply_lead_action(project_issue: ProjectIssue, lead: User, action: LeadAction) -> str:
     """Carry out a lead's action on an issue; returns what to tell the lead ("" for nothing).
-    Raises ResolutionError when it does not apply to the issue as it stands."""
+    Raises `Refusal` when it does not apply to the issue as it stands (naming the input at
+    fault, or `WHOLE`: the issue's state)."""
     if action.kind == "message":
         add_message(project_issue, lead, action.text)
         return ""
@@ -391,10 +383,10 @@ def apply_lead_action(project_issue: ProjectIssue, lead: User, action: LeadActio
         elif action.label is not None:
             label = action.label
         else:
-            raise ResolutionError(gettext("choose an annotation or a new label"), field="source")
+            raise Refusal("source", gettext("choose an annotation or a new label"))
         resolve(project_issue, lead, label, action.method, action.text)
         return gettext("Final label recorded for %(issue)s.") % {"issue": project_issue.issue}
-    raise ResolutionError(gettext("unknown action"), field="action")
+    raise Refusal("action", gettext("unknown action"))
 
 
 def reopen(project_issue: ProjectIssue, lead: User, note: str = "") -> Resolution:
@@ -403,7 +395,7 @@ def reopen(project_issue: ProjectIssue, lead: User, note: str = "") -> Resolutio
         pi = ProjectIssue.objects.select_for_update().get(pk=project_issue.pk)
         resolution = current_resolution(pi)
         if resolution is None:
-            raise ResolutionError(gettext("The issue has no final label to reopen."))
+            raise Refusal(WHOLE, gettext("The issue has no final label to reopen."))
         resolution.is_current = False
         resolution.reopened_by = lead
         resolution.reopened_at = timezone.now()
@@ -444,11 +436,9 @@ MAX_MESSAGE = 5000
 def _message_body(body: str) -> str:
     body = (body or "").strip()
     if not body:
-        raise ResolutionError("message: " + gettext("write something first."))
+        raise Refusal("message", gettext("write something first."))
     if len(body) > MAX_MESSAGE:
-        raise ResolutionError(
-            "message: " + gettext("at most %(most)s characters") % {"most": MAX_MESSAGE}
-        )
+        raise Refusal("message", gettext("at most %(most)s characters") % {"most": MAX_MESSAGE})
     return body
 
 
@@ -471,9 +461,7 @@ def request_change(project_issue: ProjectIssue, annotator: User, body: str) -> D
         is_current=True,
     ).exists()
     if not has_label:
-        raise ResolutionError(
-            "message: " + gettext("only an annotator of this issue may ask for a change")
-        )
+        raise Refusal("message", gettext("only an annotator of this issue may ask for a change"))
     return DiscussionMessage.objects.create(
         project_issue=project_issue,
         author=annotator,

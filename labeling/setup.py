@@ -1,7 +1,8 @@
 """Project setup for leads: which issues are in scope, K, the resolution policy, the stopping
 rule (fixed K or adaptive, `labeling.stopping`), the pilot; the setup page's two actions
 (`apply_setup_action`: a `ScopeChange` or a `SettingsChange`); and a new project made in one
-step with its members and scope (`create_project`).
+step with its members and scope (`create_project`). Input that cannot apply raises
+`lib.refusal.Refusal` naming its field, which the page puts beside that field.
 
 The pilot is a seeded random sample stratified by repository; it comes first in the queue and
 its annotations carry `is_pilot`, so agreement figures can leave them out. The rest of the
@@ -30,14 +31,10 @@ from labeling import resolution
 from labeling.models import Annotation, ProjectIssue, QueueFrontier, Reservation
 from labeling.stopping import AdaptiveRule
 from lib.inputlimits import integer_range
+from lib.refusal import Refusal
 
 # K: more labels per issue than any study asks of its volunteers is a typo, not a design.
 MAX_ANNOTATIONS_PER_ISSUE = 50
-
-
-class SetupError(Exception):
-    """Setup input that cannot apply; the message starts with the field at fault (its name,
-    never translated: the new-project page puts the error beside that field)."""
 
 
 @dataclass
@@ -105,21 +102,21 @@ def configure(
     others when their next label arrives.
     """
     if not 1 <= k <= MAX_ANNOTATIONS_PER_ISSUE:
-        raise SetupError(
-            "annotations_per_issue: "
-            + gettext("between 1 and %(most)s") % {"most": MAX_ANNOTATIONS_PER_ISSUE}
+        raise Refusal(
+            "annotations_per_issue",
+            gettext("between 1 and %(most)s") % {"most": MAX_ANNOTATIONS_PER_ISSUE},
         )
     if policy not in Project.Policy.values:
-        raise SetupError(
-            "resolution_policy: " + gettext("unknown policy %(policy)s") % {"policy": repr(policy)}
+        raise Refusal(
+            "resolution_policy", gettext("unknown policy %(policy)s") % {"policy": repr(policy)}
         )
     # Above one half, so two labels can never both hold a majority.
     if not 0.5 < threshold <= 1:
-        raise SetupError("majority_threshold: " + gettext("a share above 0.5 and at most 1"))
+        raise Refusal("majority_threshold", gettext("a share above 0.5 and at most 1"))
     stopping_rule = project.stopping_rule if stopping_rule is None else stopping_rule
     if stopping_rule not in Project.StoppingRule.values:
-        raise SetupError(
-            "stopping_rule: " + gettext("unknown rule %(rule)s") % {"rule": repr(stopping_rule)}
+        raise Refusal(
+            "stopping_rule", gettext("unknown rule %(rule)s") % {"rule": repr(stopping_rule)}
         )
     min_labels = project.min_labels if min_labels is None else min_labels
     lead_margin = project.lead_margin if lead_margin is None else lead_margin
@@ -127,17 +124,17 @@ def configure(
         # Checked only for the rule that uses them (a K lowered under the fixed rule keeps the
         # adaptive settings it would not allow; they are checked when the rule is chosen).
         if not 1 <= min_labels <= k:
-            raise SetupError("min_labels: " + gettext("between 1 and K (%(k)s)") % {"k": k})
+            raise Refusal("min_labels", gettext("between 1 and K (%(k)s)") % {"k": k})
         # A lead above K could never be reached before K: every issue would take K labels.
         if not 1 <= lead_margin <= k:
-            raise SetupError("lead_margin: " + gettext("between 1 and K (%(k)s)") % {"k": k})
+            raise Refusal("lead_margin", gettext("between 1 and K (%(k)s)") % {"k": k})
     most = (
         ProjectIssue.objects.filter(project=project).aggregate(m=Max("annotation_count"))["m"] or 0
     )
     if k < most:
-        raise SetupError(
-            "annotations_per_issue: "
-            + gettext("an issue already has %(count)s annotations") % {"count": most}
+        raise Refusal(
+            "annotations_per_issue",
+            gettext("an issue already has %(count)s annotations") % {"count": most},
         )
     project.annotations_per_issue = k
     project.resolution_policy = policy
@@ -233,9 +230,9 @@ def _check_queue_args(pilot_size: int, seed: int) -> None:
     ):
         low, high = integer_range(Project, column)
         if not low <= value <= high:
-            raise SetupError(
-                f"{name}: "
-                + gettext("a whole number from %(low)s to %(high)s") % {"low": low, "high": high}
+            raise Refusal(
+                name,
+                gettext("a whole number from %(low)s to %(high)s") % {"low": low, "high": high},
             )
 
 
@@ -300,10 +297,10 @@ class SetupDone:
 
 def apply_setup_action(project: Project, action: ScopeChange | SettingsChange) -> SetupDone:
     """Carry out a lead's action on the setup page (the scope, or the settings); returns what
-    to tell the lead. Raises SetupError, naming the field, when it does not apply."""
+    to tell the lead. Raises `Refusal`, naming the field, when it does not apply."""
     if isinstance(action, ScopeChange):
         if action.scope is None:
-            raise SetupError("repositories: " + gettext("you may manage none of them."))
+            raise Refusal("repositories", gettext("you may manage none of them."))
         result = apply_scope(project, action.scope, pilot_size=action.pilot_size, seed=action.seed)
         return SetupDone(
             gettext("Scope applied: %(added)s added, %(removed)s removed, %(total)s in scope.")
@@ -454,25 +451,25 @@ def create_project(
                 created_by=creator,
             )
     except IntegrityError:
-        raise SetupError(
-            "name: " + gettext("a project named %(name)s already exists") % {"name": repr(name)}
+        raise Refusal(
+            "name", gettext("a project named %(name)s already exists") % {"name": repr(name)}
         ) from None
     Membership.objects.create(project=project, user=creator, role=Role.LEAD)
     if members and not may_add_existing_accounts(creator):
-        raise SetupError(
-            "members: "
-            + gettext(
+        raise Refusal(
+            "members",
+            gettext(
                 "only an admin adds existing accounts to a project; invite members from the "
                 "project's page once it exists"
-            )
+            ),
         )
     seen = {creator.pk}
     for user, role in members or []:
         if role not in Role.values:
-            raise SetupError("members: " + gettext("unknown role %(role)s") % {"role": repr(role)})
+            raise Refusal("members", gettext("unknown role %(role)s") % {"role": repr(role)})
         if user.pk in seen:
-            raise SetupError(
-                "members: " + gettext("%(username)s is listed twice") % {"username": user.username}
+            raise Refusal(
+                "members", gettext("%(username)s is listed twice") % {"username": user.username}
             )
         seen.add(user.pk)
         Membership.objects.create(project=project, user=user, role=role)

@@ -48,7 +48,7 @@ from labeling.proposals import proposal_from_annotation
 from labeling.queue import _SLOTS_SQL, slot_state
 from labeling.stopping import AdaptiveRule
 from lib import metrics, sql
-from lib.refusal import Refusal
+from lib.refusal import WHOLE, Refusal
 from taxonomy.models import TaxonomyNode
 
 # Table names from the models (`Meta.db_table`), never spelled out in the SQL below.
@@ -420,13 +420,13 @@ def submit(
         if current is not None and label.same_as(current):
             return current  # nothing changes (a double submit): the same answer in any state
         if current is not None and is_locked(pi, project):
-            raise Refusal("__all__", str(LOCKED_MESSAGE))
+            raise Refusal(WHOLE, str(LOCKED_MESSAGE))
         if current is None:
             if not slots.reservation:  # none, or handed back
                 raise NotYours
             if slots.annotations + slots.reserved >= project.annotations_per_issue:
                 raise Refusal(
-                    "__all__",
+                    WHOLE,
                     gettext("Your reservation of this issue expired; it was handed back."),
                 )
         if current is not None:

@@ -211,7 +211,7 @@ def request_change(request: AuthedRequest, project_id: int, public_id: int) -> H
         raise Http404  # as for an issue that was never theirs
     try:
         resolution.request_change(item, request.user, request.POST.get("body", ""))
-    except resolution.ResolutionError as exc:
+    except Refusal as exc:
         messages.error(request, gettext("Not sent: %(error)s") % {"error": exc})
     else:
         messages.success(request, gettext("Sent to the lead."))
@@ -282,7 +282,7 @@ def project_setup(request: AuthedRequest, project_id: int) -> HttpResponse:
         else:
             try:
                 done = setup.apply_setup_action(project, form.setup_action())
-            except setup.SetupError as exc:
+            except Refusal as exc:
                 messages.error(request, gettext("Not saved: %(error)s") % {"error": exc})
             else:
                 messages.success(request, done.message)
@@ -353,7 +353,7 @@ def resolve_issue(request: AuthedRequest, project_id: int, item_id: int) -> Http
         else:
             try:
                 done = resolution.apply_lead_action(item, request.user, form.lead_action())
-            except resolution.ResolutionError as exc:
+            except Refusal as exc:
                 error, field = str(exc), exc.field
         if error:
             # Refused: the page again (400) with the lead's choices kept and the error said at

@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from lib.svgchart import Frame
+
 BINS = 10
 EDGES: tuple[float, ...] = tuple(i / BINS for i in range(1, BINS))  # 0.1 … 0.9, as written
 # Fewer out-of-fold labels than this: Platt's sigmoid (two parameters); isotonic from here.
@@ -136,23 +138,15 @@ class Calibrator:
         return {"method": self.method, "fitted_on": self.n}
 
 
-# The reliability diagram, drawn server-side as SVG (presentation attributes only: the CSP
-# forbids inline styles); its colours are CSS classes in static/css/raters.css.
-WIDTH, HEIGHT = 300, 300
-LEFT, RIGHT, TOP, BOTTOM = 46, 12, 12, 46
+# The reliability diagram, drawn server-side as SVG (`lib.svgchart`); its colours are CSS
+# classes in static/css/raters.css.
+FRAME = Frame(300, 300, margin_left=46, margin_right=12, margin_top=12, margin_bottom=46)
 
 
 def diagram(bins: Sequence[Sequence[Any]]) -> dict[str, Any]:
     """Coordinates of a reliability diagram: per bin of confidence (x), a bar up to the bin's
     accuracy and a mark at its mean confidence (y), beside the diagonal of a calibrated rater."""
-    inner_w, inner_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
-
-    def x(value: float) -> float:
-        return round(LEFT + value * inner_w, 1)
-
-    def y(value: float) -> float:
-        return round(TOP + (1 - value) * inner_h, 1)
-
+    x, y = FRAME.x, FRAME.y  # confidence and accuracy are shares already
     bars = []
     for low, high, n, confidence, accuracy in bins:
         if not n:
@@ -174,16 +168,8 @@ def diagram(bins: Sequence[Sequence[Any]]) -> dict[str, Any]:
         )
     ticks = [i / 5 for i in range(6)]
     return {
-        "width": WIDTH,
-        "height": HEIGHT,
-        "left": LEFT,
-        "right": WIDTH - RIGHT,
-        "top": TOP,
-        "bottom": HEIGHT - BOTTOM,
+        **FRAME.axes(),
         "x_ticks": [{"value": t, "x": x(t)} for t in ticks],
         "y_ticks": [{"value": t, "y": y(t)} for t in ticks],
-        "x_title_x": LEFT + inner_w / 2,
-        "x_title_y": HEIGHT - 8,
-        "y_title_y": TOP + inner_h / 2,
         "bars": bars,
     }

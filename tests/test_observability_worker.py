@@ -13,56 +13,31 @@ The worker uses the test database from its own process, so this test commits
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
 import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 import redis
 import requests
 from django.conf import settings
-from django.db import connection
 from django.urls import reverse
 
 from dataset.models import ExportJob
+from tests.faults.services import celery_worker, database_url, free_port, stop_process, wait_for
 from tests.metrics_helpers import value
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
-ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "worker-scrape-token-5e2d"
 REQUEST_ID = "lead-export-0001"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 @pytest.fixture
 def worker(tmp_path):
     assert settings.REDIS_URL, "worker tests need Redis (bin/test sets REDIS_URL)"
     redis.Redis.from_url(settings.REDIS_URL).flushdb()  # this run's own Redis db
-    s = connection.settings_dict
-    url = f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
     (tmp_path / "prometheus").mkdir()
-    port = _free_port()
+    port = free_port()
     env = {
-        **os.environ,
-        "DATABASE_URL": url,
+        "DATABASE_URL": database_url(),
         "REDIS_URL": settings.REDIS_URL,
         "LOG_FORMAT": "json",
         "LOG_LEVEL": "INFO",
@@ -73,20 +48,11 @@ def worker(tmp_path):
     }
     log_path = tmp_path / "worker.log"
     with log_path.open("wb") as log_file:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "-P", "solo",
-             "--without-heartbeat", "--without-gossip", "--without-mingle"],
-            cwd=ROOT, env=env, start_new_session=True,
-            stdout=subprocess.DEVNULL, stderr=log_file,  # the banner on stdout, logs on stderr
-        )  # fmt: skip
+        # The banner on stdout, the log lines on stderr (their level is LOG_LEVEL's: with
+        # LOG_FORMAT=json the site's logging, not the worker's -l, sets them up).
+        proc = celery_worker(env, stdout=subprocess.DEVNULL, stderr=log_file)
     yield proc, f"http://127.0.0.1:{port}/metrics", log_path
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    stop_process(proc)
 
 
 def _answers(url: str) -> bool:
@@ -101,7 +67,7 @@ def test_a_task_started_by_a_request_logs_the_requests_id(
     client, project, issues_in_project, lead, worker
 ):
     proc, metrics_url, log_path = worker
-    _wait(lambda: _answers(metrics_url) or proc.poll() is not None, 60, "the worker's port")
+    wait_for(lambda: _answers(metrics_url) or proc.poll() is not None, 60, "the worker's port")
     assert proc.poll() is None, log_path.read_text()[-3000:]
 
     client.force_login(lead)
@@ -110,7 +76,8 @@ def test_a_task_started_by_a_request_logs_the_requests_id(
     )
     assert response.status_code == 302 and response["X-Request-ID"] == REQUEST_ID
     job = ExportJob.objects.get()
-    _wait(lambda: ExportJob.objects.get(pk=job.pk).status in ("done", "failed"), 60, "the export")
+    finished = ("done", "failed")
+    wait_for(lambda: ExportJob.objects.get(pk=job.pk).status in finished, 60, "the export")
     assert ExportJob.objects.get(pk=job.pk).status == "done"
 
     def task_lines() -> list[dict]:
@@ -121,7 +88,7 @@ def test_a_task_started_by_a_request_logs_the_requests_id(
         lines = [json.loads(line) for line in text.splitlines() if line.strip()]
         return [line for line in lines if line.get("task") == "dataset.tasks.run_export"]
 
-    _wait(lambda: len(task_lines()) >= 2, 10, "the task's finishing log line")
+    wait_for(lambda: len(task_lines()) >= 2, 10, "the task's finishing log line")
     # Every line the worker logged is a JSON object (json.loads above would have failed).
     lines = task_lines()
     assert {line["request_id"] for line in lines} == {REQUEST_ID}

@@ -18,17 +18,11 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.db import connection
 
-from tests.faults.services import free_port, wait_for
+from tests.faults.services import database_url, free_port, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _database_url() -> str:
-    s = connection.settings_dict
-    return f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
 
 
 @pytest.fixture
@@ -36,7 +30,7 @@ def web_host(db) -> Iterator[int]:
     port = free_port()
     env = {
         **os.environ,
-        "DATABASE_URL": _database_url(),
+        "DATABASE_URL": database_url(),
         "SECRET_KEY": settings.SECRET_KEY,
         "DEBUG": "0",
         "ALLOWED_HOSTS": "annotator.example.org,127.0.0.1",

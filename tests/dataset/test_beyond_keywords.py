@@ -15,6 +15,7 @@ from django.utils import translation
 
 from annotator import outbox
 from annotator.models import Membership, Project, QueuedTask, Role
+from dataset import beyond_keywords, recall, recall_views
 from dataset.beyond_keywords import (
     TOP,
     add_dropped_issue,
@@ -25,6 +26,7 @@ from dataset.beyond_keywords import (
     score_dropped,
 )
 from dataset.models import RankedIssue, RecallProbe, RecallRanking
+from dataset.recall import dropped_population
 from dataset.tasks import run_ranking
 from ingest.models import Issue, Repository
 from labeling.models import MachineRater, ProjectIssue, Resolution
@@ -260,6 +262,31 @@ def test_an_added_issue_joins_the_queue_as_an_ordinary_issue_and_leaves_the_rank
     assert [s for _, s in left] == pytest.approx([s for _, s in again], abs=1e-12)
     with pytest.raises(Refusal, match="issue"):
         add_dropped_issue(project, relevant[0])  # already in the queue
+
+
+def test_the_page_reads_the_dropped_issues_once_for_the_report_and_the_ranking(
+    client, project, lead, dropped, monkeypatch
+):
+    """Lena's recall page shows the report and the stored ranking, both of the same dropped
+    issues: they are read once per load and shared, not once for each."""
+    rank_now(project)
+    reads: list[int] = []
+
+    def counted(of: Project):
+        reads.append(of.pk)
+        return dropped_population(of)
+
+    for module in (recall, beyond_keywords, recall_views):  # wherever a caller has it from
+        monkeypatch.setattr(module, "dropped_population", counted, raising=False)
+    client.force_login(lead)
+    # The probe: the ranking's card alone reads them, through the counter.
+    card = client.get(f"/projects/{project.pk}/recall/ranking/")
+    assert b'id="ranking-table"' in card.content and reads == [project.pk]
+    reads.clear()
+    page = client.get(f"/projects/{project.pk}/recall/")
+    assert page.status_code == 200 and b'id="ranking-table"' in page.content
+    assert shown(page) == shown(card)
+    assert reads == [project.pk]
 
 
 def test_a_retrained_raters_page_shows_the_new_versions_ranking_after_its_job(

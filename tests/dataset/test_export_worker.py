@@ -7,46 +7,27 @@ The worker uses the test database from its own process, so this test commits
 from __future__ import annotations
 
 import io
-import os
-import signal
-import subprocess
-import sys
 import time
 import zipfile
-from pathlib import Path
 
 import pytest
 import redis
 from django.conf import settings
-from django.db import connection
 from django.urls import reverse
 
 from dataset.models import ExportJob
+from tests.faults.services import celery_worker, database_url, stop_process
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def worker():
     assert settings.REDIS_URL, "worker tests need Redis (bin/test sets REDIS_URL)"
     redis.Redis.from_url(settings.REDIS_URL).flushdb()  # this run's own Redis db
-    s = connection.settings_dict
-    url = f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
-    env = {**os.environ, "DATABASE_URL": url, "REDIS_URL": settings.REDIS_URL}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-P", "solo",
-         "--without-heartbeat", "--without-gossip", "--without-mingle", "-l", "warning"],
-        cwd=ROOT, env=env, start_new_session=True,
-    )  # fmt: skip
+    proc = celery_worker({"DATABASE_URL": database_url(), "REDIS_URL": settings.REDIS_URL})
     yield proc
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    stop_process(proc)
 
 
 def test_export_runs_in_a_worker_and_downloads(client, project, issues_in_project, lead, worker):

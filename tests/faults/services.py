@@ -1,8 +1,11 @@
-"""Services a fault test may stop: its own PostgreSQL cluster, its own Redis, a gunicorn.
+"""The processes a test starts, for every test that starts one: its own PostgreSQL cluster,
+its own Redis, a gunicorn, a `celery worker` (`celery_worker`, the one spelling of its command
+line), the test database's URL for them (`database_url`), and `stop_process`.
 
 A test that restarts or stops a service starts its own, on a free port of 127.0.0.1 and in a
 temporary directory, and stops it by its process id; the shared PostgreSQL (5432) and Redis
-(6379) are never touched. Every wait polls (50 ms) with a deadline.
+(6379) are never touched. Every process starts in its own session, so that stopping it ends
+its children too (a prefork pool's). Every wait polls (50 ms) with a deadline.
 """
 
 from __future__ import annotations
@@ -15,8 +18,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import IO
 
 ROOT = Path(__file__).resolve().parents[2]
 PG_BIN = Path(
@@ -38,6 +42,65 @@ def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
             return
         time.sleep(0.05)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def database_url() -> str:
+    """The test database's URL, as a process the test starts reads it (`DATABASE_URL`)."""
+    from django.db import connection
+
+    s = connection.settings_dict
+    return f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+
+
+def stop_process(proc: subprocess.Popen, timeout: float = 15) -> None:
+    """SIGTERM to the process's session (it and its children), SIGKILL after `timeout`."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def celery_worker(
+    env: Mapping[str, str],
+    *,
+    app: str = "config",
+    queues: Sequence[str] = (),
+    pool: str = "solo",
+    concurrency: int | None = None,
+    hostname: str | None = None,
+    beat_schedule: Path | None = None,
+    loglevel: str = "warning",
+    options: Sequence[str] = (),
+    stdout: IO[bytes] | int | None = None,
+    stderr: IO[bytes] | int | None = None,
+) -> subprocess.Popen:
+    """A `celery -A app worker` process of the test's own, started from the project's root with
+    `env` over this process's environment, in its own session (`stop_process` ends it and its
+    pool's children); its output goes to `stdout` / `stderr` (None: the test's own).
+
+    `queues` (-Q; none: the default queue), `pool` (-P; solo: the task runs in the worker's
+    process, whose pid is the one a job's row names), `concurrency` (-c), `hostname` (-n, e.g.
+    "first@%h"), `beat_schedule` (-B with its schedule file: the worker runs beat too),
+    `loglevel` (-l), and `options`, any other option, at the end. Without heartbeat, gossip or
+    mingle: a test's workers need not know of each other, and start sooner."""
+    command = [sys.executable, "-m", "celery", "-A", app, "worker", "-P", pool, "-l", loglevel,
+               "--without-heartbeat", "--without-gossip", "--without-mingle"]  # fmt: skip
+    if queues:
+        command += ["-Q", ",".join(queues)]
+    if concurrency is not None:
+        command += ["-c", str(concurrency)]
+    if hostname is not None:
+        command += ["-n", hostname]
+    if beat_schedule is not None:
+        command += ["-B", "-s", str(beat_schedule)]
+    command += options
+    return subprocess.Popen(
+        command, cwd=ROOT, env={**os.environ, **env}, start_new_session=True,
+        stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+    )  # fmt: skip
 
 
 def _as_postgres(command: list[str]) -> list[str]:
@@ -215,11 +278,5 @@ class Gunicorn:
         return f"http://127.0.0.1:{self.port}"
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        stop_process(self.proc)
         self.log.unlink(missing_ok=True)

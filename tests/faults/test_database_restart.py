@@ -20,21 +20,15 @@ import psycopg
 import pytest
 import requests
 from django.conf import settings
-from django.db import connection
 
 from tests.builders import http_labeling_study
-from tests.faults.services import Gunicorn, PrivatePostgres, copy_database
+from tests.faults.services import Gunicorn, PrivatePostgres, copy_database, database_url
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 ANNOTATORS = 20
 ISSUES = 400
 CSRF = "f" * 32  # an unmasked CSRF secret: the same value in the cookie and the header
-
-
-def _test_database_url() -> str:
-    s = connection.settings_dict
-    return f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
 
 
 @dataclass
@@ -58,7 +52,7 @@ def served(taxonomy_version) -> Iterator[tuple[Study, PrivatePostgres, Gunicorn,
     server = None
     try:
         url = postgres.createdb("annotator_restart")
-        copy_database(_test_database_url(), url)
+        copy_database(database_url(), url)
         server = Gunicorn(
             {
                 "DATABASE_URL": url,

@@ -11,10 +11,7 @@ database, which stays up.
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -25,21 +22,22 @@ import requests
 from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
 from django.contrib.sessions.backends.db import SessionStore
-from django.db import connection
 
 from annotator.models import QueuedTask
 from dataset.models import ExportJob
 from labeling.models import Annotation, ProjectIssue, Resolution
 from tests.builders import label_data, label_item
-from tests.faults.services import ROOT, Gunicorn, PrivateRedis, wait_for
+from tests.faults.services import (
+    Gunicorn,
+    PrivateRedis,
+    celery_worker,
+    database_url,
+    stop_process,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 CSRF = "e" * 32
-
-
-def _database_url() -> str:
-    s = connection.settings_dict
-    return f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
 
 
 def _session(base: str, user) -> requests.Session:
@@ -59,7 +57,7 @@ def _session(base: str, user) -> requests.Session:
 def site(tmp_path) -> Iterator[tuple[PrivateRedis, Gunicorn, dict[str, str]]]:
     redis = PrivateRedis()
     env = {
-        "DATABASE_URL": _database_url(),
+        "DATABASE_URL": database_url(),
         "REDIS_URL": redis.url,
         "SECRET_KEY": settings.SECRET_KEY,
         "CACHE_KEY_PREFIX": f"redis-stop-{time.time_ns()}",
@@ -77,27 +75,6 @@ def site(tmp_path) -> Iterator[tuple[PrivateRedis, Gunicorn, dict[str, str]]]:
         if server is not None:
             server.close()
         redis.close()
-
-
-def _start_worker(env: dict[str, str], directory: Path) -> subprocess.Popen:
-    """A worker with its beat (-B), which sweeps the outbox every second here."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-B", "-P", "solo",
-         "-s", str(directory / "beat-schedule"), "--without-heartbeat", "--without-gossip",
-         "--without-mingle", "-l", "warning"],
-        cwd=ROOT, env={**os.environ, **env}, start_new_session=True,
-        stdout=(directory / "worker.log").open("ab"), stderr=subprocess.STDOUT,
-    )  # fmt: skip
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 def test_the_site_goes_on_without_redis_and_queued_jobs_run_when_it_returns(
@@ -160,7 +137,11 @@ def test_the_site_goes_on_without_redis_and_queued_jobs_run_when_it_returns(
 
     # A worker starts while Redis is still away, then Redis comes back (empty).
     directory = Path(tempfile.mkdtemp(prefix="faults-worker-"))
-    worker = _start_worker(env, directory)
+    # A worker with its beat, which sweeps the outbox every second here.
+    with (directory / "worker.log").open("ab") as log:
+        worker = celery_worker(
+            env, beat_schedule=directory / "beat-schedule", stdout=log, stderr=subprocess.STDOUT
+        )
     try:
         time.sleep(1)
         redis.start()
@@ -172,7 +153,7 @@ def test_the_site_goes_on_without_redis_and_queued_jobs_run_when_it_returns(
 
         wait_for(both_done, 90, "both exports to be built once Redis is back")
     finally:
-        _stop(worker)
+        stop_process(worker)
     jobs = list(ExportJob.objects.order_by("pk"))
     root = Path(env["DATA_DIR"]) / "exports"
     files = sorted(p.relative_to(root) for p in root.rglob("*") if p.is_file())

@@ -15,18 +15,15 @@ Every process started is stopped by its pid. A sync killed mid-run: tests/ingest
 from __future__ import annotations
 
 import hashlib
-import os
 import signal
 import socket
 import subprocess
-import sys
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from celery import Celery
-from django.db import connection
 
 from dataset.exports import export_path
 from dataset.models import ExportJob, Release, UploadJob
@@ -37,16 +34,11 @@ from labeling.models import MachineLabel, ProjectIssue
 from raters.models import RaterRun
 from raters.runs import RaterSettings, add_rater, create_run
 from tests.builders import final_issue
-from tests.faults.services import ROOT, PrivateRedis, wait_for
+from tests.faults.services import PrivateRedis, celery_worker, database_url, stop_process, wait_for
 from tests.raters.conftest import add_finals
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 DELAY_MS = 800  # each step of a job; the test kills its worker within the first steps
-
-
-def _database_url() -> str:
-    s = connection.settings_dict
-    return f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
 
 
 class Workers:
@@ -61,20 +53,14 @@ class Workers:
 
     def start(self) -> subprocess.Popen:
         env = {
-            **os.environ,
-            "DATABASE_URL": _database_url(),
+            "DATABASE_URL": database_url(),
             "REDIS_URL": self.redis.url,
             "DATA_DIR": str(self.data_dir),
             "CELERY_VISIBILITY_TIMEOUT": "3",
             "CELERY_RESTORE_INTERVAL": "1",
             "JOB_STEP_DELAY_MS": str(DELAY_MS),
         }
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "-P", "solo",
-             "-n", f"w{len(self.procs)}@%h", "--without-heartbeat", "--without-gossip",
-             "--without-mingle", "-l", "warning"],
-            cwd=ROOT, env=env, start_new_session=True,
-        )  # fmt: skip
+        proc = celery_worker(env, hostname=f"w{len(self.procs)}@%h")
         self.procs.append(proc)
         return proc
 
@@ -100,13 +86,7 @@ class Workers:
 
     def close(self) -> None:
         for proc in self.procs:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+            stop_process(proc)
         self.sender.close()
 
 

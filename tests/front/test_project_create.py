@@ -23,6 +23,7 @@ from ingest.models import Issue, Repository
 from ingest.permissions import manageable_repositories
 from labeling import setup
 from labeling.models import ProjectIssue
+from lib.refusal import Refusal
 from tests.conftest import make_issue, make_user
 
 pytestmark = pytest.mark.django_db
@@ -288,7 +289,7 @@ def test_only_an_admin_adds_existing_accounts_and_a_lead_learns_no_username(
     assert "no user named" not in answers[1]
     assert not manageable_repositories(annotator).filter(pk=repository.pk).exists()
     # The service refuses it too, whoever calls it.
-    with pytest.raises(setup.SetupError, match=r"^members: only an admin"):
+    with pytest.raises(Refusal, match=r"^members: only an admin"):
         setup.create_project(
             creator,
             name="Direct",
@@ -388,7 +389,7 @@ def test_a_setting_the_service_refuses_rolls_everything_back(
 def test_create_project_is_all_or_nothing_when_called_directly(
     admin, taxonomy_version, repository, dated_issues, annotator
 ):
-    with pytest.raises(setup.SetupError, match=r"^members: .* listed twice"):
+    with pytest.raises(Refusal, match=r"^members: .* listed twice"):
         setup.create_project(
             admin,
             name="Twice",
@@ -400,7 +401,7 @@ def test_create_project_is_all_or_nothing_when_called_directly(
             members=[(annotator, Role.ANNOTATOR), (annotator, Role.LEAD)],
         )
     assert not Project.objects.exists() and not ProjectIssue.objects.exists()
-    with pytest.raises(setup.SetupError, match=r"^seed: "):
+    with pytest.raises(Refusal, match=r"^seed: "):
         setup.create_project(
             admin,
             name="Bad seed",

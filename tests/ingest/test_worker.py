@@ -10,27 +10,18 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.db import connection
 
 from config.celery import app
 from ingest.models import Comment, Issue, SyncRun
 from ingest.runs import resume_run, start_sync
+from tests.faults.services import celery_worker, database_url, stop_process, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _database_url() -> str:
-    s = connection.settings_dict
-    return f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
 
 
 @pytest.fixture
@@ -41,39 +32,18 @@ def start_worker() -> Iterator[Callable[..., subprocess.Popen]]:
 
     def start(name: str = "celery", env: dict[str, str] | None = None) -> subprocess.Popen:
         env = {
-            **os.environ,
             **(env or {}),
-            "DATABASE_URL": _database_url(),
+            "DATABASE_URL": database_url(),
             "REDIS_URL": settings.REDIS_URL,
             "FORGE_API_HOSTS": "http://127.0.0.1",  # the fake forge, as an admin would list it
         }
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "-P", "solo",
-             "-n", f"{name}@%h", "--without-heartbeat", "--without-gossip", "--without-mingle",
-             "-l", "warning"],
-            cwd=ROOT, env=env, start_new_session=True,
-        )  # fmt: skip
+        proc = celery_worker(env, hostname=f"{name}@%h")
         workers.append(proc)
         return proc
 
     yield start
     for proc in workers:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        stop_process(proc)
 
 
 def _run(run_id: int) -> SyncRun:

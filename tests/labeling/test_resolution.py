@@ -103,7 +103,7 @@ def test_lead_resolves_and_reopens_keeping_history(project, items, raters, lead)
     item.refresh_from_db()
     assert item.status == ProjectIssue.Status.FINAL
     assert (final.label_code, final.method, final.decided_by) == ("C.2", "consensus", lead)
-    with pytest.raises(resolution.ResolutionError):
+    with pytest.raises(Refusal):
         resolution.resolve(item, lead, chosen, Resolution.Method.LEAD_DECISION)
     resolution.reopen(item, lead, "new evidence")
     item.refresh_from_db()
@@ -120,12 +120,12 @@ def test_lead_resolves_and_reopens_keeping_history(project, items, raters, lead)
 
 def test_resolve_refuses_an_automatic_method(project, items, raters, lead):
     item = label_all(project, items[0], raters, ["C.1", "C.2", "A.1"])
-    with pytest.raises(resolution.ResolutionError):
+    with pytest.raises(Refusal):
         resolution.resolve(item, lead, resolution.current_annotations(item)[0], "unanimous")
 
 
 def test_reopen_needs_a_final_label(project, items, lead):
-    with pytest.raises(resolution.ResolutionError):
+    with pytest.raises(Refusal):
         resolution.reopen(items[0], lead)
 
 
@@ -151,7 +151,7 @@ def test_compare_counts_votes_per_level(project, items, raters):
 
 
 def test_discussion_messages(project, items, lead):
-    with pytest.raises(resolution.ResolutionError):
+    with pytest.raises(Refusal):
         resolution.add_message(items[0], lead, "   ")
     resolution.add_message(items[0], lead, "Looks like a bug to me")
     assert items[0].discussion.get().author == lead

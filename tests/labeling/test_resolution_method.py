@@ -28,6 +28,7 @@ from dataset.releases import release_counts
 from labeling import resolution, submission
 from labeling.forms import LeadActionForm
 from labeling.models import Annotation, DiscussionMessage, ProjectIssue, Resolution
+from lib.refusal import Refusal
 from taxonomy.models import TaxonomyNode
 from tests.labeling.conftest import label_data, label_item
 
@@ -105,7 +106,7 @@ def test_consensus_without_a_discussion_is_refused_and_a_message_makes_it_possib
     project, disputed, lead, other_annotator
 ):
     otto = _otto(disputed, other_annotator)
-    with pytest.raises(resolution.ResolutionError) as refused:
+    with pytest.raises(Refusal) as refused:
         resolution.resolve(disputed, lead, otto, Resolution.Method.CONSENSUS)
     assert refused.value.field == "method"
     assert str(refused.value).startswith("method: ")
@@ -115,7 +116,7 @@ def test_consensus_without_a_discussion_is_refused_and_a_message_makes_it_possib
     assert not Resolution.objects.filter(issue=disputed.issue).exists()
     # The same through the lead's action, as the page and a script carry it out.
     action = resolution.LeadAction("resolve", method="consensus", annotation_id=otto.pk)
-    with pytest.raises(resolution.ResolutionError, match="needs a discussion"):
+    with pytest.raises(Refusal, match="needs a discussion"):
         resolution.apply_lead_action(disputed, lead, action)
     assert resolution.method_refusal("consensus", disputed)
     assert resolution.method_refusal("lead_decision", disputed) == ""
@@ -131,7 +132,7 @@ def test_consensus_without_a_discussion_is_refused_and_a_message_makes_it_possib
 def test_there_is_no_default_method_and_no_automatic_one(project, disputed, lead, other_annotator):
     otto = _otto(disputed, other_annotator)
     for method in ("", "unanimous", "majority", "imported"):
-        with pytest.raises(resolution.ResolutionError) as refused:
+        with pytest.raises(Refusal) as refused:
             resolution.resolve(disputed, lead, otto, method)
         assert refused.value.field == "method", method
     form = LeadActionForm({"action": "resolve", "source": str(otto.pk)}, project=project)

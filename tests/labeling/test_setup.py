@@ -8,6 +8,7 @@ from annotator.models import Project
 from ingest.models import Issue, Repository
 from labeling import setup
 from labeling.models import ProjectIssue
+from lib.refusal import Refusal
 from tests.conftest import make_issue
 from tests.labeling.conftest import label_item
 
@@ -75,11 +76,11 @@ def test_configure_validates(project, items, annotator, other_annotator):
     project.refresh_from_db()
     assert (project.annotations_per_issue, project.resolution_policy) == (5, "majority")
     for bad in [(0, "majority", 0.8), (3, "nope", 0.8), (3, "majority", 0.5)]:
-        with pytest.raises(setup.SetupError):
+        with pytest.raises(Refusal):
             setup.configure(project, *bad)
     label_item(annotator, project, items[0], "C.1")
     label_item(other_annotator, project, items[0], "C.1")
-    with pytest.raises(setup.SetupError, match="annotations_per_issue"):
+    with pytest.raises(Refusal, match="annotations_per_issue"):
         setup.configure(project, 1, "lead_decides", 0.8)
 
 
@@ -129,7 +130,7 @@ def test_the_setup_pages_scope_action_applies_the_scope_and_says_what_it_did(pro
 
 
 def test_a_scope_action_with_no_repository_to_choose_is_refused_naming_repositories(project):
-    with pytest.raises(setup.SetupError, match=r"^repositories: you may manage none of them\.$"):
+    with pytest.raises(Refusal, match=r"^repositories: you may manage none of them\.$"):
         setup.apply_setup_action(project, setup.ScopeChange(None, pilot_size=0, seed=0))
     assert not ProjectIssue.objects.filter(project=project).exists()
 
@@ -144,5 +145,5 @@ def test_the_settings_action_configures_and_warns_of_a_minimum_at_k(project):
     assert "behaves like the fixed rule" in done.warning
     project.refresh_from_db()
     assert (project.annotations_per_issue, project.min_labels) == (5, 5)
-    with pytest.raises(setup.SetupError, match=r"^majority_threshold: "):
+    with pytest.raises(Refusal, match=r"^majority_threshold: "):
         setup.apply_setup_action(project, setup.SettingsChange(5, "majority", 0.4))

@@ -10,27 +10,21 @@ the test database; each is stopped by its process id at the end.
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import sys
 import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 
 import psycopg
 import pytest
 import requests
 from django.conf import settings
-from django.db import connection
 
 from tests.builders import http_labeling_study
-from tests.faults.services import Gunicorn
+from tests.faults.services import Gunicorn, celery_worker, database_url, stop_process
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-ROOT = Path(__file__).resolve().parents[2]
 
 K = 3
 ISSUES = 40
@@ -38,36 +32,21 @@ ANNOTATORS = 16
 CSRF = "e" * 32  # an unmasked CSRF secret: the same value in the cookie and the header
 
 
-def _database_url() -> str:
-    s = connection.settings_dict
-    return f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
-
-
 def _worker(name: str, env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-P", "solo",
-         "-n", f"{name}@%h", "--without-heartbeat", "--without-gossip", "--without-mingle",
-         "-l", "error"],
-        cwd=ROOT, env={**os.environ, **env}, start_new_session=True,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    return celery_worker(
+        env,
+        hostname=f"{name}@%h",
+        loglevel="error",
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 @pytest.fixture
 def two_hosts() -> Iterator[list[Gunicorn]]:
     assert settings.REDIS_URL, "this test needs Redis (bin/test sets REDIS_URL)"
     env = {
-        "DATABASE_URL": _database_url(),
+        "DATABASE_URL": database_url(),
         "REDIS_URL": settings.REDIS_URL,
         "SECRET_KEY": settings.SECRET_KEY,  # the sessions were signed with it
         "CACHE_KEY_PREFIX": f"two-hosts-{time.time_ns()}",  # one cache, as on real hosts
@@ -89,7 +68,7 @@ def two_hosts() -> Iterator[list[Gunicorn]]:
         for server in started:
             server.close()
         for proc in workers:
-            _stop(proc)
+            stop_process(proc)
 
 
 def _study(taxonomy_version) -> tuple[int, dict[str, str], list[dict[str, str]]]:
@@ -148,7 +127,7 @@ def test_two_instances_serve_exactly_k_labels_per_issue(two_hosts, taxonomy_vers
     assert problems == [], problems[:5]
 
     # The database, read directly: K labels per issue, each by a different volunteer.
-    with psycopg.connect(_database_url()) as db:
+    with psycopg.connect(database_url()) as db:
         per_issue = db.execute(
             "SELECT pi.issue_id, count(a.id), count(DISTINCT a.annotator_id)"
             " FROM annotator_projectissue pi LEFT JOIN annotator_annotation a"

@@ -9,6 +9,7 @@ from ingest.permissions import attach
 from labeling import resolution
 from labeling.forms import LeadActionForm
 from labeling.models import Annotation, DiscussionMessage, ProjectIssue, Resolution
+from lib.refusal import Refusal
 from tests.conftest import make_user
 from tests.labeling.conftest import label_data, label_item
 
@@ -257,7 +258,7 @@ def test_the_lead_actions_are_a_form_and_functions_of_the_resolution_module(
         {"action": "resolve", "source": str(elsewhere.pk), "method": "consensus"}, project=project
     )
     assert form.is_valid()
-    with pytest.raises(resolution.ResolutionError, match="source: not an annotation"):
+    with pytest.raises(Refusal, match="source: not an annotation"):
         resolution.apply_lead_action(disputed, lead, form.lead_action())
     assert not Resolution.objects.filter(issue=disputed.issue).exists()
     # Otto's is: adopted, it is the final label, with the lead's note.
@@ -290,6 +291,25 @@ def final_issue(project, items, annotator, other_annotator, third_annotator):
     items[2].refresh_from_db()
     assert items[2].status == ProjectIssue.Status.FINAL
     return items[2]
+
+
+def test_a_refusal_of_the_issues_state_is_said_without_a_field(
+    client, lead, project, disputed, final_issue
+):
+    """Lena records a final label on an issue that has one, and reopens one that has none: the
+    page refuses both (400) and says why, naming no field (none is at fault)."""
+    client.force_login(lead)
+    url = reverse("resolve_issue", args=[project.pk, final_issue.pk])
+    data = {"action": "resolve", "source": "new", "method": "lead_decision"}
+    answer = client.post(url, data | label_data(project, "C.1"))
+    assert answer.status_code == 400
+    assert "Not saved: The issue is already final; reopen it first." in answer.content.decode()
+    url = reverse("resolve_issue", args=[project.pk, disputed.pk])
+    answer = client.post(url, {"action": "reopen", "note": "second thoughts"})
+    assert answer.status_code == 400
+    assert "Not saved: The issue has no final label to reopen." in answer.content.decode()
+    assert Resolution.objects.filter(issue=final_issue.issue, is_current=True).count() == 1
+    assert not Resolution.objects.filter(issue=disputed.issue).exists()
 
 
 def test_an_annotator_asks_for_a_change_on_a_final_issue_and_the_lead_sees_it(

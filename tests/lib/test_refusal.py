@@ -8,7 +8,14 @@ from django import forms
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 
-from lib.refusal import Refusal, add_to_form, call_with_form, call_with_serializer, command_error
+from lib.refusal import (
+    WHOLE,
+    Refusal,
+    add_to_form,
+    call_with_form,
+    call_with_serializer,
+    command_error,
+)
 
 
 class DrawForm(forms.Form):
@@ -75,3 +82,17 @@ def test_a_command_names_its_option():
     assert str(command_error(refusal, dashes=True)) == "confidence-threshold: between 0 and 1"
     renamed = command_error(refusal, {"confidence_threshold": "threshold"})
     assert str(renamed) == "threshold: between 0 and 1"
+
+
+def test_a_refusal_of_the_request_as_a_whole_is_its_message_alone_everywhere():
+    """Not a value at fault but the state of what the request acts on (an issue already
+    final): no field to name, on a form, in the API or from a command."""
+    refusal = Refusal(WHOLE, "the issue is already final")
+    assert str(refusal) == "the issue is already final"
+    form = DrawForm({"sample_size": "5"})
+    assert call_with_form(form, refuse(WHOLE)) is None
+    assert form.errors == {"__all__": ["too few issues"]}
+    with pytest.raises(ValidationError) as refused:
+        call_with_serializer(DrawSerializer(data={"sample_size": 5}), refuse(WHOLE))
+    assert refused.value.detail == {"non_field_errors": ["too few issues"]}
+    assert str(command_error(refusal, dashes=True)) == "the issue is already final"
