@@ -40,6 +40,14 @@ def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
+def database_url() -> str:
+    """The test database's URL, for a process the test starts (a worker, another "host")."""
+    from django.db import connection
+
+    s = connection.settings_dict
+    return f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+
+
 def _as_postgres(command: list[str]) -> list[str]:
     """initdb and pg_ctl refuse root: run them as the `postgres` user when we are root."""
     if os.geteuid() == 0:
