@@ -223,6 +223,18 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "unacked_restore_interval": CELERY_RESTORE_INTERVAL,
     "unacked_restore_throttle": 1,
 }
+# A worker running a job (an export, a release, an upload, a rater run, a recall ranking)
+# writes the job's heartbeat this often (seconds), from a thread of its own whatever the work
+# is doing; a job `running` under a worker of another host not heard of for
+# JOB_STALE_SECONDS is taken over by its task's next delivery (lib.jobclaim, docs/OPERATIONS.md
+# "Faults"). A few heartbeats: a database that answers slowly must not make a live worker gone.
+JOB_HEARTBEAT_SECONDS = env_int("JOB_HEARTBEAT_SECONDS", 15)
+JOB_STALE_SECONDS = env_int("JOB_STALE_SECONDS", 120)
+if JOB_HEARTBEAT_SECONDS < 1 or JOB_STALE_SECONDS < 2 * JOB_HEARTBEAT_SECONDS:
+    raise ImproperlyConfigured(
+        f"JOB_STALE_SECONDS={JOB_STALE_SECONDS} must be at least twice "
+        f"JOB_HEARTBEAT_SECONDS={JOB_HEARTBEAT_SECONDS} (and that at least 1)"
+    )
 # Test-only: each step of an export, a release or a rater run sleeps this many ms, so a worker
 # can be killed in the middle of one (tests/faults/test_worker_kill.py). 0 in production.
 JOB_STEP_DELAY_MS = env_int("JOB_STEP_DELAY_MS", 0)

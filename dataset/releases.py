@@ -595,8 +595,8 @@ def _build(release: Release, progress: Progress | None) -> Release:
         cache.set(progress_key(release_id), (percent, step), 3600)
         if progress:
             progress(step, done, total)
-        # No heartbeat here: the files are read in one read-only transaction. A build on
-        # another host is taken to be alive for `Job.STALE_AFTER` after its claim.
+        # No heartbeat here: the files are read in one read-only transaction; the heartbeat
+        # is written on a connection of its own (`lib.jobs.Heartbeat`).
         jobclaim.step_pause()
 
     final = release_path(release)

@@ -9,8 +9,11 @@ it is gone:
 
 - a process on this host whose pid no longer exists (or this very process, when it is not
   running that job any more: `ACTIVE`), or
-- a worker on another host not heard of (`heartbeat_at`) for `stale_after`, since this host
-  cannot ask it.
+- a worker on another host not heard of (`heartbeat_at`) for `stale_after()`
+  (`JOB_STALE_SECONDS`, default 120), since this host cannot ask it. A worker running a job
+  writes its heartbeat every `JOB_HEARTBEAT_SECONDS` (default 15) from a thread of its own,
+  whatever the work is doing (`lib.jobs.Heartbeat`), so a silence of a few heartbeats means
+  the worker is gone, not busy.
 
 A job may also name a process of this host that is alive but has not been heard of for
 `alive_silent_after` (a rater run: past any silent fit, the pid is taken to be another
@@ -74,18 +77,28 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def heartbeat_seconds() -> float:
+    """How often a worker running a job writes its heartbeat (`JOB_HEARTBEAT_SECONDS`)."""
+    return float(settings.JOB_HEARTBEAT_SECONDS)
+
+
+def stale_after() -> timedelta:
+    """How long a worker of another host may stay silent before it counts as gone
+    (`JOB_STALE_SECONDS`: a few heartbeats; config/settings.py checks it is longer than two)."""
+    return timedelta(seconds=settings.JOB_STALE_SECONDS)
+
+
 def gone(
     key: str,
     worker: str,
     heartbeat_at: datetime | None,
-    stale_after: timedelta,
     alive_silent_after: timedelta | None = None,
 ) -> bool:
     """Whether the process recorded as `worker` ("host:pid") no longer builds job `key`.
 
-    `heartbeat_at`: when it was last heard of; `stale_after`: how long a worker of another
-    host may stay silent; `alive_silent_after`: how long a live process of this host may (None:
-    for ever)."""
+    `heartbeat_at`: when it was last heard of; a worker of another host may stay silent for
+    `stale_after()`; `alive_silent_after`: how long a live process of this host may (None: for
+    ever)."""
     host, _, pid = worker.rpartition(":")
     if host == socket.gethostname() and pid.isdigit():
         if int(pid) == os.getpid():
@@ -96,7 +109,7 @@ def gone(
             return False
         return heartbeat_at is None or heartbeat_at < timezone.now() - alive_silent_after
     # Another host (or no worker recorded: a build from before this rule): heard of lately?
-    return heartbeat_at is None or heartbeat_at < timezone.now() - stale_after
+    return heartbeat_at is None or heartbeat_at < timezone.now() - stale_after()
 
 
 def step_pause() -> None:

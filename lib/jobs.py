@@ -3,7 +3,11 @@ rankings.
 
 A job is asked for by someone (`requested_by`), queued (`pending`), run by one worker
 (`running`: `worker` "host:pid", `heartbeat_at`, `started_at`, `step`, `progress`) and ends
-`done` or `failed` (`finished_at`, `error`). Its Celery task is acknowledged when it ends, so
+`done` or `failed` (`finished_at`, `error`). While the work runs (`Job.run_claimed`), a
+`Heartbeat` thread writes `heartbeat_at` every `JOB_HEARTBEAT_SECONDS`, whether or not the work
+reports progress (a classifier's fit, a release read in one transaction say nothing for
+minutes), so a worker of another host silent for `JOB_STALE_SECONDS` is gone
+(`lib.jobclaim.gone`), not busy. Its Celery task is acknowledged when it ends, so
 a task may be delivered twice (a killed worker's, after the broker's visibility timeout:
 docs/OPERATIONS.md "Faults"). Every delivery calls `Job.claim`, which answers "delivered
 twice?" one way for every kind of job:
@@ -24,12 +28,16 @@ otherwise in its table says so with `db_column`.
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from types import TracebackType
 from typing import Any, ClassVar, TypeVar
 
 from django.conf import settings
-from django.db import models
+from django.db import DatabaseError, connection, models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -38,6 +46,11 @@ from lib import jobclaim
 # A claim that lost the race reads the row again and decides again; after this many losses in
 # a row the job is taken to be busy (the task looks again later).
 CLAIM_ATTEMPTS = 3
+# How long the end of a job waits for its heartbeat thread to stop (it is a daemon: one stuck
+# on a lock goes on alone and stops at its next beat).
+HEARTBEAT_JOIN_SECONDS = 5.0
+
+logger = logging.getLogger(__name__)
 
 J = TypeVar("J", bound="Job")
 
@@ -52,15 +65,15 @@ class JobStatus(models.TextChoices):
 class Job(models.Model):
     """What every job has, and its one `claim`. A concrete job names its kind (`JOB_KIND`, the
     key of `lib.jobclaim`), whether a failed job runs again when its task comes again, and how
-    long its worker may stay silent."""
+    long a live worker of this host may stay silent."""
 
     JOB_KIND: ClassVar[str]
     # Whether a delivery runs a failed job again (an export asked again, a rater run resumed),
     # or a failure is its end (an upload's file is gone; a release's version or a recall
     # ranking is asked again).
     FAILED_RUNS_AGAIN: ClassVar[bool] = False
-    # A worker of another host not heard of for this long is gone.
-    STALE_AFTER: ClassVar[timedelta] = timedelta(minutes=30)
+    # (A worker of another host not heard of for `JOB_STALE_SECONDS` is gone, whatever the kind:
+    # `lib.jobclaim.stale_after`.)
     # A live process of this host not heard of for this long is taken to be gone too (None:
     # while it lives, it runs the job).
     ALIVE_STALE_AFTER: ClassVar[timedelta | None] = None
@@ -100,9 +113,7 @@ class Job(models.Model):
 
     def worker_gone(self) -> bool:
         """Whether the worker the row names no longer runs it (`lib.jobclaim.gone`)."""
-        return jobclaim.gone(
-            self.claim_key, self.worker, self.last_heard(), self.STALE_AFTER, self.ALIVE_STALE_AFTER
-        )
+        return jobclaim.gone(self.claim_key, self.worker, self.last_heard(), self.ALIVE_STALE_AFTER)
 
     @property
     def stale(self) -> bool:
@@ -168,15 +179,27 @@ class Job(models.Model):
         raise jobclaim.Busy(key)
 
     def run_claimed(self: J, work: Callable[[J], J]) -> J:
-        """Run `work` on the job if this delivery claims it (`claim`), and let it go after;
-        otherwise the job as it stands now (ended). Raises `jobclaim.Busy` as `claim` does."""
+        """Run `work` on the job if this delivery claims it (`claim`), its `Heartbeat` beating
+        meanwhile, and let it go after; otherwise the job as it stands now (ended). Raises
+        `jobclaim.Busy` as `claim` does."""
         if not self.claim():
             self.refresh_from_db()
             return self
         try:
-            return work(self)
+            with Heartbeat(self):
+                return work(self)
         finally:
             self.unclaim()
+
+    def beat(self, worker: str) -> bool:
+        """The heartbeat: `heartbeat_at` = now while the job is `running` under `worker` (a
+        job another process took over meanwhile is left to it). Whether it was written. The one
+        place it is written but the claim."""
+        return bool(
+            type(self)
+            ._base_manager.filter(pk=self.pk, status=JobStatus.RUNNING.value, worker=worker)
+            .update(heartbeat_at=timezone.now())
+        )
 
     def unclaim(self) -> None:
         """This process no longer runs the job (its row still names it: a later delivery finds
@@ -184,13 +207,79 @@ class Job(models.Model):
         jobclaim.stop(self.claim_key)
 
     def report(self, step: str, done: int, total: int) -> None:
-        """Where the running job is: its step, its progress (0 to 99 until it ends) and a heartbeat
-        that tells other hosts its worker lives; then `lib.jobclaim.step_pause` (tests only)."""
+        """Where the running job is: its step and its progress (0 to 99 until it ends); then
+        `lib.jobclaim.step_pause` (tests only). The heartbeat is `Heartbeat`'s."""
         type(self)._default_manager.filter(pk=self.pk).update(
-            step=step, progress=min(99, 100 * done // max(total, 1)), heartbeat_at=timezone.now()
+            step=step, progress=min(99, 100 * done // max(total, 1))
         )
         jobclaim.step_pause()
 
     def _lifecycle_fields(self) -> list[str]:
         names = ["status", "worker", "heartbeat_at", "created_at", "started_at", "error"]
         return [name for name in names if self._has(name)]
+
+
+class Heartbeat:
+    """While a claimed job's work runs: a daemon thread that writes its heartbeat (`Job.beat`)
+    every `JOB_HEARTBEAT_SECONDS`, on a database connection of its own (Django's connections
+    are per thread; it closes its own when it stops), so the heartbeat goes on while the work
+    computes in silence or holds its connection in a long transaction. It stops when the work
+    ends, however it ends, and once the job no longer names this worker (ended, or taken over:
+    it never revives a job another process owns). A beat that fails (the database away) is
+    tried again at the next one."""
+
+    def __init__(self, job: Job) -> None:
+        self.job, self.worker = job, job.worker
+        self.every = jobclaim.heartbeat_seconds()
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(
+            target=self._beat_until_stopped, name=f"heartbeat {job.claim_key}", daemon=True
+        )
+
+    def __enter__(self) -> Heartbeat:
+        self.thread.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.stopped.set()
+        self.thread.join(HEARTBEAT_JOIN_SECONDS)
+
+    def _beat_until_stopped(self) -> None:
+        try:
+            while not self.stopped.wait(self.every):
+                try:
+                    if not self.job.beat(self.worker):
+                        self._say_why_it_stops()
+                        return
+                except DatabaseError:
+                    logger.warning("heartbeat of job %s failed", self.job.claim_key, exc_info=True)
+                    _close_connection()  # this thread's: the next beat connects again
+        finally:
+            _close_connection()
+
+    def _say_why_it_stops(self) -> None:
+        """Logs a job taken over while this worker still runs it (one that ended says nothing)."""
+        status, worker = (
+            type(self.job)
+            ._base_manager.filter(pk=self.job.pk)
+            .values_list("status", "worker")
+            .first()
+        ) or ("", "")
+        if status == JobStatus.RUNNING and worker != self.worker:
+            logger.warning(
+                "job %s was taken over by %s while %s still runs it",
+                self.job.claim_key,
+                worker,
+                self.worker,
+            )
+
+
+def _close_connection() -> None:
+    """Closes this thread's database connection (one that broke may raise as it closes)."""
+    with contextlib.suppress(DatabaseError):
+        connection.close()

@@ -14,9 +14,9 @@ To add a kind:
    `store_every` (how many predictions the runner stores at once; 1 for a slow backend, so
    a run that stops loses nothing and resumes from the issues not labeled yet); and
    `label(self, request: LabelRequest) -> Iterator[Prediction]`, one `Prediction` per item of
-   `request.items`, in any order, calling `request.progress(done)` now and then (and
-   `request.heartbeat()` while it waits long for something: a run not heard of for
-   `raters.liveness.STALE_AFTER` may be resumed by another process); what it finds out about
+   `request.items`, in any order, calling `request.progress(done)` now and then (the
+   run's heartbeat is written by a thread of its own, `lib.jobs.Heartbeat`, however long the
+   backend computes or waits); what it finds out about
    its endpoint for the whole run goes to `request.record(fields)` (`RaterRun.output_format`,
    `served_model`, `confidence_from`, `endpoint`);
 3. return an unreadable output as `Prediction(code=None, raw_output=...)`: it is stored with
@@ -85,10 +85,6 @@ def _no_texts(ids: Iterable[int]) -> dict[int, str]:
     return {}
 
 
-def _nothing() -> None:
-    return None
-
-
 def _ignore(fields: dict[str, Any]) -> None:
     return None
 
@@ -113,9 +109,7 @@ class LabelRequest:
     guideline: str = ""
     # Texts of the given issues (final issues only: few-shot examples), read on demand.
     fetch_texts: Callable[[Iterable[int]], dict[int, str]] = _no_texts
-    # The run is alive (called by a backend that waits long); what the backend found out about
-    # the run's endpoint (`RUN_FIELDS`), recorded on the run.
-    heartbeat: Callable[[], None] = _nothing
+    # What the backend found out about the run's endpoint (`RUN_FIELDS`), recorded on the run.
     record: Callable[[dict[str, Any]], None] = _ignore
 
 

@@ -50,8 +50,8 @@ the endpoint's origin: the HTTP client follows no redirect, ignores proxy variab
 endpoint's scheme, host and port or not allowed by MODEL_API_HOSTS (`ingest.hosts`, the forge
 hosts' rule). The key is removed from every error message the run stores, and never logged
 (the client's own log filter hides the Authorization header). Requests run `MODEL_API_CONCURRENCY`
-at a time in threads; the runner stores each label as it comes (`store_every = 1`), and the
-run's heartbeat is written while it waits (`raters.liveness`).
+at a time in threads; the runner stores each label as it comes (`store_every = 1`); while it
+waits for answers, the run's heartbeat is written by its own thread (`lib.jobs.Heartbeat`).
 
 This module imports `openai` (~2.5 s): only `raters.backends.backend_for` imports it, on use.
 """
@@ -74,7 +74,7 @@ import openai
 from django.conf import settings
 
 from ingest.hosts import HostRefused, same_origin
-from raters import liveness, prompt
+from raters import prompt
 from raters.backends import BackendError, IssueText, KeyRefused, LabelRequest, Prediction
 from raters.runs import (
     KEY_VARIABLE_REFUSED,
@@ -594,12 +594,6 @@ class LLMBackend:
             streak.clear()
             return asked
 
-        def waited(future: Future[Asked]) -> Asked | None:
-            while not future.done():
-                wait([future], timeout=liveness.HEARTBEAT_SECONDS)
-                request.heartbeat()
-            return settle(future)
-
         def label_of(asked: Asked) -> Prediction:
             nonlocal implausible
             prediction = self.predict(asked)
@@ -645,9 +639,9 @@ class LLMBackend:
                 if item is None:
                     break
                 if self.form is None:
-                    asked = waited(pool.submit(self.probe, client, item))
+                    asked = settle(pool.submit(self.probe, client, item))
                 else:
-                    asked = waited(pool.submit(self.ask, client, item, self.form, None))
+                    asked = settle(pool.submit(self.ask, client, item, self.form, None))
                 if asked is None:
                     continue
                 probed += 1
@@ -666,10 +660,7 @@ class LLMBackend:
                 record()
                 fill()
             while pending:
-                finished, _ = wait(
-                    pending, timeout=liveness.HEARTBEAT_SECONDS, return_when=FIRST_COMPLETED
-                )
-                request.heartbeat()
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in finished:
                     pending.discard(future)
                     asked = settle(future)

@@ -31,7 +31,6 @@ class RaterRun(Job):
 
     JOB_KIND = "rater-run"
     FAILED_RUNS_AGAIN = True
-    STALE_AFTER = liveness.STALE_AFTER
     ALIVE_STALE_AFTER = liveness.ALIVE_STALE_AFTER
     Status = JobStatus
 

@@ -19,7 +19,6 @@ A run that trained a rater sends `rater_trained` with the rater at its new versi
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
@@ -41,7 +40,6 @@ from ingest.models import Comment, Issue
 from labeling.models import MachineLabel, MachineRater, ProjectIssue, Resolution
 from lib import jobclaim, stored_messages
 from lib.refusal import Refusal
-from raters import liveness
 from raters.alt_test import retest_enlisted
 from raters.backends import (
     FP_CODE,
@@ -317,27 +315,16 @@ def taxonomy_texts(nodes: Iterable[TaxonomyNode]) -> list[NodeText]:
 
 
 def _progress(run_id: int, done: int) -> None:
-    RaterRun.objects.filter(pk=run_id).update(done=done, heartbeat_at=timezone.now())
+    # No heartbeat here: `lib.jobs.Heartbeat` writes it while the run runs.
+    RaterRun.objects.filter(pk=run_id).update(done=done)
     jobclaim.step_pause()  # 0 but in tests/faults/test_worker_kill.py
-
-
-class _Heartbeat:
-    """Writes the run's `heartbeat_at`, at most every few seconds (called often)."""
-
-    def __init__(self, run_id: int) -> None:
-        self.run_id, self.last = run_id, time.monotonic()
-
-    def __call__(self) -> None:
-        if time.monotonic() - self.last >= liveness.HEARTBEAT_SECONDS / 3:
-            self.last = time.monotonic()
-            RaterRun.objects.filter(pk=self.run_id).update(heartbeat_at=timezone.now())
 
 
 def _record(run_id: int, fields: dict[str, Any]) -> None:
     """What a backend found out about its endpoint, on the run (`RUN_FIELDS` only)."""
     known = {k: v for k, v in fields.items() if k in RUN_FIELDS}
     if known:
-        RaterRun.objects.filter(pk=run_id).update(**known, heartbeat_at=timezone.now())
+        RaterRun.objects.filter(pk=run_id).update(**known)
 
 
 def create_run(
@@ -401,7 +388,6 @@ def _run(run: RaterRun) -> RaterRun:
             taxonomy_version=project.taxonomy_version_id,
             guideline=project.guideline,
             fetch_texts=lambda wanted: issue_texts(i for i in wanted if i in finals),
-            heartbeat=_Heartbeat(run.pk),
             record=partial(_record, run.pk),
         )
         for prediction in backend.label(request):

@@ -76,7 +76,7 @@ COMMITS_IN_THE_FAST_TIER = {
     "tests/labeling/test_adaptive.py": "annotators at once over HTTP, in threads",
     "tests/ingest/test_pages.py": "a sync run in a thread of the web process",
     "tests/ingest/test_parts.py": "two tasks of one part, in threads",
-    "tests/lib/test_jobs.py": "two deliveries of one job claiming at once, in threads",
+    "tests/lib/test_jobs.py": "two deliveries claiming one job at once, a heartbeat, in threads",
 }
 LOAD = re.compile(r"\bload_study_taxonomy\(")
 FINAL_BY_HAND = re.compile(r"\bResolution(\.objects\.create)?\(")

@@ -10,11 +10,18 @@ Two `celery worker` processes (solo pool) on a redis-server of the test's own, w
 slowed by `JOB_STEP_DELAY_MS` so there is a middle to kill it in. The worker that claimed the
 job is the one named in the job's row ("host:pid"); the test kills that pid and no other.
 Every process started is stopped by its pid. A sync killed mid-run: tests/ingest/test_worker.py.
+
+A worker of the prefork pool (`-P prefork -c 1`, as a deployment runs it) loses the pool's
+child running an export (SIGKILL to the child, whose pid the job's row names): the worker's
+main process replaces the child and hands the task again (`task_reject_on_worker_lost`), and
+the export is finished once. A job of a worker on another host: tests/faults/test_job_heartbeat.py.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
 import signal
 import socket
 import subprocess
@@ -23,6 +30,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import redis
 from celery import Celery
 
 from dataset.exports import export_path
@@ -51,7 +59,7 @@ class Workers:
         # this process must not send its tasks to this test's (stopped) Redis.
         self.sender = Celery("sender", broker=redis.url, set_as_current=False)
 
-    def start(self) -> subprocess.Popen:
+    def start(self, pool: str = "solo") -> subprocess.Popen:
         env = {
             "DATABASE_URL": database_url(),
             "REDIS_URL": self.redis.url,
@@ -60,7 +68,7 @@ class Workers:
             "CELERY_RESTORE_INTERVAL": "1",
             "JOB_STEP_DELAY_MS": str(DELAY_MS),
         }
-        proc = celery_worker(env, hostname=f"w{len(self.procs)}@%h")
+        proc = celery_worker(env, pool=pool, concurrency=1, hostname=f"w{len(self.procs)}@%h")
         self.procs.append(proc)
         return proc
 
@@ -220,3 +228,83 @@ def test_a_worker_killed_mid_job_leaves_it_to_the_other_which_finishes_it_once(
     assert ProjectIssue.objects.filter(project=study).count() == in_queue + 300
     assert upload.figures["added_to_queue"] == 300
     assert list((settings.UPLOAD_ROOT).iterdir()) == []
+
+
+def _children(pid: int) -> set[int]:
+    """The live processes whose parent is `pid` (read from /proc)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            state, parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:2]
+        except (OSError, ValueError):
+            continue  # ended meanwhile
+        if int(parent) == pid and state != "Z":
+            found.add(int(entry.name))
+    return found
+
+
+@pytest.fixture
+def prefork_worker(tmp_path, settings) -> Iterator[Workers]:
+    settings.EXPORT_ROOT = tmp_path / "exports"
+    redis_server = PrivateRedis()
+    pool = Workers(redis_server, tmp_path)
+    try:
+        main = pool.start("prefork")
+        wait_for(lambda: bool(_children(main.pid)), 60, "the pool's child to start")
+        yield pool
+    finally:
+        children = _children(pool.procs[0].pid) if pool.procs else set()
+        pool.close()
+        for child in children:  # a child its main process left behind
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
+        redis_server.close()
+
+
+def test_a_prefork_pool_child_killed_mid_export_is_replaced_and_the_export_finished_once(
+    prefork_worker, study, lead
+):
+    main = prefork_worker.procs[0]
+    # Lena asks for an export; the pool's child building it is killed in the middle.
+    job = ExportJob.objects.create(project=study, requested_by=lead)
+    prefork_worker.send("dataset.tasks.run_export", job.pk)
+
+    def export_row() -> tuple[str, str]:
+        row = ExportJob.objects.get(pk=job.pk)
+        return row.status, row.worker
+
+    wait_for(_claimed(export_row), 60, "the pool's child to claim the export")
+    host, _, pid = export_row()[1].rpartition(":")
+    child = int(pid)
+    assert host == socket.gethostname()
+    assert child != main.pid and child in _children(main.pid)  # the child, not the worker
+    os.kill(child, signal.SIGKILL)
+    assert ExportJob.objects.get(pk=job.pk).progress < 100
+
+    wait_for(lambda: export_row()[0] == "done", 90, "the pool's next child to finish the export")
+    job.refresh_from_db()
+    assert main.poll() is None  # the worker lives on; its pool replaced the child
+    taker = int(job.worker.rpartition(":")[2])
+    assert taker != child and taker in _children(main.pid)
+    path = export_path(job)
+    built = (path.stat().st_ino, path.stat().st_mtime_ns, job.sha256, job.finished_at)
+    assert _sha256(path) == job.sha256 and path.stat().st_size == job.size
+    with zipfile.ZipFile(path) as zf:
+        assert zf.testzip() is None and "manifest.json" in zf.namelist()
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
+
+    # Finished once: the task's message acknowledged, none left queued or held unacknowledged
+    # (so no delivery is still to come), and the file and row as the one build left them.
+    broker = redis.Redis.from_url(prefork_worker.redis.url)
+    try:
+        wait_for(
+            lambda: broker.llen("celery") == 0 and broker.hlen("unacked") == 0,
+            30,
+            "the export's message to be acknowledged",
+        )
+    finally:
+        broker.close()
+    job.refresh_from_db()
+    assert (path.stat().st_ino, path.stat().st_mtime_ns, job.sha256, job.finished_at) == built

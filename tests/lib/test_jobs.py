@@ -8,6 +8,7 @@ import itertools
 import os
 import socket
 import threading
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -133,13 +134,13 @@ def test_a_job_whose_worker_is_gone_is_taken_over_and_a_live_workers_is_not(kind
     assert job.claim() is True
     job.unclaim()
 
-    # A worker of another host: its own while heard of lately, gone after `STALE_AFTER`.
+    # A worker of another host: its own while heard of lately, gone after `JOB_STALE_SECONDS`.
     elsewhere = "worker-7.internal:4242"
     kind.objects.filter(pk=job.pk).update(worker=elsewhere, heartbeat_at=now)
     job.refresh_from_db()
     with pytest.raises(jobclaim.Busy):
         job.claim()
-    silent = now - kind.STALE_AFTER - timedelta(seconds=1)
+    silent = now - jobclaim.stale_after() - timedelta(seconds=1)
     kind.objects.filter(pk=job.pk).update(heartbeat_at=silent)
     job.refresh_from_db()
     assert job.claim() is True
@@ -180,3 +181,76 @@ def test_a_done_job_is_never_claimed_and_a_failed_one_as_its_kind_says(kind, run
     assert failed.claim() is runs_again
     assert kind.objects.get(pk=failed.pk).status == ("running" if runs_again else "failed")
     failed.unclaim()
+
+
+def _heartbeat_threads(job: Job) -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == f"heartbeat {job.claim_key}"]
+
+
+def _connections_to_this_database() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND pid <> pg_backend_pid()"
+        )
+        return cursor.fetchone()[0]
+
+
+def _wait(predicate, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.__name__)
+def test_the_heartbeat_beats_while_the_work_is_silent_and_never_revives_a_job_taken_over(
+    kind, project, settings
+):
+    """Lena's job runs here; its work says nothing, yet its heartbeat goes on, on a connection
+    of its own. Another worker takes the job over meanwhile (its host thought this one gone):
+    from then on the heartbeat leaves the row alone and stops."""
+    settings.JOB_HEARTBEAT_SECONDS = 0.05
+    job = _job(kind, project)
+    elsewhere = "worker-7.internal:4242"
+    taken_at = timezone.now() - timedelta(hours=1)
+    seen: dict[str, Any] = {}
+
+    def silent_work(claimed: Job) -> Job:
+        claimed_at = claimed.heartbeat_at
+        # The probe: the heartbeat moves on its own while the work says nothing.
+        _wait(lambda: kind.objects.get(pk=job.pk).heartbeat_at > claimed_at, 5, "a heartbeat")
+        seen["beating"] = _heartbeat_threads(job) != []
+        seen["connections"] = _connections_to_this_database()
+        # Another worker claims the job (as `Job.claim` writes it).
+        kind.objects.filter(pk=job.pk).update(worker=elsewhere, heartbeat_at=taken_at)
+        _wait(lambda: _heartbeat_threads(job) == [], 5, "the heartbeat to stop")
+        return claimed
+
+    job.run_claimed(silent_work)
+    assert seen == {"beating": True, "connections": 1}  # its own connection
+    row = kind.objects.get(pk=job.pk)
+    assert (row.status, row.worker, row.heartbeat_at) == ("running", elsewhere, taken_at)
+    # Its connection closed with it.
+    _wait(lambda: _connections_to_this_database() == 0, 5, "the heartbeat's connection to close")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_heartbeat_stops_when_the_work_fails(project, settings):
+    settings.JOB_HEARTBEAT_SECONDS = 0.05
+    job = _job(ExportJob, project)
+
+    def failing_work(claimed: Job) -> Job:
+        claimed_at = claimed.heartbeat_at
+        _wait(lambda: ExportJob.objects.get(pk=job.pk).heartbeat_at > claimed_at, 5, "a heartbeat")
+        raise RuntimeError("the disk is on fire")
+
+    with pytest.raises(RuntimeError, match="on fire"):
+        job.run_claimed(failing_work)
+    assert _heartbeat_threads(job) == []
+    assert not jobclaim.running_here(job.claim_key)
+    last = ExportJob.objects.get(pk=job.pk).heartbeat_at
+    time.sleep(0.2)  # four heartbeats' time: none comes
+    assert ExportJob.objects.get(pk=job.pk).heartbeat_at == last
+    _wait(lambda: _connections_to_this_database() == 0, 5, "the heartbeat's connection to close")

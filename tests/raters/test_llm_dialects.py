@@ -34,6 +34,7 @@ from django.utils import timezone
 
 from dataset.exports import write_machine_labels_csv
 from labeling.models import MachineLabel, MachineRater
+from lib import jobclaim
 from lib.refusal import Refusal
 from raters import liveness
 from raters.describe import describe_raters
@@ -473,9 +474,9 @@ def test_a_run_another_process_is_running_is_not_resumed_nor_run_twice(
     again = run_rater(run.pk)
     assert again.status == "running" and fake.chats() == []
 
-    # Not heard of for longer than STALE_AFTER: stale, resumable.
+    # Not heard of for longer than JOB_STALE_SECONDS: stale, resumable.
     RaterRun.objects.filter(pk=run.pk).update(
-        heartbeat_at=timezone.now() - liveness.STALE_AFTER - timedelta(seconds=1)
+        heartbeat_at=timezone.now() - jobclaim.stale_after() - timedelta(seconds=1)
     )
     run.refresh_from_db()
     assert run.stale
@@ -500,13 +501,14 @@ def test_a_new_run_beside_a_stale_one_ends_the_stale_one_failed_and_starts(
 
 
 def test_a_run_whose_process_is_alive_here_is_not_stale_while_it_fits_in_silence():
-    """A classifier fitting its folds sends no heartbeat for minutes: while its process lives
-    on this host the run is its own; only a silence past any fit makes it stale."""
+    """A process of this host is asked whether it lives, not timed: while it lives, a silence
+    longer than another host's worker may keep leaves the run its own; only a silence past
+    `ALIVE_STALE_AFTER` (its pid another process's since) makes it stale."""
     alive_here = f"{socket.gethostname()}:{os.getppid()}"
     quiet = RaterRun(
         status="running",
         worker=alive_here,
-        heartbeat_at=timezone.now() - liveness.STALE_AFTER - timedelta(minutes=5),
+        heartbeat_at=timezone.now() - jobclaim.stale_after() - timedelta(minutes=5),
     )
     assert not quiet.stale
     quiet.heartbeat_at = timezone.now() - liveness.ALIVE_STALE_AFTER - timedelta(minutes=1)
