@@ -8,9 +8,11 @@ annotator_bench_dashboard, created and migrated if missing; never a development 
 database), then timed in one process:
 
 * each part of the page (`annotator_rows`, `repository_rows`, `progress_charts`, and
-  `dashboard`, all of them), called directly;
+  `dashboard`, all of them: computing the project-wide figures, `fresh=True`, and from their
+  snapshot), called directly;
 * the whole page and the htmx fragment the page polls, through Django's test client as the
-  lead (middleware, session, template rendering included).
+  lead (middleware, session, template rendering included), from the snapshot (younger than
+  a poll: the runs before stored it).
 
 Medians of --runs (default 5) after one warm-up call each: the wall time, and the CPU time
 of the benchmark process plus its PostgreSQL backend (read from /proc, with parallel query
@@ -300,7 +302,9 @@ def main() -> None:
         "annotator_rows": lambda: dashboard.annotator_rows(project),
         "repository_rows": lambda: dashboard.repository_rows(project),
         "progress_charts": lambda: dashboard.progress_charts(project),
-        "dashboard (all parts)": lambda: dashboard.dashboard(project),
+        "dashboard, computing": lambda: dashboard.dashboard(project, fresh=True),
+        # The runs above stored a snapshot, younger than a poll: what the pages below read.
+        "dashboard, snapshot": lambda: dashboard.dashboard(project),
         "page (GET, full)": lambda: page(False),
         "fragment (GET, htmx)": lambda: page(True),
     }

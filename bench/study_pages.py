@@ -7,7 +7,16 @@ calls (`labeling.issue_list.issue_page` for page 1: the count, 50 rows, their fi
 `labeling.dashboard.dashboard`), one warm-up, then the median of `--runs`; wall and CPU (this
 process plus its PostgreSQL backend).
 
-    .venv/bin/python bench/study_pages.py --db annotator_scale_x10 [--runs 5]
+The dashboard keeps its project-wide figures in a snapshot (issue 30 item 5), so it is timed
+four ways: computing them (`fresh=True`: the first render, or one whose refresh is overdue),
+from a fresh snapshot (a poll within 30 s), from a stale one (the reader that claims the
+refresh and queues its task: with `--broker`, through the outbox to that Redis; without, tasks
+run eagerly and a stale read computes), and the refresh task's own work
+(`refresh_if_stale` on a stale snapshot). Before each run of the last two the snapshot is made
+stale again (untimed); the outbox rows they queued are deleted at the end.
+
+    .venv/bin/python bench/study_pages.py --db annotator_scale_x10 [--runs 5] \
+        [--broker redis://127.0.0.1:6411/14]
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ import json
 import statistics
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from _django import backend_cpu, setup_stage
@@ -24,10 +34,17 @@ from _django import backend_cpu, setup_stage
 PROJECT = "Synthetic study"
 
 
-def timed(fn: Callable[[], object], runs: int) -> dict[str, Any]:
+def timed(
+    fn: Callable[[], object], runs: int, before: Callable[[], object] | None = None
+) -> dict[str, Any]:
+    """Median wall and CPU of `runs` calls after a warm-up; `before` runs untimed before each."""
+    if before:
+        before()
     fn()  # warm-up: plans, the cache of the taxonomy, the connection
     walls, cpus = [], []
     for _ in range(runs):
+        if before:
+            before()
         cpu, pg, started = time.process_time(), backend_cpu(), time.perf_counter()
         fn()
         walls.append((time.perf_counter() - started) * 1000)
@@ -44,14 +61,20 @@ def main() -> None:
     parser.add_argument("--db", required=True)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--project", default=PROJECT)
+    parser.add_argument("--broker", help="a Redis URL: stale reads queue their refresh there")
+    parser.add_argument("--dashboard-only", action="store_true")
     args = parser.parse_args()
-    setup_stage(args.db)
+    setup_stage(args.db, broker=args.broker)
 
+    from django.conf import settings
     from django.db import connection
+    from django.utils import timezone
 
-    from annotator.models import Project
+    from annotator.models import Project, QueuedTask
+    from labeling import dashboard as dashboards
     from labeling import issue_list
     from labeling.dashboard import dashboard
+    from labeling.models import DashboardSnapshot
     from taxonomy.models import TaxonomyNode
 
     # Parallel query workers' CPU is not counted by backend_cpu: keep the figure whole.
@@ -75,10 +98,39 @@ def main() -> None:
         "issue list, page 100 by status": lambda: issue_list.issue_page(
             project, issue_list.IssueFilters(sort="status"), 100
         ),
-        "dashboard": lambda: dashboard(project),
+    }
+    if args.dashboard_only:
+        cases = {}
+    queued_before = set(QueuedTask.objects.values_list("pk", flat=True))
+
+    def stale() -> None:
+        DashboardSnapshot.objects.filter(project=project).update(
+            computed_at=timezone.now() - timedelta(seconds=dashboards.REFRESH_SECONDS + 5),
+            refresh_requested_at=None,
+        )
+
+    def stale_read() -> None:
+        board = dashboard(project)
+        assert board.refreshing or settings.CELERY_TASK_ALWAYS_EAGER, "a stale read computed"
+
+    def refresh_task() -> None:
+        assert dashboards.refresh_if_stale(project.pk)
+
+    dashboard_cases: dict[str, tuple[Callable[[], object], Callable[[], object] | None]] = {
+        "dashboard, computing (first render)": (lambda: dashboard(project, fresh=True), None),
+        "dashboard, from a fresh snapshot": (lambda: dashboard(project), None),
+        "dashboard, from a stale snapshot (queues the refresh)": (stale_read, stale),
+        "dashboard refresh task": (refresh_task, stale),
     }
     for name, fn in cases.items():
         print(json.dumps({"case": name, **timed(fn, args.runs)}), flush=True)
+    try:
+        for name, (fn, before) in dashboard_cases.items():
+            print(json.dumps({"case": name, **timed(fn, args.runs, before)}), flush=True)
+    finally:
+        QueuedTask.objects.filter(task=dashboards.REFRESH_TASK).exclude(
+            pk__in=queued_before
+        ).delete()
 
 
 if __name__ == "__main__":

@@ -17,14 +17,29 @@ study's 38,742 issues with 271,194 annotations (`bench/dashboard_bench.py`):
 A label is counted on the day of its first revision (a revision is a change, not a new label),
 so the cumulative labels end at the number of current labels. Days are in the site's time zone.
 Leads only (`LEAD_ROLES`): the page names who chose what share of the final labels.
+
+The figures that scan the whole project (the label groups, the issues per repository, the
+finals per day, the disputed issues per type and per level: `Figures`, `compute_figures`) are
+kept in a `DashboardSnapshot`; the rest (members, reservations, the taxonomy's types, names,
+and every window relative to `now`) is read on each render and composed with them, so a render
+from a snapshot shows what a fresh computation would have shown when the snapshot was made.
+A snapshot younger than `REFRESH_SECONDS` (the page's poll) is used as it is; an older one is
+shown, "as of" its time, while the one reader that claims it (a conditional UPDATE) queues its
+refresh (`REFRESH_TASK`, through the outbox). With no snapshot yet, no broker (tasks eager), or
+a refresh asked for `OVERDUE_INTERVALS` polls ago and never delivered (no worker, Redis away),
+the render computes the figures itself and stores them: the page never waits on a worker.
+At ten times the study a computation takes seconds, a render from a snapshot milliseconds
+(bench/RESULTS.md, "Dashboard from a snapshot").
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from datetime import date, datetime, timedelta
+from typing import Any
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import Count, FilteredRelation, Max, Q
 from django.db.models.functions import TruncDate
@@ -32,6 +47,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from annotator import outbox
 from annotator.models import Membership, Project
 from ingest.models import Repository
 from labeling import final_agreement
@@ -40,6 +56,7 @@ from labeling.issue_list import IN_PROGRESS, OPEN, status_filter
 from labeling.models import (
     DISAGREEMENT_LEVEL_NAMES,
     Annotation,
+    DashboardSnapshot,
     ProjectIssue,
     Reservation,
     Resolution,
@@ -51,8 +68,17 @@ from taxonomy.models import TaxonomyNode
 
 PACE_DAYS = 14
 SPARK_DAYS = 30
-# How often the page asks for fresh figures (htmx polling), in seconds.
+# How often the page asks for fresh figures (htmx polling), in seconds; a snapshot of the
+# figures younger than this is used as it is.
 REFRESH_SECONDS = 30
+# A refresh asked for this many polls ago and still not delivered is done by the next reader.
+OVERDUE_INTERVALS = 2
+# The task that refreshes a snapshot, by its Celery name (`labeling.tasks` calls this module,
+# never the reverse).
+REFRESH_TASK = "labeling.tasks.refresh_dashboard"
+# The shape of `DashboardSnapshot.figures`: a snapshot of another shape (written by another
+# release during an upgrade) is computed again, not read.
+FIGURES_FORMAT = 1
 
 # Sparkline and chart geometry (SVG user units; CSS scales the drawing).
 SPARK_WIDTH, SPARK_HEIGHT = 120, 28
@@ -167,6 +193,10 @@ class Dashboard:
     spark_max: int
     refresh_seconds: int
     now: datetime
+    # When the project-wide figures were computed (the page's "as of"), and whether newer
+    # ones were asked for (the snapshot was older than `REFRESH_SECONDS`).
+    figures_at: datetime | None = None
+    refreshing: bool = False
 
 
 def _today(now: datetime) -> date:
@@ -306,21 +336,34 @@ def sparkline_points(values: list[int], top: int) -> str:
     )
 
 
-def repository_rows(
-    project: Project, type_codes: list[str] | None = None
-) -> tuple[list[RepositoryRow], RepositoryRow, list[str]]:
-    """Per repository: issues by status (final ones by their final label's type), in progress;
-    the totals row; the columns of final types: `type_codes` (the pinned taxonomy's), any
-    other type a final label has (from another taxonomy version), then "FP"."""
-    by_repo: dict[int, RepositoryRow] = {}
+@dataclass(frozen=True)
+class RepositoryGroup:
+    """The project's issues of one repository and status, the final ones also of one final
+    label type (or false positive)."""
 
-    def repo_row(repository_id: int) -> RepositoryRow:
-        return by_repo.setdefault(repository_id, RepositoryRow(repository_id, ""))
+    repository_id: int
+    status: str
+    false_positive: bool | None  # the current final label's, None without one
+    type_id: int | None
+    issues: int
+    unlabeled: int  # of these, open with no label yet (`issue_list`'s "open")
+    started: int  # and open with some labels ("in progress")
 
-    # One grouped query: each issue with its current final label (if any), by repository,
-    # status and the final label's type.
-    groups = list(
-        ProjectIssue.objects.filter(project=project)
+
+def repository_groups(project: Project) -> list[RepositoryGroup]:
+    """One grouped query: each issue with its current final label (if any), by repository,
+    status and the final label's type."""
+    return [
+        RepositoryGroup(
+            g["issue__repository_id"],
+            g["status"],
+            g["final__is_false_positive"],
+            g["final__issue_type_id"],
+            g["n"],
+            g["unlabeled"],
+            g["started"],
+        )
+        for g in ProjectIssue.objects.filter(project=project)
         .annotate(
             final=FilteredRelation(
                 "issue__resolutions",
@@ -338,25 +381,43 @@ def repository_rows(
             started=Count("id", filter=status_filter(IN_PROGRESS)),
         )
         .order_by()
-    )
+    ]
+
+
+def repository_rows(
+    project: Project,
+    type_codes: list[str] | None = None,
+    groups: list[RepositoryGroup] | None = None,
+) -> tuple[list[RepositoryRow], RepositoryRow, list[str]]:
+    """Per repository: issues by status (final ones by their final label's type), in progress;
+    the totals row; the columns of final types: `type_codes` (the pinned taxonomy's), any
+    other type a final label has (from another taxonomy version), then "FP". From `groups`
+    (`repository_groups`, queried unless given); the types' codes and the repositories'
+    names are read here."""
+    by_repo: dict[int, RepositoryRow] = {}
+
+    def repo_row(repository_id: int) -> RepositoryRow:
+        return by_repo.setdefault(repository_id, RepositoryRow(repository_id, ""))
+
+    groups = repository_groups(project) if groups is None else groups
     code_of = dict(
-        TaxonomyNode.objects.filter(
-            pk__in={g["final__issue_type_id"] for g in groups if g["final__issue_type_id"]}
-        ).values_list("pk", "code")
+        TaxonomyNode.objects.filter(pk__in={g.type_id for g in groups if g.type_id}).values_list(
+            "pk", "code"
+        )
     )
     for g in groups:
-        row = repo_row(g["issue__repository_id"])
-        row.total += g["n"]
-        if g["status"] == ProjectIssue.Status.FINAL:
-            row.final += g["n"]
-            fp, type_id = g["final__is_false_positive"], g["final__issue_type_id"]
-            code = "FP" if fp else code_of.get(type_id, "?")  # "?": final, no final label
-            row.final_by_type[code] = row.final_by_type.get(code, 0) + g["n"]
-        elif g["status"] == ProjectIssue.Status.DISAGREEMENT:
-            row.disagreement += g["n"]
+        row = repo_row(g.repository_id)
+        row.total += g.issues
+        if g.status == ProjectIssue.Status.FINAL:
+            row.final += g.issues
+            # "?": final, no final label
+            code = "FP" if g.false_positive else code_of.get(g.type_id or 0, "?")
+            row.final_by_type[code] = row.final_by_type.get(code, 0) + g.issues
+        elif g.status == ProjectIssue.Status.DISAGREEMENT:
+            row.disagreement += g.issues
         else:
-            row.open += g["unlabeled"]
-            row.in_progress += g["started"]
+            row.open += g.unlabeled
+            row.in_progress += g.started
     names = {r.pk: r.full_name for r in Repository.objects.filter(pk__in=list(by_repo))}
     rows = sorted(by_repo.values(), key=lambda r: names.get(r.repository_id or 0, "").lower())
     totals = RepositoryRow(None, gettext("Total"))
@@ -371,17 +432,27 @@ def repository_rows(
     return rows, totals, codes
 
 
-def disagreement_levels(project: Project) -> list[tuple[str, str, int]]:
-    """Disputed issues by the level where their labels first differ (then reopened ones),
-    named by `ProjectIssue.name_of_level`."""
-    disputed = ProjectIssue.Status.DISAGREEMENT
-    counts = {
+def level_counts(project: Project) -> dict[str, int]:
+    """Disputed issues by the level where their labels first differ ("" where they agree)."""
+    return {
         c["disagreement_level"]: c["n"]
-        for c in ProjectIssue.objects.filter(project=project, status=disputed)
+        for c in ProjectIssue.objects.filter(
+            project=project, status=ProjectIssue.Status.DISAGREEMENT
+        )
         .values("disagreement_level")
         .annotate(n=Count("id"))
         .order_by()
     }
+
+
+def disagreement_levels(
+    project: Project, counts: dict[str, int] | None = None
+) -> list[tuple[str, str, int]]:
+    """Disputed issues by the level where their labels first differ (then reopened ones),
+    named by `ProjectIssue.name_of_level`; from `counts` (`level_counts`, queried unless
+    given)."""
+    disputed = ProjectIssue.Status.DISAGREEMENT
+    counts = level_counts(project) if counts is None else counts
     levels = [*DISAGREEMENT_LEVEL_NAMES, *([""] if counts.get("") else [])]
     return [
         (level, ProjectIssue.name_of_level(level, disputed), counts.get(level, 0))
@@ -406,24 +477,38 @@ def disputed_by_type(project: Project) -> dict[int, int]:
     }
 
 
-def progress_series(
-    project: Project, now: datetime | None = None, groups: list[LabelGroup] | None = None
-) -> list[tuple[date, int, int]]:
-    """(day, labels given so far, issues final so far) for every day from the first label or
-    final label to today; a label counts on the day of its first revision, a final issue on
-    the day of its current final label (reopening an issue retires its final label)."""
-    now = now or timezone.now()
-    labels: dict[date, int] = defaultdict(int)
-    for g in label_groups(project) if groups is None else groups:
-        labels[g.day] += g.given
-    finals = dict(
-        Resolution.objects.filter(project=project, is_current=True)
+def finals_per_day(project: Project) -> dict[date, int]:
+    """Current final labels by the day they were decided (in the site's time zone)."""
+    return {
+        _as_date(day): n
+        for day, n in Resolution.objects.filter(project=project, is_current=True)
         .annotate(day=TruncDate("decided_at"))
         .values("day")
         .annotate(n=Count("id"))
         .values_list("day", "n")
         .order_by()
-    )
+    }
+
+
+def _as_date(value: date | str) -> date:
+    return date.fromisoformat(value) if isinstance(value, str) else value
+
+
+def progress_series(
+    project: Project,
+    now: datetime | None = None,
+    groups: list[LabelGroup] | None = None,
+    finals: dict[date, int] | None = None,
+) -> list[tuple[date, int, int]]:
+    """(day, labels given so far, issues final so far) for every day from the first label or
+    final label to today; a label counts on the day of its first revision, a final issue on
+    the day of its current final label (reopening an issue retires its final label). From
+    `groups` and `finals` (`label_groups`, `finals_per_day`), queried unless given."""
+    now = now or timezone.now()
+    labels: dict[date, int] = defaultdict(int)
+    for g in label_groups(project) if groups is None else groups:
+        labels[g.day] += g.given
+    finals = finals_per_day(project) if finals is None else finals
     if not labels and not finals:
         return []
     first = min([*labels, *finals])
@@ -484,9 +569,12 @@ def line_chart(title: str, days: list[date], values: list[int]) -> Chart:
 
 
 def progress_charts(
-    project: Project, now: datetime | None = None, groups: list[LabelGroup] | None = None
+    project: Project,
+    now: datetime | None = None,
+    groups: list[LabelGroup] | None = None,
+    finals: dict[date, int] | None = None,
 ) -> list[Chart]:
-    series = progress_series(project, now, groups)
+    series = progress_series(project, now, groups, finals)
     days = [d for d, _, _ in series]
     return [
         line_chart(gettext("Labels given (cumulative)"), days, [n for _, n, _ in series]),
@@ -497,19 +585,185 @@ def progress_charts(
 TYPE_HEADINGS = {"FP": _("not LLM-related")}
 
 
-def dashboard(project: Project, now: datetime | None = None) -> Dashboard:
-    """Everything the lead's dashboard shows, at `now` (default: the present)."""
+# --- The snapshot: the project-wide figures, computed at most once per poll ---------------
+
+
+@dataclass
+class Figures:
+    """What a render would otherwise scan the whole project for: the label groups, the issues
+    by repository, status and final type, the finals per day, the disputed issues per type
+    someone chose and per level. Numbers, ids and days only (JSON in `DashboardSnapshot`):
+    names, words and windows relative to `now` are the render's."""
+
+    computed_at: datetime
+    label_groups: list[LabelGroup]
+    repository_groups: list[RepositoryGroup]
+    finals_per_day: dict[date, int]
+    disputed_by_type: dict[int, int]
+    level_counts: dict[str, int]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FIGURES_FORMAT,
+            "label_groups": [
+                [
+                    g.annotator_id,
+                    g.day.isoformat(),
+                    g.given,
+                    g.current,
+                    g.current_pilot,
+                    g.last.isoformat(),
+                    g.agreement.compared,
+                    g.agreement.matched_type,
+                    g.agreement.matched_theme,
+                    g.agreement.matched_label,
+                ]
+                for g in self.label_groups
+            ],
+            "repository_groups": [list(astuple(g)) for g in self.repository_groups],
+            "finals_per_day": [[day.isoformat(), n] for day, n in self.finals_per_day.items()],
+            "disputed_by_type": [[t, n] for t, n in self.disputed_by_type.items()],
+            "level_counts": [[level, n] for level, n in self.level_counts.items()],
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, computed_at: datetime) -> Figures | None:
+        """The figures stored by `to_json`; None for a snapshot of another format."""
+        if not isinstance(data, dict) or data.get("format") != FIGURES_FORMAT:
+            return None
+        return cls(
+            computed_at=computed_at,
+            label_groups=[
+                LabelGroup(
+                    user_id,
+                    date.fromisoformat(day),
+                    given,
+                    current,
+                    pilot,
+                    datetime.fromisoformat(last),
+                    FinalAgreement.from_sums(*sums),
+                )
+                for user_id, day, given, current, pilot, last, *sums in data["label_groups"]
+            ],
+            repository_groups=[RepositoryGroup(*g) for g in data["repository_groups"]],
+            finals_per_day={date.fromisoformat(d): n for d, n in data["finals_per_day"]},
+            disputed_by_type={t: n for t, n in data["disputed_by_type"]},
+            level_counts={level: n for level, n in data["level_counts"]},
+        )
+
+
+def compute_figures(project: Project) -> Figures:
+    """The project-wide figures as they stand (five grouped queries; the expensive part of the
+    dashboard: one scan of the annotations joined with the finals)."""
+    started = timezone.now()  # what was committed by now is in them
+    return Figures(
+        computed_at=started,
+        label_groups=label_groups(project),
+        repository_groups=repository_groups(project),
+        finals_per_day=finals_per_day(project),
+        disputed_by_type=disputed_by_type(project),
+        level_counts=level_counts(project),
+    )
+
+
+def refresh_snapshot(project: Project) -> Figures:
+    """Compute the project's figures and store them as its snapshot (clearing the request for
+    a refresh); a snapshot stored meanwhile by a computation that started later is kept (but
+    not one stamped more than a poll ahead: a clock that was wrong would pin it)."""
+    figures = compute_figures(project)
+    data = figures.to_json()
+    at = figures.computed_at
+    stored = DashboardSnapshot.objects.filter(
+        Q(computed_at__lt=at) | Q(computed_at__gt=at + timedelta(seconds=REFRESH_SECONDS)),
+        project=project,
+    ).update(computed_at=at, figures=data, refresh_requested_at=None)
+    if not stored:  # none yet (or a newer one: then the insert does nothing)
+        DashboardSnapshot.objects.bulk_create(
+            [DashboardSnapshot(project=project, computed_at=at, figures=data)],
+            ignore_conflicts=True,
+        )
+    return figures
+
+
+def _is_fresh(computed_at: datetime, clock: datetime) -> bool:
+    """Younger than one poll (a snapshot from a clock far ahead is not fresh either)."""
+    window = timedelta(seconds=REFRESH_SECONDS)
+    return -window < clock - computed_at < window
+
+
+def snapshot_figures(project: Project) -> tuple[Figures, bool]:
+    """The figures a render shows, and whether newer ones are on their way.
+
+    The snapshot when it is fresh. A stale one is shown while a refresh is asked for: the
+    reader whose conditional UPDATE claims it (no request pending) queues the task; the
+    others find the request pending and ask for nothing. Computed here (and stored) when there
+    is no snapshot (or one of another format), no broker (tasks run eagerly: the first
+    look), or a refresh was asked for `OVERDUE_INTERVALS` polls ago and never delivered
+    (no worker, or Redis away): that reader claims the overdue request the same way, so one
+    reader computes.
+    """
+    clock = timezone.now()
+    snapshot = DashboardSnapshot.objects.filter(pk=project.pk).first()
+    figures = Figures.from_json(snapshot.figures, snapshot.computed_at) if snapshot else None
+    if snapshot is None or figures is None:
+        return refresh_snapshot(project), False
+    if _is_fresh(snapshot.computed_at, clock):
+        return figures, False
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        return refresh_snapshot(project), False
+    asked = snapshot.refresh_requested_at
+    overdue = timedelta(seconds=OVERDUE_INTERVALS * REFRESH_SECONDS)
+    if asked is not None and -overdue < clock - asked < overdue:
+        return figures, True  # another reader asked: on its way
+    claimed = DashboardSnapshot.objects.filter(
+        pk=project.pk, computed_at=snapshot.computed_at, refresh_requested_at=asked
+    ).update(refresh_requested_at=clock)
+    if not claimed:  # another reader claimed it first, or a refresh stored newer figures
+        return figures, True
+    if asked is None:
+        outbox.enqueue(REFRESH_TASK, [project.pk])
+        return figures, True
+    return refresh_snapshot(project), False  # asked long ago, never delivered
+
+
+def refresh_if_stale(project_id: int) -> bool:
+    """The refresh task's work: compute and store the project's snapshot unless it is fresh (a
+    duplicate delivery, or one that comes after a reader computed it) or the project is gone.
+    True if it computed."""
+    project = Project.objects.filter(pk=project_id).first()
+    if project is None:
+        return False
+    computed_at = (
+        DashboardSnapshot.objects.filter(pk=project_id)
+        .values_list("computed_at", flat=True)
+        .first()
+    )
+    if computed_at is not None and _is_fresh(computed_at, timezone.now()):
+        return False
+    refresh_snapshot(project)
+    return True
+
+
+def dashboard(project: Project, now: datetime | None = None, *, fresh: bool = False) -> Dashboard:
+    """Everything the lead's dashboard shows, at `now` (default: the present): the project-wide
+    figures from the snapshot (`snapshot_figures`; with `fresh`, computed and stored now),
+    composed with what is read on every render."""
     now = now or timezone.now()
-    groups = label_groups(project)  # one scan of the annotations serves both
-    annotators = annotator_rows(project, now, groups)
+    if fresh:
+        figures, refreshing = refresh_snapshot(project), False
+    else:
+        figures, refreshing = snapshot_figures(project)
+    annotators = annotator_rows(project, now, figures.label_groups)
     types = list(
         TaxonomyNode.objects.filter(
             version_id=project.taxonomy_version_id, level=TaxonomyNode.Level.TYPE
         ).order_by("code")
     )
-    repositories, totals, codes = repository_rows(project, [t.code for t in types])
+    repositories, totals, codes = repository_rows(
+        project, [t.code for t in types], figures.repository_groups
+    )
     names = {t.code: t.name for t in types}
-    voted = disputed_by_type(project)
+    voted = figures.disputed_by_type
     return Dashboard(
         project=project,
         annotators=annotators,
@@ -517,9 +771,11 @@ def dashboard(project: Project, now: datetime | None = None) -> Dashboard:
         totals=totals,
         final_columns=[(c, str(TYPE_HEADINGS.get(c) or names.get(c) or c)) for c in codes],
         types=[(t, voted.get(t.pk, 0)) for t in types],
-        levels=disagreement_levels(project),
-        charts=progress_charts(project, now, groups),
+        levels=disagreement_levels(project, figures.level_counts),
+        charts=progress_charts(project, now, figures.label_groups, figures.finals_per_day),
         spark_max=max((max(r.daily) for r in annotators if r.daily), default=0),
         refresh_seconds=REFRESH_SECONDS,
         now=now,
+        figures_at=figures.computed_at,
+        refreshing=refreshing,
     )

@@ -615,3 +615,30 @@ class MachineLabel(LabelFields):
 
     def __str__(self) -> str:
         return f"{self.rater.name} on {self.issue_id}: {self.label_code}"
+
+
+class DashboardSnapshot(models.Model):
+    """The lead's dashboard's project-wide figures, computed at `computed_at` (one scan of the
+    annotations and the finals: `labeling.dashboard.compute_figures`), so that a page that
+    polls every 30 s does not scan them again each time.
+
+    `figures` holds numbers, ids and ISO dates only (no names, no words of a language), read
+    back by `labeling.dashboard.Figures.from_json`. `refresh_requested_at` is set by the one
+    reader that claimed the refresh of a stale snapshot (a conditional UPDATE) and cleared by
+    the refresh that stores new figures: while it is recent, other readers show the snapshot
+    and ask for nothing.
+    """
+
+    project = models.OneToOneField(
+        Project, on_delete=models.CASCADE, primary_key=True, related_name="dashboard_snapshot"
+    )
+    computed_at = models.DateTimeField()
+    figures = models.JSONField(default=dict)
+    refresh_requested_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("dashboard snapshot")
+        verbose_name_plural = _("dashboard snapshots")
+
+    def __str__(self) -> str:
+        return f"{self.project}: dashboard figures as of {self.computed_at}"

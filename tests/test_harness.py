@@ -74,6 +74,7 @@ COMMITS_IN_THE_FAST_TIER = {
     "tests/labeling/test_queue_wait.py": "row locks held by another connection's transaction",
     "tests/labeling/test_pg_functions.py": "a function dropped under running code",
     "tests/labeling/test_adaptive.py": "annotators at once over HTTP, in threads",
+    "tests/labeling/test_dashboard_snapshot.py": "leads reading a stale page at once, in threads",
     "tests/ingest/test_pages.py": "a sync run in a thread of the web process",
     "tests/ingest/test_parts.py": "two tasks of one part, in threads",
     "tests/lib/test_jobs.py": "two deliveries claiming one job at once, a heartbeat, in threads",
