@@ -8,10 +8,7 @@ migrations' data afterwards (`serialized_rollback`).
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
@@ -20,7 +17,6 @@ from pathlib import Path
 import pytest
 import redis
 from django.conf import settings
-from django.db import connection
 from django.urls import reverse
 from django.utils import timezone
 
@@ -28,38 +24,25 @@ from annotator.models import QueuedTask
 from labeling import dashboard
 from labeling.models import DashboardSnapshot
 from tests.builders import label_item
+from tests.faults.services import celery_worker, database_url, stop_process
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.one_path,
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
 ]
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def worker(tmp_path) -> Iterator[tuple[subprocess.Popen, Path]]:
     assert settings.REDIS_URL, "worker tests need Redis (bin/test sets REDIS_URL)"
     redis.Redis.from_url(settings.REDIS_URL).flushdb()  # this run's own Redis db
-    s = connection.settings_dict
-    url = f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
-    env = {**os.environ, "DATABASE_URL": url, "REDIS_URL": settings.REDIS_URL}
+    env = {"DATABASE_URL": database_url(), "REDIS_URL": settings.REDIS_URL}
     log_path = tmp_path / "worker.log"
     with log_path.open("wb") as log_file:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "-P", "solo",
-             "--without-heartbeat", "--without-gossip", "--without-mingle", "-l", "warning"],
-            cwd=ROOT, env=env, start_new_session=True,
-            stdout=subprocess.DEVNULL, stderr=log_file,
-        )  # fmt: skip
+        proc = celery_worker(env, stdout=subprocess.DEVNULL, stderr=log_file)
     yield proc, log_path
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    stop_process(proc, timeout=10)
 
 
 def _wait(predicate: Callable[[], bool], timeout: float, what: str) -> None:
