@@ -502,7 +502,9 @@ def _write(
         if issue_id not in in_project:
             # Position keeps the file's row order, which the study export gives back.
             pi = (project.pk, issue_id, next_position + n, ProjectIssue.Status.FINAL.value)
-            new_pi.append((*pi, len(row.labels)) if _COUNTS_ANNOTATORS else pi)
+            # The count of labels and when the newest came (this import: its labels' time).
+            counts = (len(row.labels), now if row.labels else None)
+            new_pi.append((*pi, *counts) if _COUNTS_ANNOTATORS else pi)
             changed = True
         elif in_project[issue_id] != ProjectIssue.Status.FINAL and issue_id not in existing_res:
             make_final.append(issue_id)
@@ -539,7 +541,11 @@ def _write(
 
     pi_columns = ["project_id", "issue_id", "position", "status"]
     with foreign_keys_validated_at_end(ProjectIssue, len(new_pi)):
-        insert_rows(ProjectIssue, pi_columns + ["annotation_count"] * _COUNTS_ANNOTATORS, new_pi)
+        insert_rows(
+            ProjectIssue,
+            pi_columns + ["annotation_count", "last_label_at"] * _COUNTS_ANNOTATORS,
+            new_pi,
+        )
     if make_final:
         ProjectIssue.objects.filter(project=project, issue_id__in=make_final).update(
             status=ProjectIssue.Status.FINAL
@@ -559,6 +565,12 @@ def _write(
             )
             if progress:
                 progress("annotations", min(start + BATCH * 10, len(new_ann)), len(new_ann))
+    # Issues already in the project that got labels here: their newest label is this import's.
+    relabeled = sorted({issue_id for issue_id, _, _ in new_ann if issue_id in in_project})
+    for start in range(0, len(relabeled), BATCH):
+        ProjectIssue.objects.filter(
+            project=project, issue_id__in=relabeled[start : start + BATCH]
+        ).update(last_label_at=now)
     res_columns = ["project_id", "issue_id", "method", "decided_at", "note", *label_columns]
     with foreign_keys_validated_at_end(Resolution, len(new_res)):
         insert_rows(Resolution, res_columns, new_res)

@@ -25,6 +25,7 @@ class ProjectIssueAdmin(admin.ModelAdmin):
         "is_pilot",
         "status",
         "annotation_count",
+        "last_label_at",
         "disagreement_level",
         "split",
     ]

@@ -279,6 +279,7 @@ def _spread_over_days(project: Project, items: list[ProjectIssue]) -> None:
             annotation.created_at = day + timedelta(minutes=7 * n)
             last[item.issue_id] = annotation.created_at
     Annotation.objects.bulk_update(annotations, ["created_at"], batch_size=500)
+    submission.refresh_last_label(item.pk for item in items)
     resolutions = list(
         Resolution.objects.filter(project=project, issue_id__in=list(last)).only(
             "id", "issue_id", "decided_at"

@@ -49,6 +49,22 @@ def new_public_id() -> int:
     return PUBLIC_ID_LOW + secrets.randbelow(PUBLIC_ID_HIGH - PUBLIC_ID_LOW)
 
 
+def list_status_rank() -> models.Case:
+    """Where a queue row's status comes in the issue list's order of statuses
+    (`labeling.issue_list.STATUS_NAMES`): open (no label) 0, in progress (some labels) 1,
+    disagreement 2, final 3. The list sorts by this expression and two indexes of
+    `ProjectIssue` hold it, the same expression, so that the planner reads a page from them.
+    (The values of `ProjectIssue.Status`, spelled out: the class does not exist yet when its
+    `Meta` calls this.)"""
+    return models.Case(
+        models.When(status="final", then=models.Value(3)),
+        models.When(status="disagreement", then=models.Value(2)),
+        models.When(annotation_count__gt=0, then=models.Value(1)),
+        default=models.Value(0),
+        output_field=models.IntegerField(),
+    )
+
+
 class ProjectIssue(models.Model):
     """An issue in a project's scope, with its place in the labeling queue.
 
@@ -75,6 +91,10 @@ class ProjectIssue(models.Model):
     # Distinct annotators with a current annotation; kept under the row lock so the queue
     # can skip full issues without counting annotations.
     annotation_count = models.PositiveSmallIntegerField(default=0)
+    # When the newest current label came (None before the first): the issue list shows it and
+    # sorts by it. Written with annotation_count by every path that stores a label
+    # (`labeling.submission`, its PL/pgSQL function, `dataset.importer`, the demo's dates).
+    last_label_at = models.DateTimeField(null=True, blank=True)
     # First level where the K annotations differ ("" when they agree) and how split the votes
     # are (1 - share of the most common label): the lead queue filters and sorts on them.
     disagreement_level = models.CharField(max_length=20, blank=True)
@@ -100,6 +120,23 @@ class ProjectIssue(models.Model):
                 fields=["project", "position"],
                 name="projectissue_needs_more",
                 condition=models.Q(status="open", annotation_count__gt=0),
+            ),
+            # The issue list sorted by status (`list_status_rank`), then queue order, then row
+            # id, each way: a page is read from here, not sorted from the whole project. (By
+            # last label has its indexes in migration 0006: PostgreSQL only.)
+            models.Index(
+                F("project"),
+                list_status_rank().desc(),
+                F("position"),
+                F("id").desc(),
+                name="projectissue_list_status_desc",
+            ),
+            models.Index(
+                F("project"),
+                list_status_rank(),
+                F("position"),
+                F("id"),
+                name="projectissue_list_status_asc",
             ),
         ]
 

@@ -18,7 +18,7 @@ reason.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -183,7 +183,23 @@ _DELETE_RESERVATION_SQL = (
     f"DELETE FROM {_RESERVATION_TABLE} WHERE project_issue_id = %(item)s"
     " AND annotator_id = %(user)s"
 )
-_SET_COUNT_SQL = f"UPDATE {_PROJECTISSUE_TABLE} SET annotation_count = %(n)s WHERE id = %(item)s"
+# When the item's newest current label came (`ProjectIssue.last_label_at`), read under its row
+# lock after the label is stored: exact whatever wrote the labels before.
+_LAST_LABEL_SQL = (
+    f"(SELECT max(a.created_at) FROM {_ANNOTATION_TABLE} a"
+    " WHERE a.project_id = pi.project_id AND a.issue_id = pi.issue_id AND a.is_current)"
+)
+# After a first label: the count and the last label's time (the Python path and the PL/pgSQL
+# function run this one text).
+_SET_COUNT_SQL = (
+    f"UPDATE {_PROJECTISSUE_TABLE} AS pi SET annotation_count = %(n)s,"
+    f" last_label_at = {_LAST_LABEL_SQL} WHERE pi.id = %(item)s"
+)
+# After a revision: the count stays, the last label's time moves on.
+_SET_LAST_LABEL_SQL = (
+    f"UPDATE {_PROJECTISSUE_TABLE} AS pi SET last_label_at = {_LAST_LABEL_SQL}"
+    " WHERE pi.id = %(item)s"
+)
 
 
 def _new_annotation(
@@ -445,12 +461,22 @@ def submit(
             # decide the issue early under the adaptive rule: a revision never does, so no
             # one can find out the others' labels by revising until the issue turns final.
             resolution.evaluate(pi, project)
+        else:
+            sql.execute(_SET_LAST_LABEL_SQL, {"item": pi.pk})
         previous_text = current.proposed_category if current else ""
         if annotation.proposed_category and annotation.proposed_category != previous_text:
             # The "propose a new category" box becomes a taxonomy proposal the others vote on
             # (once: a revision that keeps the same text does not propose it again).
             proposal_from_annotation(annotation)
     return annotation
+
+
+def refresh_last_label(item_ids: Iterable[int]) -> None:
+    """Set each queue item's `last_label_at` from its current labels again, by the statement a
+    revision runs: for labels whose dates were changed outside a submission (the demo spreads
+    its history's labels over days)."""
+    for item_id in item_ids:
+        sql.execute(_SET_LAST_LABEL_SQL, {"item": item_id})
 
 
 def _count(project_id: int, kind: str) -> None:

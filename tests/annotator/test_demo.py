@@ -130,6 +130,12 @@ def test_the_demo_comes_with_a_labeling_history(demo):
     assert len(dissenters) >= 2
     days = {a.created_at.date() for a in Annotation.objects.filter(project=demo)}
     assert len(days) >= 15
+    # The issue list's "last label" is each issue's newest label on its spread-out day.
+    newest: dict[int, object] = {}
+    for a in Annotation.objects.filter(project=demo, is_current=True):
+        newest[a.issue_id] = max(a.created_at, newest.get(a.issue_id, a.created_at))
+    assert [pi.last_label_at for pi in items] == [newest.get(pi.issue_id) for pi in items]
+    assert len({pi.last_label_at.date() for pi in items if pi.last_label_at}) >= 15
     newcomer = User.objects.get(username="demo-annotator-1")
     assert queue.next_issue_id_for(newcomer, demo) == items[HISTORY_COMPLETE].pk
     # The lead's guideline is there for the newcomer to read above the issue.

@@ -21,6 +21,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection, transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from annotator.models import Membership, Project, Role
@@ -205,12 +206,19 @@ class Study:
         item = self.target
         item.refresh_from_db()
         item.annotation_count = len(codes)
-        item.save(update_fields=["annotation_count"])
+        item.last_label_at = self.newest_label_time()
+        item.save(update_fields=["annotation_count", "last_label_at"])
         with transaction.atomic():
             # The comparison the K-th label ran: it sets the status from the labels.
             resolution.evaluate(item, project)
         item.refresh_from_db()
         assert item.status == state.status, f"built {item.status} for {state}"
+
+    def newest_label_time(self):
+        """When the target's newest current label came, as a submission leaves it on the row."""
+        return Annotation.objects.filter(
+            project=self.project, issue_id=self.target.issue_id, is_current=True
+        ).aggregate(newest=Max("created_at"))["newest"]
 
     @staticmethod
     def own_code(state: State) -> str:
@@ -298,6 +306,11 @@ class Study:
                 )
                 for pi in ProjectIssue.objects.filter(project=project)
             ),
+            # Whose label the row's `last_label_at` is the time of (the labels' times differ
+            # between the paths' runs), and whether it is the issue's newest current label.
+            "last labels": sorted(
+                self._last_label(pi) for pi in ProjectIssue.objects.filter(project=project)
+            ),
             "resolutions": sorted(
                 (
                     self.issue_name[r.issue_id],
@@ -315,6 +328,15 @@ class Study:
                 for f in QueueFrontier.objects.filter(project=project)
             ),
         }
+
+    def _last_label(self, item: ProjectIssue) -> tuple:
+        labels = Annotation.objects.filter(project=self.project, issue_id=item.issue_id)
+        newest = labels.filter(is_current=True).aggregate(newest=Max("created_at"))["newest"]
+        of = sorted(
+            (self.who[a.annotator_id], a.revision)
+            for a in labels.filter(created_at=item.last_label_at)
+        )
+        return (self.item_name[item.pk], tuple(of), item.last_label_at == newest)
 
     def run_both(self, state: State, settings) -> dict[str, tuple]:
         """The action's outcome and the rows after it, on each path, from the same state."""
@@ -342,6 +364,20 @@ def differences(results: dict[str, tuple]) -> list[str]:
             found.append(
                 f"{table}: pg-functions {pg_rows[table]!r} != python-only {py_rows[table]!r}"
             )
+    return found
+
+
+def stale_last_labels(state, results: dict[str, tuple]) -> list[str]:
+    """Where a path left an item's `last_label_at` other than its newest current label's time,
+    or a label Ada stored is not the one it names; empty when every row is right."""
+    found = []
+    for path, (outcome, rows) in results.items():
+        found += [f"{state} ({path}): {entry}" for entry in rows["last labels"] if not entry[2]]
+        stored = outcome[0] == "annotation" and not state.action.startswith("same")
+        if stored and outcome[1][3]:  # a label stored, current: the newest
+            target = next(entry for entry in rows["last labels"] if entry[0] == "target")
+            if target[1] != (("ada", outcome[1][2]),):
+                found.append(f"{state} ({path}): names {target[1]}, not Ada's new label")
     return found
 
 
@@ -398,15 +434,18 @@ def test_both_paths_decide_every_state_alike(study, settings, monkeypatch, k, po
     monkeypatch.setattr(submission, "_submit_first", submit_first_watched)
     disagreeing = []
     outcomes = set()
+    stale: list[str] = []
     for state in [s for s in POSSIBLE if s.k == k and s.policy == policy]:
         results = study.run_both(state, settings)
         disagreeing += [f"{state}: {d}" for d in differences(results)]
+        stale += stale_last_labels(state, results)
         outcomes.add(results["python-only"][0][0])
         served = results["pg-functions"][0]
         if served[0] == "issue" and served[1] is not None:
             # The public id the queue gave is the served issue's own.
             assert served[1] == served[2], f"{state}: {served}"
     assert disagreeing == [], "\n".join(disagreeing)
+    assert stale == [], "\n".join(stale)
     # The comparison was not vacuous: both functions ran, the submission function stored the
     # first labels below K that it exists for, and the states led to issues, stored labels
     # and refusals alike.
@@ -433,6 +472,52 @@ def test_the_comparison_reports_a_path_that_stores_something_else(study, setting
     found = differences(study.run_both(state, settings))
     assert len(found) == 1 and found[0].startswith("project issues:"), found
     assert "99" in found[0]
+
+
+def test_the_comparison_reports_a_path_that_leaves_the_last_label_time_behind(
+    study, settings, monkeypatch
+):
+    real_submit_first = submission._submit_first
+
+    def submit_first_undated(user, project, item_id, label, public=False):
+        stored = real_submit_first(user, project, item_id, label, public)
+        if stored is not None:  # the one-call path took it: as if it wrote the count only
+            before = Annotation.objects.filter(issue_id=stored.issue_id).exclude(pk=stored.pk)
+            ProjectIssue.objects.filter(pk=item_id).update(
+                last_label_at=before.aggregate(newest=Max("created_at"))["newest"]
+            )
+        return stored
+
+    monkeypatch.setattr(submission, "_submit_first", submit_first_undated)
+    state = State("open", "none", "active", "fewer", Project.Policy.LEAD_DECIDES, 3, ACTIONS[1])
+    results = study.run_both(state, settings)
+    found = differences(results)
+    assert len(found) == 1 and found[0].startswith("last labels:"), found
+    assert stale_last_labels(state, results) == [
+        f"{state} (pg-functions): ('target', (('otto-annotator', 1),), False)",
+        f"{state} (pg-functions): names (('otto-annotator', 1),), not Ada's new label",
+    ]
+
+
+def test_a_revision_that_leaves_the_last_label_time_behind_is_reported(
+    study, settings, monkeypatch
+):
+    """Revisions take the Python path either way: what holds them to the newest label is
+    `stale_last_labels`, which a revision that does not move the time on fails."""
+    monkeypatch.setattr(
+        submission,
+        "_SET_LAST_LABEL_SQL",
+        f"UPDATE {ProjectIssue._meta.db_table} SET last_label_at = last_label_at"
+        " WHERE id = %(item)s",
+    )
+    state = State("open", "current", "none", "fewer", Project.Policy.LEAD_DECIDES, 3, "revision")
+    results = study.run_both(state, settings)
+    assert differences(results) == []  # both paths alike, and both wrong
+    assert stale_last_labels(state, results) == [
+        f"{state} ({path}): {line}"
+        for path in ("pg-functions", "python-only")
+        for line in ("('target', (('ada', 1),), False)", "names (('ada', 1),), not Ada's new label")
+    ]
 
 
 def test_the_comparison_reports_a_path_that_answers_something_else(study, settings, monkeypatch):
@@ -651,7 +736,9 @@ class AdaptiveStudy(Study):
         elif state.ada != "none":
             self._store(self.ada, state.ada)
             own = 1
-        ProjectIssue.objects.filter(pk=item.pk).update(annotation_count=len(state.others) + own)
+        ProjectIssue.objects.filter(pk=item.pk).update(
+            annotation_count=len(state.others) + own, last_label_at=self.newest_label_time()
+        )
 
     @staticmethod
     def votes(state) -> bool:
@@ -700,9 +787,11 @@ def test_both_paths_decide_every_adaptive_state_alike(adaptive_study, settings, 
 
     monkeypatch.setattr(submission, "_submit_first", submit_first_watched)
     disagreeing, unexpected = [], []
+    stale: list[str] = []
     for state in ADAPTIVE_TABLE:
         results = study.run_both(state, settings)
         disagreeing += [f"{state}: {d}" for d in differences(results)]
+        stale += stale_last_labels(state, results)
         outcome, rows = results["python-only"]
         if state.action == "next issue":
             got = outcome[1] if outcome[0] == "issue" else outcome
@@ -713,6 +802,7 @@ def test_both_paths_decide_every_adaptive_state_alike(adaptive_study, settings, 
         if got != state.expect:
             unexpected.append(f"{state}: expected {state.expect}, got {got} ({outcome})")
     assert disagreeing == [], "\n".join(disagreeing)
+    assert stale == [], "\n".join(stale)
     assert unexpected == [], "\n".join(unexpected)
     # The one-call path took the labels that leave the issue open and declined every label that
     # decides it (the Python path finalizes those) and every revision.
