@@ -8,7 +8,6 @@ from datetime import timedelta
 from types import SimpleNamespace
 
 import pytest
-from celery import current_app
 from django.urls import reverse
 from django.utils import timezone
 from kombu.exceptions import OperationalError
@@ -36,7 +35,7 @@ class Broker:
 def broker(monkeypatch, settings) -> Broker:
     settings.CELERY_TASK_ALWAYS_EAGER = False
     fake = Broker()
-    monkeypatch.setattr(current_app, "send_task", fake.send_task)
+    monkeypatch.setattr(outbox.celery_app(), "send_task", fake.send_task)
     return fake
 
 
