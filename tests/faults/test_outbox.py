@@ -14,8 +14,8 @@ from kombu.exceptions import OperationalError
 
 from annotator import outbox
 from annotator.models import QueuedTask
+from dataset.exports import start_export
 from dataset.models import ExportJob
-from dataset.tasks import start_export
 
 
 class Broker:
