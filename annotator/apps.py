@@ -7,8 +7,9 @@ class AnnotatorConfig(AppConfig):
     verbose_name = _("Projects and members")
 
     def ready(self) -> None:
-        from annotator import accounts, language, outbox
+        from annotator import accounts, language
 
         accounts.connect_signals()  # username rules and API token revocation on every User save
         language.connect_signals()  # the saved interface language, remembered at login
-        outbox.connect_signals()  # a worker deletes the row of the task it starts
+        # The outbox's worker hooks are connected by annotator.tasks (a worker imports it at
+        # start), so that no other process imports Celery at start-up.

@@ -14,6 +14,12 @@ job's row), so a duplicate costs a no-op. The rows are the truth; the broker's q
 Without a broker (no REDIS_URL, tasks eager) a task runs in this process after the commit, as
 `.delay()` did, and no row is written.
 
+The Celery app is the site's (`settings.TASK_APP`, config.celery), imported when this process
+first hands a task over (`celery_app`), not at start: Celery with kombu, yaml and click is
+~10 % of the imports of `manage.py check`, which queues nothing (bench/RESULTS.md, "Start-up
+after issue 30"). Tasks are named by their Celery name (`dataset.exports.EXPORT_TASK`), so
+that a module that queues one imports no tasks module, and with it no Celery.
+
 docs/OPERATIONS.md, "Faults".
 """
 
@@ -22,15 +28,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from celery import current_app
 from django.conf import settings
 from django.db import connections, transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from annotator.models import QueuedTask
+
+if TYPE_CHECKING:
+    from celery import Celery
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +49,12 @@ HEADER = "outbox_id"
 RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.1, "interval_max": 0.1}
 # A row is left to the publisher of its own request this long before a sweep takes it over.
 SWEEP_GRACE = timedelta(seconds=2)
+
+
+def celery_app() -> Celery:
+    """The site's Celery app (settings.TASK_APP), imported on first use (see the docstring);
+    with it, the site's Celery signal receivers (config.celery)."""
+    return import_string(settings.TASK_APP)
 
 
 def enqueue(
@@ -62,8 +77,9 @@ def enqueue(
 
 
 def _apply_here(task: str, args: list, kwargs: dict) -> None:
-    current_app.loader.import_default_modules()  # a web process has not imported tasks.py
-    current_app.tasks[task].apply_async(args, kwargs)
+    app = celery_app()
+    app.loader.import_default_modules()  # a web process has not imported tasks.py
+    app.tasks[task].apply_async(args, kwargs)
 
 
 def publish(row_id: int) -> bool:
@@ -79,7 +95,7 @@ def _publish(row: QueuedTask) -> bool:
     if row.eta is not None:
         options["eta"] = row.eta
     try:
-        current_app.send_task(
+        celery_app().send_task(
             row.task,
             list(row.args),
             dict(row.kwargs),
@@ -136,8 +152,9 @@ def run_here(row_id: int) -> None:
     if row is None:
         return
     row.delete()
-    current_app.loader.import_default_modules()
-    current_app.tasks[row.task](*row.args, **row.kwargs)
+    app = celery_app()
+    app.loader.import_default_modules()
+    app.tasks[row.task](*row.args, **row.kwargs)
 
 
 def _started(task: Any = None, **kwargs: Any) -> None:
@@ -159,6 +176,9 @@ def _worker_ready(**kwargs: Any) -> None:
 
 
 def connect_signals() -> None:
+    """A worker's hooks: called by annotator.tasks, which every worker imports at start (task
+    discovery), before it takes a task; no web process or command needs them. Celery is
+    imported here, not at the top (see the docstring)."""
     from celery.signals import task_prerun, worker_ready
 
     task_prerun.connect(_started, dispatch_uid="annotator.outbox.started", weak=False)

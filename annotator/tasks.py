@@ -6,6 +6,11 @@ from celery import shared_task
 
 from annotator import outbox
 
+# A worker imports every app's tasks module at start, before it takes a task: the outbox's
+# hooks (a started task's row deleted, waiting rows handed over when the worker is ready) are
+# connected here, where only workers (and processes that run a task in place) pay for Celery.
+outbox.connect_signals()
+
 
 @shared_task
 def sweep_outbox() -> int:

@@ -17,4 +17,5 @@ class SiteConfig(AppConfig):
         # A bad network in a metrics setting stops start-up, naming the setting.
         observability.parse_networks(settings.METRICS_ALLOWED_IPS, "METRICS_ALLOWED_IPS")
         observability.parse_networks(settings.METRICS_TRUSTED_PROXIES, "METRICS_TRUSTED_PROXIES")
-        observability.connect_celery_signals()
+        # Its Celery signals are connected by config.celery, imported only by a process that
+        # publishes or runs a task (config/__init__).

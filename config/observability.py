@@ -245,7 +245,8 @@ def _worker_ready(**_: Any) -> None:
 
 
 def connect_celery_signals() -> None:
-    """Called once, from SiteConfig.ready (web and worker processes alike)."""
+    """Called once, by config.celery: every process that publishes a task (request ids ride in
+    its headers) or runs one imports it first."""
     from celery import signals
 
     signals.before_task_publish.connect(_before_publish, weak=False)

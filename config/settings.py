@@ -194,6 +194,9 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TIMEZONE = "UTC"
+# The Celery app, for the apps that hand tasks over (annotator.outbox.celery_app): imported on
+# first use, not at start-up (config/__init__).
+TASK_APP = "config.celery.app"
 # Ingest: a sync run queued for workers is cut into this many parts (time slices) that free
 # workers share; a part's task stores pages for this many seconds, then queues its next task
 # behind the others (ingest/tasks.py).

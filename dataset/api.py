@@ -29,7 +29,7 @@ from agreement.permissions import AGREEMENT_ROLES
 from annotator.models import LEAD_ROLES, Membership, Project, Role
 from annotator.permissions import membership_or_404
 from annotator.pseudonyms import pseudonyms
-from dataset.exports import export_path
+from dataset.exports import export_path, start_export
 from dataset.filters import AnnotationFilter, ResolutionFilter, ScopedFilterSet
 from dataset.models import ExportJob
 from dataset.permissions import (
@@ -45,7 +45,6 @@ from dataset.serializers import (
     ProjectSerializer,
     ResolutionSerializer,
 )
-from dataset.tasks import start_export
 from labeling.labels import KEY_FIELDS
 from labeling.models import Annotation, ProjectIssue, Reservation, Resolution
 from lib.inputlimits import row_id

@@ -35,6 +35,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext, gettext_noop
 
+from annotator import outbox
 from annotator.models import Project
 from dataset.models import RankedIssue, RecallRanking
 from dataset.recall import candidate_ids, dropped_population
@@ -296,3 +297,21 @@ def add_dropped_issue(project: Project, issue_id: int) -> ProjectIssue:
     # Seeded by the project's shuffle and the issue, so the same add places it the same way.
     place_in_queue(project, [item.pk], (project.queue_seed or 0) * 1_000_003 + issue_id)
     return item
+
+
+# -- asking for a ranking --------------------------------------------------------------------
+
+# The ranking's task, by its Celery name: dataset.tasks calls this module, never the reverse.
+RANKING_TASK = "dataset.tasks.run_ranking"
+
+
+def start_ranking(
+    project: Project, rater: MachineRater | None, version: int, user: User | None = None
+) -> RecallRanking:
+    """Record a ranking of the project for (rater, version) and queue it once the transaction
+    commits; one of that key already queued or running is returned instead, not started twice."""
+    with transaction.atomic():
+        ranking, created = begin_ranking(project, rater, version, user)
+        if created:
+            outbox.enqueue(RANKING_TASK, [ranking.pk])
+    return ranking

@@ -44,12 +44,14 @@ from pathlib import Path
 from typing import IO, TextIO
 
 from django.conf import settings
-from django.db import connection
+from django.contrib.auth.models import User
+from django.db import connection, transaction
 from django.db.models import CharField, F, Func, Q, QuerySet, Value
 from django.utils import timezone, translation
 
 from agreement.measures import agreement_report, report_rows
 from agreement.table_one import COUNT_ISSUES, TYPE_COLUMNS, YEARS, table_one
+from annotator import outbox
 from annotator.models import Project
 from annotator.pseudonyms import natural_order, pseudonyms, unnamed
 from dataset.forges import study_issue_url
@@ -755,4 +757,24 @@ def _build(job: ExportJob) -> ExportJob:
     job.file_path = str(path.relative_to(settings.EXPORT_ROOT))
     job.size, job.sha256, job.finished_at = path.stat().st_size, sha.hexdigest(), timezone.now()
     job.save()
+    return job
+
+
+# -- asking for an export --------------------------------------------------------------------
+
+# The export's task, by its Celery name: dataset.tasks calls this module, never the reverse, so
+# a page that asks for an export imports no Celery (annotator.outbox).
+EXPORT_TASK = "dataset.tasks.run_export"
+
+
+def start_export(
+    project: Project, user: User, real_names: bool = False, everything: bool = False
+) -> ExportJob:
+    """Create a job and queue it once the transaction commits (through the outbox, so a
+    broker that is away leaves it waiting for a worker, not lost)."""
+    with transaction.atomic():
+        job = ExportJob.objects.create(
+            project=project, requested_by=user, real_names=real_names, everything=everything
+        )
+        outbox.enqueue(EXPORT_TASK, [job.pk])
     return job

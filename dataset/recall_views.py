@@ -22,11 +22,11 @@ from dataset.beyond_keywords import (
     check_trainable,
     ranking_key,
     ranking_state,
+    start_ranking,
 )
 from dataset.forms import AddDroppedIssueForm, RecallDrawForm
 from dataset.permissions import RECALL_ROLES, can_draw_probes
 from dataset.recall import candidate_ids, draw_probes, dropped_population, recall_report
-from dataset.tasks import start_ranking
 from lib.refusal import Refusal, call_with_form
 from lib.requests import AuthedRequest
 

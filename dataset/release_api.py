@@ -20,9 +20,8 @@ from rest_framework.response import Response
 from dataset.api import ProjectScoped, signed_in
 from dataset.models import Release
 from dataset.permissions import RELEASE_ROLES, can_create_release
-from dataset.releases import version_key
+from dataset.releases import start_release, version_key
 from dataset.serializers import ReleaseCreateSerializer, ReleaseSerializer
-from dataset.tasks import start_release
 from lib.refusal import call_with_serializer
 
 

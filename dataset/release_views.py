@@ -19,9 +19,9 @@ from dataset.releases import (
     diff_releases,
     progress_of,
     release_path,
+    start_release,
     version_key,
 )
-from dataset.tasks import start_release
 from labeling.rendering import render_markdown
 from lib import superseded
 from lib.refusal import call_with_form

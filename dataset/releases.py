@@ -2,8 +2,8 @@
 
 A lead or admin asks for a release (`create_release`: the version is X.Y.Z and greater than the
 project's latest release); `build_release` writes it once — the page and the API queue it as a
-Celery task (`dataset.tasks.start_release`), `manage.py release` runs it inline. The ZIP holds
-the final issues only (what a researcher sees), in the export's formats (`dataset.exports`
+Celery task (`start_release`), `manage.py release` runs it inline. The ZIP holds the final
+issues only (what a researcher sees), in the export's formats (`dataset.exports`
 writers) plus:
 
 - `final_labels.csv`: one row per issue with its final label and the resolution behind it;
@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
@@ -50,6 +51,7 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext
 
 from agreement.measures import agreement_report, report_rows
+from annotator import outbox
 from annotator.models import Project
 from annotator.pseudonyms import pseudonyms, unnamed
 from dataset import datasheet, metadata
@@ -662,3 +664,20 @@ def verify_release(release: Release) -> list[str]:
             if hashlib.sha256(zf.read(entry["name"])).hexdigest() != entry["sha256"]:
                 problems.append(f"{entry['name']}: SHA-256 differs from the manifest")
     return problems
+
+
+# -- asking for a release --------------------------------------------------------------------
+
+# The release's task, by its Celery name: dataset.tasks calls this module, never the reverse.
+RELEASE_TASK = "dataset.tasks.run_release"
+
+
+def start_release(
+    project: Project, user: User, version: str, note: str = "", **citation: Any
+) -> Release:
+    """Validate and record a release (Refusal naming the field), and queue its build once
+    the transaction commits. `citation`: title, authors, licence (`create_release`)."""
+    with transaction.atomic():
+        release = create_release(project, user, version, note, **citation)
+        outbox.enqueue(RELEASE_TASK, [release.pk])
+    return release

@@ -1,12 +1,12 @@
 """A classifier rater trained (a new version) queues the classifier's ranking of its project's
-dropped issues for that version (`dataset.tasks.start_ranking`), so the recall page finds it
-ready instead of fitting in the request (`dataset.beyond_keywords`)."""
+dropped issues for that version (`dataset.beyond_keywords.start_ranking`), so the recall page
+finds it ready instead of fitting in the request."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from dataset.tasks import start_ranking
+from dataset.beyond_keywords import start_ranking
 from labeling.models import MachineRater
 from raters.runs import rater_trained
 

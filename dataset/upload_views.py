@@ -11,8 +11,7 @@ from annotator.permissions import membership_or_404
 from dataset.forms import UploadIssuesForm
 from dataset.models import UploadJob
 from dataset.permissions import UPLOAD_ROLES
-from dataset.tasks import start_upload
-from dataset.uploads import preview
+from dataset.uploads import preview, start_upload
 from ingest.issue_files import KINDS, preview_rows
 from lib.requests import AuthedRequest
 

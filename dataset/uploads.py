@@ -1,8 +1,8 @@
 """Uploading issues in the browser: a file kept for its task, read, checked, stored, queued.
 
 A lead (or admin) uploads a CSV, JSON Lines or URL-list file on the project's upload page.
-`preview` reads its first rows in the request. `dataset.tasks.start_upload` keeps the file
-under `settings.UPLOAD_ROOT` (`keep_file`) and queues `run_upload_job` (the Celery task
+`preview` reads its first rows in the request. `start_upload` keeps the file under
+`settings.UPLOAD_ROOT` (`keep_file`) and queues `run_upload_job` (the Celery task
 `dataset.tasks.run_upload`, also what `manage.py upload_issues` runs): it reads the whole
 file (`ingest.issue_files`, with progress on the job), checks it against what is stored, and
 either stops there (a dry run: every problem by line, and what an import would do) or stores
@@ -32,7 +32,8 @@ from django.utils.translation import gettext, gettext_noop
 from annotator import outbox
 from annotator.models import Project
 from dataset.models import UploadJob
-from ingest.issue_files import PREVIEW_ROWS, Reading, read_issue_file
+from ingest.hydration import HYDRATE_TASK
+from ingest.issue_files import PREVIEW_ROWS, Reading, guess_kind, read_issue_file
 from ingest.models import Repository
 from ingest.permissions import attach
 from ingest.uploads import Outcome, Target, plan, store
@@ -195,9 +196,7 @@ def _import(job: UploadJob, reading: Reading) -> Outcome:
             )
         to_fetch = outcome.to_fetch if job.fetch else []
         if to_fetch:
-            from ingest.tasks import hydrate_issues
-
-            outbox.enqueue(hydrate_issues.name, [to_fetch])
+            outbox.enqueue(HYDRATE_TASK, [to_fetch])
         outcome.queued_for_fetching = len(to_fetch)
     return outcome
 
@@ -222,3 +221,34 @@ def add_to_queue(project: Project, issue_ids: list[int], repository_ids: list[in
         ((project.pk, issue_id, start + n) for n, issue_id in enumerate(new)),
     )
     return len(new)
+
+
+# -- asking for an upload --------------------------------------------------------------------
+
+# The upload's task, by its Celery name: dataset.tasks calls this module, never the reverse.
+UPLOAD_TASK = "dataset.tasks.run_upload"
+
+
+def start_upload(
+    project: Project,
+    user: User,
+    upload: UploadedFile,
+    *,
+    kind: str = "",
+    source: str,
+    dry_run: bool,
+    add_to_queue: bool = True,
+    fetch: bool = False,
+) -> UploadJob:
+    """Keep the file under UPLOAD_ROOT, record the job and queue its task on commit."""
+    name = (upload.name or "upload")[:200]
+    upload.seek(0)
+    data = upload.read()
+    if not kind:
+        kind = guess_kind(name, data[:64].decode("utf-8", "replace"))
+    # The problems are read on the page in the uploader's language: the task writes them in it.
+    language = translation.get_language()
+    with transaction.atomic():
+        job = keep_file(project, user, name, data, kind, source, dry_run, add_to_queue, fetch)
+        outbox.enqueue(UPLOAD_TASK, [job.pk, language])
+    return job

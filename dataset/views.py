@@ -9,7 +9,7 @@ from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from annotator.permissions import membership_or_404
-from dataset.exports import ExportContext, export_path, write_taxonomy_details
+from dataset.exports import ExportContext, export_path, start_export, write_taxonomy_details
 from dataset.models import ExportJob
 from dataset.permissions import (
     EXPORT_ROLES,
@@ -17,7 +17,6 @@ from dataset.permissions import (
     can_use_real_names,
     visible_exports,
 )
-from dataset.tasks import start_export
 from lib import superseded
 from lib.requests import AuthedRequest
 from taxonomy.detail_files import study_file_name

@@ -22,6 +22,10 @@ from ingest.models import Issue, SyncRun
 from ingest.runs import Phase, Status, add_client_figures, record_error
 from ingest.storage import Tally, store_comments
 
+# The hydration task, by its Celery name: ingest.tasks calls this module, never the reverse, so
+# an upload or a command that queues it imports no Celery (annotator.outbox).
+HYDRATE_TASK = "ingest.tasks.hydrate_issues"
+
 log = logging.getLogger(__name__)
 
 

@@ -21,7 +21,6 @@ import threading
 import uuid
 from datetime import datetime, timedelta
 
-from celery import current_app
 from django.conf import settings
 from django.db import connections, transaction
 from django.utils import timezone
@@ -104,8 +103,9 @@ def _run_in_thread(part_id: int, chain: str, eta: datetime | None) -> None:
     def run() -> None:
         try:
             # A web process has not imported the apps' task modules (a worker does at start).
-            current_app.loader.import_default_modules()
-            current_app.tasks[SYNC_PART_TASK].apply(args=(part_id, chain))
+            app = outbox.celery_app()
+            app.loader.import_default_modules()
+            app.tasks[SYNC_PART_TASK].apply(args=(part_id, chain))
         finally:
             connections.close_all()  # the thread's own database connection
 

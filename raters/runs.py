@@ -34,6 +34,7 @@ from django.utils import timezone
 from django.utils.translation import gettext, gettext_noop
 from django.utils.translation import gettext_lazy as _
 
+from annotator import outbox
 from annotator.models import Project
 from ingest.hosts import MODEL_API_HOSTS, base_url_refused
 from ingest.models import Comment, Issue
@@ -528,3 +529,28 @@ def raters_due(project_id: int) -> list[MachineRater]:
         return []
     finals = len(final_codes(Project.objects.select_related("taxonomy_version").get(pk=project_id)))
     return [rater for rater in raters if finals - rater.trained_on >= rater.retrain_after]
+
+
+# -- asking for a run --------------------------------------------------------------------------
+
+# The tasks, by their Celery names: raters.tasks calls this module, never the reverse, so a page
+# that asks for a run imports no Celery (annotator.outbox).
+RUN_TASK = "raters.tasks.run_rater_task"
+RETRAIN_TASK = "raters.tasks.retrain_due"
+
+
+def start_run(
+    rater: MachineRater, only: str = RaterRun.Scope.ALL, user: User | None = None
+) -> RaterRun:
+    """Record a run (Refusal naming the field; RaterBusy while one of the rater's runs is
+    queued or running) and queue it once the transaction commits."""
+    with transaction.atomic():
+        run = begin_run(rater, only, user)
+        outbox.enqueue(RUN_TASK, [run.pk])
+    return run
+
+
+def resume_run(run: RaterRun) -> RaterRun:
+    """Queue a run that stopped again (it goes on from the issues not labeled yet)."""
+    outbox.enqueue(RUN_TASK, [run.pk])
+    return run

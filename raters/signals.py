@@ -1,5 +1,7 @@
-"""Retraining on arrival: a new final label queues `raters.tasks.retrain_due` for its project,
-but only where the project has a trained classifier (one indexed look-up per final label)."""
+"""Retraining on arrival: a new final label queues `raters.tasks.retrain_due` for its project
+(by its name, `raters.runs.RETRAIN_TASK`: this module imports no tasks module, and so no
+Celery, at start-up), but only where the project has a trained classifier (one indexed look-up
+per final label)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from django.db.models.signals import post_save
 
 from annotator import outbox
 from labeling.models import MachineRater, Resolution
-from raters.tasks import retrain_due
+from raters.runs import RETRAIN_TASK
 
 
 def _after_resolution(
@@ -22,7 +24,7 @@ def _after_resolution(
         project_id=project_id, kind=MachineRater.Kind.CLASSIFIER, version__gt=0
     ).exists():
         return
-    outbox.enqueue(retrain_due.name, [project_id])
+    outbox.enqueue(RETRAIN_TASK, [project_id])
 
 
 def connect() -> None:

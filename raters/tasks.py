@@ -1,20 +1,18 @@
 """Celery wrappers: they take ids and call `raters.runs`, which tests also call directly.
 
-`start_run` is how a page, the API or a command asks for a run: it records the run and queues
-the task once the transaction commits. `retrain_due` is queued when a final label is recorded
-in a project that has a trained classifier (`raters.signals`); it reruns every classifier with
-enough new final labels, skipping one whose run is already queued or running (`begin_run`
-locks the rater's row, so two close final labels start one run).
+A page, the API or a command asks for a run through `raters.runs.start_run`, which records the
+run and queues `run_rater_task` by its Celery name once the transaction commits (so no process
+imports Celery before it queues a task: annotator.outbox). `retrain_due` is queued when a
+final label is recorded in a project that has a trained classifier (`raters.signals`, by its
+name `raters.runs.RETRAIN_TASK`); it reruns every classifier with enough new final labels,
+skipping one whose run is already queued or running (`begin_run` locks the rater's row, so two
+close final labels start one run).
 """
 
 from __future__ import annotations
 
 from celery import Task, shared_task
-from django.contrib.auth.models import User
-from django.db import transaction
 
-from annotator import outbox
-from labeling.models import MachineRater
 from raters.models import RaterRun
 from raters.runs import RaterBusy, begin_run, raters_due, run_rater
 
@@ -30,23 +28,6 @@ def run_rater_task(self: Task, run_id: int) -> None:
         run = run_rater(run_id)
         if run.status == RaterRun.Status.RUNNING and not run.stale:
             raise self.retry(countdown=BUSY_RETRY_SECONDS)
-
-
-def start_run(
-    rater: MachineRater, only: str = RaterRun.Scope.ALL, user: User | None = None
-) -> RaterRun:
-    """Record a run (Refusal naming the field; RaterBusy while one of the rater's runs is
-    queued or running) and queue it once the transaction commits."""
-    with transaction.atomic():
-        run = begin_run(rater, only, user)
-        outbox.enqueue(run_rater_task.name, [run.pk])
-    return run
-
-
-def resume_run(run: RaterRun) -> RaterRun:
-    """Queue a run that stopped again (it goes on from the issues not labeled yet)."""
-    outbox.enqueue(run_rater_task.name, [run.pk])
-    return run
 
 
 @shared_task(acks_late=True)

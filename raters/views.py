@@ -20,8 +20,7 @@ from raters.forms import AddRaterForm, EnlistForm, ImportLabelsForm, RunForm
 from raters.imports import MAX_BYTES, LabelFileError, import_machine_labels
 from raters.models import RaterRun
 from raters.permissions import RUN_ROLES, VALIDATION_ROLES
-from raters.runs import add_rater
-from raters.tasks import start_run
+from raters.runs import add_rater, start_run
 from raters.validation import validation_report
 
 

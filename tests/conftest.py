@@ -24,6 +24,11 @@ from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.utils import translation
 
+# The site's Celery app, current in the test process as in a worker: tests run tasks in place
+# (`task.apply()`) and send Celery's signals, whose receivers config.celery connects. Other
+# processes import it only when they first queue a task (config/__init__); tests/test_startup.py
+# checks that in fresh interpreters.
+import config.celery  # noqa: F401
 from annotator.models import Membership, Project, Role
 from ingest.models import Issue, Repository
 from labeling.models import ProjectIssue

@@ -6,7 +6,10 @@ pandas cost ~1.5 s to import, and only the agreement report computes with them, 
 imported where it computes (`agreement.measures`). A web worker is the exception on purpose:
 `config.wsgi` imports them at boot, so the first agreement page a lead opens is not 1.5 s slower.
 The machine raters' libraries (scikit-learn, openai, ppi_py) are imported where they are used
-too, and no process imports them at start (issue 30).
+too, and no process imports them at start (issue 30). Nor Celery (with kombu, amqp and click,
+~10 % of the imports of `manage.py check`): a process imports it when it first hands a task
+over (annotator.outbox.celery_app), a worker and a web worker at boot; services queue tasks
+by their Celery names, so a page that asks for an export imports no tasks module.
 
 Each scenario runs a fresh interpreter (this test process has long imported everything) with
 the test settings' environment.
@@ -30,16 +33,20 @@ HEAVY = ("statsmodels", "scipy", "pandas", "numpy", "krippendorff")
 # openai client, the estimates' ppi_py (which pulls in numba); imported where they are used.
 RATERS_HEAVY = ("sklearn", "openai", "ppi_py", "numba", "joblib")
 
-REPORT = (
-    "import json, sys; print(json.dumps(sorted("
-    f"m for m in {HEAVY + RATERS_HEAVY!r} if m in sys.modules)))"
+# Celery and the libraries only it brings (yaml comes with DRF too, so it is not one of them).
+CELERY = ("celery", "kombu", "amqp", "click", "billiard", "vine")
+CHECK = (
+    "import runpy\n"
+    "sys.argv = ['manage.py', 'check']\n"
+    "runpy.run_path('manage.py', run_name='__main__')"
 )
 
 
-def heavy_imported_by(code: str) -> list[str]:
-    """The statistics packages a fresh interpreter has imported after running `code`."""
+def imported_by(code: str, modules: tuple[str, ...]) -> list[str]:
+    """Which of `modules` a fresh interpreter has imported after running `code`."""
+    report = f"import json; print(json.dumps(sorted(m for m in {modules!r} if m in sys.modules)))"
     done = subprocess.run(
-        [sys.executable, "-c", f"import sys\n{code}\n{REPORT}"],
+        [sys.executable, "-c", f"import sys\n{code}\n{report}"],
         cwd=ROOT,
         env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"},
         capture_output=True,
@@ -48,6 +55,11 @@ def heavy_imported_by(code: str) -> list[str]:
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def heavy_imported_by(code: str) -> list[str]:
+    """The statistics packages a fresh interpreter has imported after running `code`."""
+    return imported_by(code, HEAVY + RATERS_HEAVY)
 
 
 def test_loading_the_url_conf_imports_no_statistics_library():
@@ -96,3 +108,51 @@ def test_a_web_worker_imports_the_statistics_libraries_at_boot():
     # paid for there, not by the first lead who opens the report.
     loaded = heavy_imported_by("import config.wsgi")
     assert {"statsmodels", "scipy", "numpy", "krippendorff"} <= set(loaded)
+
+
+def test_manage_py_check_imports_no_celery():
+    # Settings, apps (their signals), the URL conf with every view and API, every check: none
+    # of them queues a task, so none imports Celery.
+    assert imported_by(CHECK, CELERY) == []
+
+
+def test_the_check_sees_celery_imported_at_start():
+    # The scenario above can fail: a module that imports a tasks module at start is reported.
+    assert "celery" in imported_by(f"{CHECK}\nimport dataset.tasks", CELERY)
+
+
+def test_a_process_imports_celery_when_it_first_hands_a_task_over():
+    # Django set up, the URL conf loaded: no Celery; the outbox's app brings it, the site's.
+    loaded = imported_by(
+        "import django; django.setup()\n"
+        "from django.urls import get_resolver; get_resolver().url_patterns\n"
+        "assert 'celery' not in sys.modules\n"
+        "from annotator import outbox\n"
+        "assert outbox.celery_app().main == 'annotator'",
+        CELERY,
+    )
+    assert {"celery", "kombu"} <= set(loaded)
+
+
+def test_a_web_worker_imports_celery_at_boot():
+    # Its first request that queues a task (an export, a sync) does not pay for the import.
+    assert "celery" in imported_by("import config.wsgi", CELERY)
+
+
+def test_every_task_a_service_queues_by_name_is_one_a_worker_registers():
+    # The services name their tasks (they import no tasks module); a worker finds the tasks by
+    # discovery. A misspelt name would be queued and never run.
+    from annotator import outbox
+    from dataset.beyond_keywords import RANKING_TASK
+    from dataset.exports import EXPORT_TASK
+    from dataset.releases import RELEASE_TASK
+    from dataset.uploads import UPLOAD_TASK
+    from ingest.hydration import HYDRATE_TASK
+    from ingest.runs import SYNC_PART_TASK
+    from raters.runs import RETRAIN_TASK, RUN_TASK
+
+    app = outbox.celery_app()
+    app.loader.import_default_modules()
+    named = (EXPORT_TASK, RELEASE_TASK, UPLOAD_TASK, RANKING_TASK, RUN_TASK, RETRAIN_TASK)
+    named += (SYNC_PART_TASK, HYDRATE_TASK)
+    assert [name for name in named if name not in app.tasks] == []

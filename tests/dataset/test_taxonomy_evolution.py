@@ -24,10 +24,9 @@ from statsmodels.stats.inter_rater import fleiss_kappa
 
 from agreement.measures import agreement_report
 from annotator.models import Membership, Project, Role
-from dataset.exports import build_zip, run_export_job
+from dataset.exports import build_zip, run_export_job, start_export
 from dataset.importer import import_labels
 from dataset.models import ExportJob
-from dataset.tasks import start_export
 from taxonomy import edits
 from taxonomy.loader import parse_type_file
 from taxonomy.models import TaxonomyNode, TaxonomyVersion

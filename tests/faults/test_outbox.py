@@ -8,15 +8,14 @@ from datetime import timedelta
 from types import SimpleNamespace
 
 import pytest
-from celery import current_app
 from django.urls import reverse
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
 from annotator import outbox
 from annotator.models import QueuedTask
+from dataset.exports import start_export
 from dataset.models import ExportJob
-from dataset.tasks import start_export
 
 
 class Broker:
@@ -36,7 +35,7 @@ class Broker:
 def broker(monkeypatch, settings) -> Broker:
     settings.CELERY_TASK_ALWAYS_EAGER = False
     fake = Broker()
-    monkeypatch.setattr(current_app, "send_task", fake.send_task)
+    monkeypatch.setattr(outbox.celery_app(), "send_task", fake.send_task)
     return fake
 
 

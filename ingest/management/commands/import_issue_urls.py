@@ -12,6 +12,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotator import outbox
+from ingest.hydration import HYDRATE_TASK
 from ingest.urllists import check_year, import_refs, parse_files
 
 
@@ -59,9 +60,7 @@ class Command(BaseCommand):
             )
         import_refs(result)
         if result.issue_ids and not no_fetch:
-            from ingest.tasks import hydrate_issues
-
-            outbox.enqueue(hydrate_issues.name, [result.issue_ids])
+            outbox.enqueue(HYDRATE_TASK, [result.issue_ids])
         self.stdout.write(
             f"{len(result.refs)} issue URLs ({result.duplicates} repeated), "
             f"{result.created_issues} new issues, {result.created_repositories} new "

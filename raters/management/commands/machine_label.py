@@ -15,8 +15,7 @@ from django.db import transaction
 from lib.refusal import Refusal, command_error
 from raters.management.lookup import project_and_rater
 from raters.models import RaterRun
-from raters.runs import begin_run, resumable_run, run_rater
-from raters.tasks import resume_run, start_run
+from raters.runs import begin_run, resumable_run, resume_run, run_rater, start_run
 
 
 class Command(BaseCommand):
