@@ -32,7 +32,6 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import QuerySet
-from django.utils import timezone
 from django.utils.translation import gettext, gettext_noop
 
 from annotator import outbox
@@ -183,17 +182,17 @@ def _rank(ranking: RecallRanking) -> RecallRanking:
     try:
         trained_on, ranked = _score(ranking.project, finals, progress)
         progress("storing", 0, 1)
-        with transaction.atomic():
-            # A ranking taken over from a worker that died may hold part of its scores.
+
+        def store() -> None:
+            # Stored with its `done`, only by the worker that still owns the ranking
+            # (`Job.end`): one taken over meanwhile leaves the scores to the worker that took it
+            # over. A ranking taken over from a worker that died may hold part of its scores.
             RankedIssue.objects.filter(ranking=ranking).delete()
             for start in range(0, len(ranked), STORE_CHUNK):
                 RankedIssue.objects.bulk_create(
                     RankedIssue(ranking_id=ranking.pk, issue_id=i, relevance=score)
                     for i, score in ranked[start : start + STORE_CHUNK]
                 )
-            done = _finish(
-                ranking, RecallRanking.Status.DONE, trained_on=trained_on, scored=len(ranked)
-            )
             # The rater's earlier rankings are no longer current: their scores go.
             RecallRanking.objects.filter(
                 project=ranking.project_id,
@@ -201,7 +200,14 @@ def _rank(ranking: RecallRanking) -> RecallRanking:
                 status__in=[RecallRanking.Status.DONE, RecallRanking.Status.FAILED],
                 created_at__lte=ranking.created_at,
             ).exclude(pk=ranking.pk).delete()
-        return done
+
+        return _finish(
+            ranking,
+            RecallRanking.Status.DONE,
+            publish=store,
+            trained_on=trained_on,
+            scored=len(ranked),
+        )
     except Exception as exc:
         _finish(
             ranking,
@@ -211,13 +217,17 @@ def _rank(ranking: RecallRanking) -> RecallRanking:
         raise
 
 
-def _finish(ranking: RecallRanking, status: str, **fields: Any) -> RecallRanking:
-    RecallRanking.objects.filter(pk=ranking.pk).update(
-        status=status,
-        progress=100 if status == RecallRanking.Status.DONE else ranking.progress,
-        finished_at=timezone.now(),
-        **fields,
-    )
+def _finish(
+    ranking: RecallRanking,
+    status: str,
+    publish: Callable[[], object] | None = None,
+    **fields: Any,
+) -> RecallRanking:
+    """The ranking's end (`Job.end`), read again from its row; a failed one keeps the progress
+    it was read with."""
+    if status != RecallRanking.Status.DONE:
+        fields.setdefault("progress", ranking.progress)
+    ranking.end(status, publish=publish, **fields)
     ranking.refresh_from_db()
     return ranking
 

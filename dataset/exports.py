@@ -746,17 +746,22 @@ def _build(job: ExportJob) -> ExportJob:
         with open(partial, "rb") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 sha.update(block)
-        os.replace(partial, path)
+        # Renamed to its name only by the worker that still owns the job (`Job.end`): one taken
+        # over meanwhile never replaces the file of the worker that took it over.
+        ended = job.end(
+            ExportJob.Status.DONE,
+            publish=lambda: os.replace(partial, path),
+            step="done",
+            file_path=str(path.relative_to(settings.EXPORT_ROOT)),
+            size=partial.stat().st_size,
+            sha256=sha.hexdigest(),
+        )
     except Exception as exc:
         partial.unlink(missing_ok=True)
-        job.status, job.error = ExportJob.Status.FAILED, diskspace.job_error(exc)
-        job.finished_at = timezone.now()
-        job.save(update_fields=["status", "error", "finished_at"])
+        job.end(ExportJob.Status.FAILED, error=diskspace.job_error(exc))
         raise
-    job.status, job.progress, job.step = ExportJob.Status.DONE, 100, "done"
-    job.file_path = str(path.relative_to(settings.EXPORT_ROOT))
-    job.size, job.sha256, job.finished_at = path.stat().st_size, sha.hexdigest(), timezone.now()
-    job.save()
+    if not ended:
+        partial.unlink(missing_ok=True)
     return job
 
 

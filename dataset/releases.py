@@ -627,27 +627,37 @@ def _build(release: Release, progress: Progress | None) -> Release:
         digest = _sha256(partial)
         with zipfile.ZipFile(partial) as zf:
             manifest = json.loads(zf.read("manifest.json"))
-        # os.link fails if the name exists: a release file is written once, never replaced.
-        os.link(partial, final)
+
+        def publish() -> None:
+            # os.link fails if the name exists: a release file is written once, never replaced.
+            os.link(partial, final)
+
+        # Linked to its name only by the worker that still owns the build (`Job.end`): one
+        # taken over meanwhile leaves the name, and the row, to the worker that took it over.
+        ended = release.end(
+            Release.Status.DONE,
+            publish=publish,
+            taxonomy_version=ctx.version,
+            counts=counts,
+            agreement=agreement,
+            manifest=manifest,
+            file_path=str(final.relative_to(settings.EXPORT_ROOT)),
+            size=partial.stat().st_size,
+            sha256=digest,
+            step="done",
+            finished_at=datetime.fromisoformat(manifest["released_at"]),
+        )
     except Exception as exc:
         partial.unlink(missing_ok=True)
         shutil.rmtree(work, ignore_errors=True)
-        Release.objects.filter(pk=release.pk).update(
-            status=Release.Status.FAILED, error=diskspace.job_error(exc), finished_at=None
-        )
-        cache.delete(progress_key(release_id))
+        if release.end(Release.Status.FAILED, error=diskspace.job_error(exc), finished_at=None):
+            cache.delete(progress_key(release_id))
         raise
     partial.unlink(missing_ok=True)
     shutil.rmtree(work, ignore_errors=True)
-    os.chmod(final, 0o444)
-    release.taxonomy_version = ctx.version
-    release.counts, release.agreement, release.manifest = counts, agreement, manifest
-    release.file_path = str(final.relative_to(settings.EXPORT_ROOT))
-    release.size, release.sha256 = final.stat().st_size, digest
-    release.status, release.progress, release.step = Release.Status.DONE, 100, "done"
-    release.finished_at = datetime.fromisoformat(manifest["released_at"])
-    release.save()
-    cache.delete(progress_key(release_id))
+    if ended:
+        os.chmod(final, 0o444)
+        cache.delete(progress_key(release_id))
     return release
 
 

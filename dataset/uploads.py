@@ -26,7 +26,7 @@ from django.contrib.auth.models import User
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.db.models import Max
-from django.utils import timezone, translation
+from django.utils import translation
 from django.utils.translation import gettext, gettext_noop
 
 from annotator import outbox
@@ -89,6 +89,14 @@ def _set(job: UploadJob, **fields: Any) -> None:
     UploadJob.objects.filter(pk=job.pk).update(**fields)
 
 
+def _report(job: UploadJob, **fields: Any) -> None:
+    """Where the running job is (its step, its progress), written only while it is this
+    worker's (`Job.while_mine`): one taken over leaves it to the worker that took it over."""
+    for name, value in fields.items():
+        setattr(job, name, value)
+    job.while_mine().update(**fields)
+
+
 def run_upload_job(job_id: int, language: str | None = None) -> UploadJob | None:
     """Read, check and (unless a dry run) store a job's file; safe to run twice (a job that
     ended, or whose file is gone, is left as it is). The problems are written in `language`,
@@ -110,49 +118,60 @@ def _run_upload_job(job_id: int) -> UploadJob | None:
 
 def _run_claimed(job: UploadJob) -> UploadJob:
     path = upload_path(job)
+    # False once another worker took the job over (`Job.end`): its file is its to delete.
+    owned = True
     try:
         if not job.file_path or not path.is_file():
-            _set(job, status=UploadJob.Status.FAILED, step="", finished_at=timezone.now())
             gone = gettext_noop("the uploaded file is gone; upload it again")
-            _set_problems(job, lambda: [f"{job.file_name}: " + gettext(gone)])
+            owned = job.end(
+                UploadJob.Status.FAILED,
+                step="",
+                **_problem_fields(lambda: [f"{job.file_name}: " + gettext(gone)]),
+            )
             return job
-        _set(job, step="reading", progress=0)
+        _report(job, step="reading", progress=0)
 
         def progress(done: int, total: int) -> None:
-            _set(job, progress=min(READ_SHARE, READ_SHARE * done // max(total, 1)))
+            _report(job, progress=min(READ_SHARE, READ_SHARE * done // max(total, 1)))
 
         data = path.read_bytes()
         reading = read_issue_file(job.file_name, data, job.kind, progress=progress)
-        _set(job, progress=READ_SHARE, step="checking" if job.dry_run else "storing")
+        _report(job, progress=READ_SHARE, step="checking" if job.dry_run else "storing")
         if job.dry_run:
             outcome = plan(reading, _target(job))
             outcome.problems = reading.problems + outcome.problems
         else:
             outcome = _import(job, reading)
         refused = bool(outcome.problems) and not job.dry_run
-        if outcome.problems:
-            # Nothing was stored: the same file read and checked again gives the same problems,
-            # said in each other language of the site for readers of that language.
-            _set_problems(job, lambda: _problems(job, data), outcome.problems)
-        _set(
-            job,
-            status=UploadJob.Status.FAILED if refused else UploadJob.Status.DONE,
+        # Nothing was stored when there are problems: the same file read and checked again
+        # gives the same problems, said in each other language of the site for readers of it.
+        problems = (
+            _problem_fields(lambda: _problems(job, data), outcome.problems)
+            if outcome.problems
+            else {}
+        )
+        owned = job.end(
+            UploadJob.Status.FAILED if refused else UploadJob.Status.DONE,
             progress=100,
             step="",
             figures={} if refused else outcome.figures(),
-            finished_at=timezone.now(),
+            **problems,
         )
         return job
     except Exception:
         # A fault of ours, not of the file: the transaction stored nothing; say so and re-raise.
-        _set(job, status=UploadJob.Status.FAILED, step="", finished_at=timezone.now())
         failed = gettext_noop("the upload failed on the server; nothing imported")
-        _set_problems(job, lambda: [f"{job.file_name}: " + gettext(failed)])
+        owned = job.end(
+            UploadJob.Status.FAILED,
+            step="",
+            **_problem_fields(lambda: [f"{job.file_name}: " + gettext(failed)]),
+        )
         raise
     finally:
-        path.unlink(missing_ok=True)
-        if job.file_path:
-            _set(job, file_path="")
+        if owned:
+            path.unlink(missing_ok=True)
+            if job.file_path:
+                _set(job, file_path="")
 
 
 def _problems(job: UploadJob, data: bytes) -> list[str]:
@@ -162,11 +181,11 @@ def _problems(job: UploadJob, data: bytes) -> list[str]:
     return reading.problems + plan(reading, _target(job)).problems
 
 
-def _set_problems(
-    job: UploadJob, problems: Callable[[], list[str]], known: list[str] | None = None
-) -> None:
-    """Store the problems as `problems()` says them in each language of the site, and in the
-    job's own (`known` when already found in it)."""
+def _problem_fields(
+    problems: Callable[[], list[str]], known: list[str] | None = None
+) -> dict[str, Any]:
+    """The problems as `problems()` says them in each language of the site, and in the job's
+    own (`known` when already found in it): the fields of the job's end."""
     language = translation.get_language() or settings.LANGUAGE_CODE
     own = known if known is not None else problems()
     by_language = {language: own}
@@ -174,7 +193,7 @@ def _set_problems(
         if code not in by_language:
             with translation.override(code):
                 by_language[code] = problems()
-    _set(job, problems=own, problems_by_language=by_language)
+    return {"problems": own, "problems_by_language": by_language}
 
 
 def _target(job: UploadJob) -> Target:

@@ -20,6 +20,11 @@ twice?" one way for every kind of job:
   status, worker and heartbeat it read: of two deliveries at once exactly one changes the row
   and owns the job (True); the other reads the row again and decides again.
 
+A job ends one way too, `Job.end`: one conditional UPDATE that writes its end only while the
+row still names this worker, so a worker taken over while it still ran (cut off from the
+database, paused for longer than the stale time) leaves the row, and the file or rows it would
+have published with it (`publish`), to the worker that took the job over.
+
 Sync runs (`ingest`) are not jobs of this kind: their pages carry chain tokens
 (`ingest.runs`). A concrete job keeps its table's columns: a field it does not have is set to
 None on its class (Django's way of leaving out an abstract field), and a field named
@@ -37,7 +42,7 @@ from types import TracebackType
 from typing import Any, ClassVar, TypeVar
 
 from django.conf import settings
-from django.db import DatabaseError, connection, models
+from django.db import DatabaseError, connection, models, transaction
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -201,6 +206,54 @@ class Job(models.Model):
             .update(heartbeat_at=timezone.now())
         )
 
+    def while_mine(self) -> models.QuerySet[Any]:
+        """The job's row while it is `running` under this delivery's worker (`self.worker`):
+        what its end and its progress reports write to, so a worker taken over leaves the row
+        to the worker that took it over."""
+        return type(self)._base_manager.filter(
+            pk=self.pk, status=JobStatus.RUNNING.value, worker=self.worker
+        )
+
+    def end(
+        self, status: str, *, publish: Callable[[], object] | None = None, **fields: Any
+    ) -> bool:
+        """End the job `status` (done or failed) if it is still this worker's: one UPDATE whose
+        WHERE names the job `running` under `self.worker`, writing `status`, `finished_at` (now,
+        unless given; for a kind that has it), `progress` 100 when done (for a kind that has it)
+        and `fields` (the error, the kind's own results). `publish` (what goes out with the end:
+        a file linked to its final name, the rows of a result) runs after that UPDATE, in its
+        transaction, while the row is locked: only the owner publishes, and one that raises
+        undoes the end (the exception goes on to the caller, whose failure path ends it failed).
+
+        True when this worker still owned the job (the instance then holds what was written).
+        False when another worker took it over (or it ended meanwhile): nothing written, nothing
+        published, a warning logged, and the instance read again from the row."""
+        values: dict[str, Any] = {"status": status}
+        if self._has("finished_at"):
+            values["finished_at"] = timezone.now()
+        if status == JobStatus.DONE and self._has("progress"):
+            values["progress"] = 100
+        values.update(fields)
+        with transaction.atomic():
+            owned = self.while_mine().update(**values)
+            if owned and publish is not None:
+                publish()
+        if owned:
+            for name, value in values.items():
+                setattr(self, name, value)
+            return True
+        mine = self.worker
+        self.refresh_from_db()
+        logger.warning(
+            "job %s was taken over by %s (now %s) while %s ran it: its end (%s) is left to it",
+            self.claim_key,
+            self.worker or "?",
+            self.status,
+            mine,
+            status,
+        )
+        return False
+
     def unclaim(self) -> None:
         """This process no longer runs the job (its row still names it: a later delivery finds
         this process not running it, so the worker counts as gone)."""
@@ -208,10 +261,9 @@ class Job(models.Model):
 
     def report(self, step: str, done: int, total: int) -> None:
         """Where the running job is: its step and its progress (0 to 99 until it ends); then
-        `lib.jobclaim.step_pause` (tests only). The heartbeat is `Heartbeat`'s."""
-        type(self)._default_manager.filter(pk=self.pk).update(
-            step=step, progress=min(99, 100 * done // max(total, 1))
-        )
+        `lib.jobclaim.step_pause` (tests only). The heartbeat is `Heartbeat`'s. Written only
+        while the job is this worker's (`while_mine`)."""
+        self.while_mine().update(step=step, progress=min(99, 100 * done // max(total, 1)))
         jobclaim.step_pause()
 
     def _lifecycle_fields(self) -> list[str]:

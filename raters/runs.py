@@ -315,9 +315,10 @@ def taxonomy_texts(nodes: Iterable[TaxonomyNode]) -> list[NodeText]:
     ]
 
 
-def _progress(run_id: int, done: int) -> None:
-    # No heartbeat here: `lib.jobs.Heartbeat` writes it while the run runs.
-    RaterRun.objects.filter(pk=run_id).update(done=done)
+def _progress(run: RaterRun, done: int) -> None:
+    # No heartbeat here: `lib.jobs.Heartbeat` writes it while the run runs. Only while the run
+    # is this worker's (`Job.while_mine`): one taken over leaves it to the worker that took it.
+    run.while_mine().update(done=done)
     jobclaim.step_pause()  # 0 but in tests/faults/test_worker_kill.py
 
 
@@ -342,8 +343,8 @@ def create_run(
     return RaterRun.objects.create(rater=rater, only=only, requested_by=user)
 
 
-def _offset_progress(run_id: int, offset: int, done: int) -> None:
-    _progress(run_id, offset + done)
+def _offset_progress(run: RaterRun, offset: int, done: int) -> None:
+    _progress(run, offset + done)
 
 
 def _invalid(run: RaterRun) -> int:
@@ -384,7 +385,7 @@ def _run(run: RaterRun) -> RaterRun:
             finals=finals if reads_finals else {},
             final_texts={i: texts[i] for i in finals if i in texts} if backend.trains else {},
             codes={code: node.name for code, node in nodes.items()},
-            progress=partial(_offset_progress, run.pk, len(ids) - len(todo)),
+            progress=partial(_offset_progress, run, len(ids) - len(todo)),
             taxonomy=taxonomy_texts(nodes.values()),
             taxonomy_version=project.taxonomy_version_id,
             guideline=project.guideline,
@@ -418,30 +419,33 @@ def _run(run: RaterRun) -> RaterRun:
                     error=str(exc),
                     store_error=str(store_exc),
                 )
-        RaterRun.objects.filter(pk=run.pk).update(
-            status=RaterRun.Status.FAILED,
+        run.end(
+            RaterRun.Status.FAILED,
             # Cut to length as read (a cut stored message would no longer be one).
             error=error if len(error) <= 10_000 else stored_messages.shown(error)[:10_000],
             invalid=_invalid(run),
             done=MachineLabel.objects.filter(run=run).count(),
-            finished_at=timezone.now(),
         )
         run.refresh_from_db()
         return run
-    if backend.trains:
+
+    def trained() -> None:
+        # Only by the worker that still owns the run (`Job.end`): a run taken over meanwhile
+        # leaves the rater's new version to the worker that took it over.
         MachineRater.objects.filter(pk=rater.pk).update(
             trained_on=len(finals), trained_at=timezone.now(), version=F("version") + 1
         )
+
+    ended = run.end(
+        RaterRun.Status.DONE,
+        publish=trained if backend.trains else None,
+        done=len(ids),
+        invalid=_invalid(run),
+    )
+    if ended and backend.trains:
         # A new version counts only once it passes the alternative annotator test itself.
         retest_enlisted(rater.pk)
         rater.refresh_from_db(fields=["version", "trained_on", "trained_at"])
-    RaterRun.objects.filter(pk=run.pk).update(
-        status=RaterRun.Status.DONE,
-        done=len(ids),
-        invalid=_invalid(run),
-        finished_at=timezone.now(),
-    )
-    if backend.trains:
         # After the run is done: what listens (the recall ranking) never holds a run back.
         rater_trained.send(sender=MachineRater, rater=rater)
     run.refresh_from_db()
@@ -501,13 +505,16 @@ def begin_run(
         busy = unfinished_run(rater)
         if busy is not None and busy.stale:
             # Left `running` by a process that stopped: it ends failed (its labels kept, and
-            # resumable), and does not hold the rater.
-            RaterRun.objects.filter(pk=busy.pk).update(
+            # resumable), and does not hold the rater; unless a delivery of its task took it
+            # over since it was read (the UPDATE names what was read, as `Job.claim`'s does).
+            stopped = RaterRun.objects.filter(
+                pk=busy.pk, status=busy.status, worker=busy.worker, heartbeat_at=busy.heartbeat_at
+            ).update(
                 status=RaterRun.Status.FAILED,
                 error=STOPPED % {"worker": busy.worker or "?"},
                 finished_at=timezone.now(),
             )
-            busy = None
+            busy = None if stopped else RaterRun.objects.get(pk=busy.pk)
         if busy is not None and busy.status in (RaterRun.Status.PENDING, RaterRun.Status.RUNNING):
             raise RaterBusy(
                 "rater",

@@ -254,3 +254,39 @@ def test_the_heartbeat_stops_when_the_work_fails(project, settings):
     time.sleep(0.2)  # four heartbeats' time: none comes
     assert ExportJob.objects.get(pk=job.pk).heartbeat_at == last
     _wait(lambda: _connections_to_this_database() == 0, 5, "the heartbeat's connection to close")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.__name__)
+def test_a_job_ends_only_while_it_is_this_workers(kind, project, caplog):
+    """`Job.end`: the owner's end is written (done: progress 100, a finish time where the kind
+    has one) and what it publishes goes out; once another worker took the job over, nothing is
+    written or published, the warning names both workers and the instance reads the row."""
+    published: list[str] = []
+    job = _job(kind, project)
+    assert job.claim() is True
+    job.unclaim()
+    assert job.end("done", publish=lambda: published.append("mine")) is True
+    row = kind.objects.get(pk=job.pk)
+    assert (row.status, published) == ("done", ["mine"])
+    if "progress" in {f.name for f in kind._meta.concrete_fields}:
+        assert row.progress == 100
+    assert row.finished_at is not None
+
+    taken = _job(kind, project)
+    assert taken.claim() is True
+    taken.unclaim()
+    elsewhere, now = "worker-7.internal:4242", timezone.now()
+    kind.objects.filter(pk=taken.pk).update(worker=elsewhere, heartbeat_at=now)
+    with caplog.at_level("WARNING", logger="lib.jobs"):
+        assert taken.end("failed", publish=lambda: published.append("late")) is False
+    row = kind.objects.get(pk=taken.pk)
+    assert (row.status, row.worker, row.heartbeat_at, row.finished_at) == (
+        "running",
+        elsewhere,
+        now,
+        None,
+    )
+    assert published == ["mine"]
+    assert (taken.status, taken.worker) == ("running", elsewhere)  # read again
+    assert f"taken over by {elsewhere}" in caplog.text and jobclaim.this_worker() in caplog.text
