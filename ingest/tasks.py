@@ -78,7 +78,7 @@ def hydrate_issues(issue_ids: list[int], run_ids: list[int] | None = None) -> No
     after a rate limit, the rest comes back at the reset time."""
     result = hydration.hydrate_issues(issue_ids, run_ids or ())
     if result.wait_until is not None:
-        outbox.enqueue(hydrate_issues.name, [result.rest, result.run_ids], eta=result.wait_until)
+        outbox.enqueue(hydration.HYDRATE_TASK, [result.rest, result.run_ids], eta=result.wait_until)
 
 
 @shared_task

@@ -71,6 +71,11 @@ SPARK_DAYS = 30
 # How often the page asks for fresh figures (htmx polling), in seconds; a snapshot of the
 # figures younger than this is used as it is.
 REFRESH_SECONDS = 30
+# "Refresh now": figures older than this are refreshed at the lead's request (through the
+# worker, like a poll's, never computed in the request); while newer ones are on their way the
+# page asks again every `REFRESHING_POLL_SECONDS`.
+ASKED_SECONDS = 5
+REFRESHING_POLL_SECONDS = 2
 # A refresh asked for this many polls ago and still not delivered is done by the next reader.
 OVERDUE_INTERVALS = 2
 # The task that refreshes a snapshot, by its Celery name (`labeling.tasks` calls this module,
@@ -197,6 +202,11 @@ class Dashboard:
     # ones were asked for (the snapshot was older than `REFRESH_SECONDS`).
     figures_at: datetime | None = None
     refreshing: bool = False
+
+    @property
+    def poll_seconds(self) -> int:
+        """How soon the page asks again: sooner while newer figures are on their way."""
+        return REFRESHING_POLL_SECONDS if self.refreshing else self.refresh_seconds
 
 
 def _today(now: datetime) -> date:
@@ -685,14 +695,17 @@ def refresh_snapshot(project: Project) -> Figures:
     return figures
 
 
-def _is_fresh(computed_at: datetime, clock: datetime) -> bool:
-    """Younger than one poll (a snapshot from a clock far ahead is not fresh either)."""
-    window = timedelta(seconds=REFRESH_SECONDS)
-    return -window < clock - computed_at < window
+def _is_fresh(computed_at: datetime, clock: datetime, seconds: float = REFRESH_SECONDS) -> bool:
+    """Younger than one poll, or `seconds` (a snapshot from a clock far ahead is not fresh
+    either)."""
+    window = timedelta(seconds=seconds)
+    ahead = timedelta(seconds=REFRESH_SECONDS)
+    return -ahead < clock - computed_at < window
 
 
-def snapshot_figures(project: Project) -> tuple[Figures, bool]:
-    """The figures a render shows, and whether newer ones are on their way.
+def snapshot_figures(project: Project, *, asked: bool = False) -> tuple[Figures, bool]:
+    """The figures a render shows, and whether newer ones are on their way; `asked`: the lead
+    pressed "Refresh now", and figures older than `ASKED_SECONDS` count as stale.
 
     The snapshot when it is fresh. A stale one is shown while a refresh is asked for: the
     reader whose conditional UPDATE claims it (no request pending) queues the task; the
@@ -707,29 +720,30 @@ def snapshot_figures(project: Project) -> tuple[Figures, bool]:
     figures = Figures.from_json(snapshot.figures, snapshot.computed_at) if snapshot else None
     if snapshot is None or figures is None:
         return refresh_snapshot(project), False
-    if _is_fresh(snapshot.computed_at, clock):
+    younger_than = ASKED_SECONDS if asked else REFRESH_SECONDS
+    if _is_fresh(snapshot.computed_at, clock, younger_than):
         return figures, False
     if settings.CELERY_TASK_ALWAYS_EAGER:
         return refresh_snapshot(project), False
-    asked = snapshot.refresh_requested_at
+    requested = snapshot.refresh_requested_at
     overdue = timedelta(seconds=OVERDUE_INTERVALS * REFRESH_SECONDS)
-    if asked is not None and -overdue < clock - asked < overdue:
+    if requested is not None and -overdue < clock - requested < overdue:
         return figures, True  # another reader asked: on its way
     claimed = DashboardSnapshot.objects.filter(
-        pk=project.pk, computed_at=snapshot.computed_at, refresh_requested_at=asked
+        pk=project.pk, computed_at=snapshot.computed_at, refresh_requested_at=requested
     ).update(refresh_requested_at=clock)
     if not claimed:  # another reader claimed it first, or a refresh stored newer figures
         return figures, True
-    if asked is None:
-        outbox.enqueue(REFRESH_TASK, [project.pk])
+    if requested is None:
+        outbox.enqueue(REFRESH_TASK, [project.pk, younger_than])
         return figures, True
     return refresh_snapshot(project), False  # asked long ago, never delivered
 
 
-def refresh_if_stale(project_id: int) -> bool:
-    """The refresh task's work: compute and store the project's snapshot unless it is fresh (a
-    duplicate delivery, or one that comes after a reader computed it) or the project is gone.
-    True if it computed."""
+def refresh_if_stale(project_id: int, younger_than: float = REFRESH_SECONDS) -> bool:
+    """The refresh task's work: compute and store the project's snapshot unless it is fresh,
+    i.e. younger than `younger_than` seconds (a duplicate delivery, or one that comes after a
+    reader computed it), or the project is gone. True if it computed."""
     project = Project.objects.filter(pk=project_id).first()
     if project is None:
         return False
@@ -738,21 +752,23 @@ def refresh_if_stale(project_id: int) -> bool:
         .values_list("computed_at", flat=True)
         .first()
     )
-    if computed_at is not None and _is_fresh(computed_at, timezone.now()):
+    if computed_at is not None and _is_fresh(computed_at, timezone.now(), younger_than):
         return False
     refresh_snapshot(project)
     return True
 
 
-def dashboard(project: Project, now: datetime | None = None, *, fresh: bool = False) -> Dashboard:
+def dashboard(
+    project: Project, now: datetime | None = None, *, fresh: bool = False, asked: bool = False
+) -> Dashboard:
     """Everything the lead's dashboard shows, at `now` (default: the present): the project-wide
-    figures from the snapshot (`snapshot_figures`; with `fresh`, computed and stored now),
-    composed with what is read on every render."""
+    figures from the snapshot (`snapshot_figures`, `asked` by the lead's "Refresh now"; with
+    `fresh`, computed and stored now), composed with what is read on every render."""
     now = now or timezone.now()
     if fresh:
         figures, refreshing = refresh_snapshot(project), False
     else:
-        figures, refreshing = snapshot_figures(project)
+        figures, refreshing = snapshot_figures(project, asked=asked)
     annotators = annotator_rows(project, now, figures.label_groups)
     types = list(
         TaxonomyNode.objects.filter(

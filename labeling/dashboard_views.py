@@ -16,6 +16,7 @@ from lib.requests import AuthedRequest
 @login_required
 def lead_dashboard(request: AuthedRequest, project_id: int) -> HttpResponse:
     membership = membership_or_404(request.user, project_id, roles=LEAD_ROLES)
-    board = dashboard.dashboard(membership.project)
+    # "Refresh now" asks for figures newer than a poll's (labeling.dashboard.ASKED_SECONDS).
+    board = dashboard.dashboard(membership.project, asked=request.GET.get("refresh") == "1")
     template = "labeling/_dashboard_figures.html" if request.htmx else "labeling/dashboard.html"
     return render(request, template, {"project": membership.project, "board": board})

@@ -22,7 +22,7 @@ Speed (issue #30 item 5: a page within 300 ms for a project of 387,420 issues): 
 sort the whole project. Newest (or oldest) first sorts by the issue's date, then the issue's id
 (unique in a project), which is the order of the issue indexes of ingest migration 0011: the
 plan reads issues by date and stops at a page. By last label reads the stored
-`ProjectIssue.last_label_at` through its index (labeling migration 0006), not the labels. The
+`ProjectIssue.last_label_at` through its index (labeling migration 0007), not the labels. The
 final type and theme are one look-up of the issue's one current final label.
 """
 

@@ -123,7 +123,7 @@ class ProjectIssue(models.Model):
             ),
             # The issue list sorted by status (`list_status_rank`), then queue order, then row
             # id, each way: a page is read from here, not sorted from the whole project. (By
-            # last label has its indexes in migration 0006: PostgreSQL only.)
+            # last label has its indexes in migration 0007: PostgreSQL only.)
             models.Index(
                 F("project"),
                 list_status_rank().desc(),

@@ -15,7 +15,7 @@ from labeling import dashboard
 
 
 @shared_task(acks_late=True)
-def refresh_dashboard(project_id: int) -> bool:
-    """Compute and store the project's dashboard figures unless they are fresh (True if it
-    computed)."""
-    return dashboard.refresh_if_stale(project_id)
+def refresh_dashboard(project_id: int, younger_than: float = dashboard.REFRESH_SECONDS) -> bool:
+    """Compute and store the project's dashboard figures unless they are younger than
+    `younger_than` seconds (True if it computed)."""
+    return dashboard.refresh_if_stale(project_id, younger_than)

@@ -190,8 +190,11 @@ class Job(models.Model):
         if not self.claim():
             self.refresh_from_db()
             return self
+        # SQLite (the first look) is one process on one host, and a second connection writing
+        # the heartbeat would make the work's own writes fail ("database is locked").
+        beating = Heartbeat(self) if connection.vendor == "postgresql" else contextlib.nullcontext()
         try:
-            with Heartbeat(self):
+            with beating:
                 return work(self)
         finally:
             self.unclaim()
@@ -308,7 +311,8 @@ class Heartbeat:
                     if not self.job.beat(self.worker):
                         self._say_why_it_stops()
                         return
-                except DatabaseError:
+                except Exception:  # the database away, a connection broken (InterfaceError), …
+                    # The work goes on: keep beating, or another host takes it over.
                     logger.warning("heartbeat of job %s failed", self.job.claim_key, exc_info=True)
                     _close_connection()  # this thread's: the next beat connects again
         finally:

@@ -98,7 +98,7 @@ def _age(project, seconds: float, **fields) -> None:
 
 
 def _refreshes(project):
-    return QueuedTask.objects.filter(task=dashboard.REFRESH_TASK, args=[project.pk])
+    return QueuedTask.objects.filter(task=dashboard.REFRESH_TASK, args__0=project.pk)
 
 
 def _stale() -> float:
@@ -201,6 +201,37 @@ def test_a_stale_snapshot_is_shown_while_one_refresh_is_queued_and_the_task_refr
     # A second delivery of the task finds the figures fresh and computes nothing.
     assert dashboard.refresh_if_stale(study.pk) is False
     assert DashboardSnapshot.objects.get(project=study).computed_at == snapshot.computed_at
+
+
+def test_refresh_now_asks_the_worker_for_figures_newer_than_a_poll(
+    client, study, lead, other_annotator
+):
+    """Lena resolved an issue and presses "Refresh now" on figures 10 s old: fresh for a poll,
+    not for her. The worker is asked (nothing is computed in her request), the page asks again
+    every 2 s meanwhile, and the task computes although the figures are younger than a poll.
+    Pressed again on figures 2 s old, nothing is asked."""
+    dashboard.dashboard(study)
+    label_item(other_annotator, study, ProjectIssue.objects.get(project=study, position=3), "C.1")
+    _age(study, 10)
+    client.force_login(lead)
+    url = reverse("lead_dashboard", args=[study.pk])
+    polled = client.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert "Newer figures are being computed." not in polled  # the probe: a poll asks nothing
+    assert 'hx-trigger="every 30s"' in polled and not _refreshes(study).exists()
+
+    with _tables_read() as read:
+        pressed = client.get(url + "?refresh=1", HTTP_HX_REQUEST="true").content.decode()
+    assert "annotator_annotation" not in read  # not computed in her request
+    assert "Newer figures are being computed." in pressed
+    assert 'hx-trigger="every 2s"' in pressed
+    [queued] = _refreshes(study)
+    outbox.run_here(queued.pk)
+    board = dashboard.dashboard(study)
+    assert _labels(board, other_annotator) == 4 and not board.refreshing
+
+    _age(study, 2)
+    client.get(url + "?refresh=1", HTTP_HX_REQUEST="true")
+    assert not _refreshes(study).exists()
 
 
 def test_a_snapshot_stamped_by_a_clock_far_ahead_is_refreshed_not_kept(study, other_annotator):

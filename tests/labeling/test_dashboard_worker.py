@@ -74,7 +74,7 @@ def test_the_refresh_a_stale_page_queued_runs_in_a_worker(
     DashboardSnapshot.objects.filter(project=project).update(computed_at=stale_at)
     page = client.get(url, HTTP_HX_REQUEST="true").content.decode()
     assert "Newer figures are being computed." in page
-    [queued] = QueuedTask.objects.filter(task=dashboard.REFRESH_TASK, args=[project.pk])
+    [queued] = QueuedTask.objects.filter(task=dashboard.REFRESH_TASK, args__0=project.pk)
     assert queued.published_at is not None  # handed to Redis, for the worker
 
     def refreshed() -> bool:

@@ -595,7 +595,7 @@ def _list_plan(project, **filters) -> str:
 def test_a_page_reads_the_issues_in_the_lists_order_and_stops(project, study, vllm):
     """At 387,420 issues sorting the whole project for a page took 0.6 s (newest first) and
     1.5 s (by last label). The list's orders are those of indexes: issues by date (ingest
-    migration 0011), queue rows by last label (labeling migration 0006), so a page reads its
+    migration 0011), queue rows by last label (labeling migration 0007), so a page reads its
     50 rows from one and stops. The probe can fire: without the index the plan sorts."""
     issues = Issue.objects.bulk_create(
         Issue(

@@ -13,7 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import InterfaceError, connection
 from django.utils import timezone
 
 from dataset.models import ExportJob, RecallRanking, Release, UploadJob
@@ -254,6 +254,32 @@ def test_the_heartbeat_stops_when_the_work_fails(project, settings):
     time.sleep(0.2)  # four heartbeats' time: none comes
     assert ExportJob.objects.get(pk=job.pk).heartbeat_at == last
     _wait(lambda: _connections_to_this_database() == 0, 5, "the heartbeat's connection to close")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_heartbeat_goes_on_after_a_beat_fails_in_any_way(project, settings, monkeypatch):
+    """A beat that raises something other than a database error (a connection broken under
+    it: Django's InterfaceError is no DatabaseError) is logged and the next one is tried: a
+    heartbeat that died would let another host take the running job over."""
+    settings.JOB_HEARTBEAT_SECONDS = 0.05
+    job = _job(ExportJob, project)
+    beat, failures = ExportJob.beat, []
+
+    def beat_failing_twice(self: Job, worker: str) -> bool:
+        if len(failures) < 2:
+            failures.append(worker)
+            raise InterfaceError("connection already closed")
+        return beat(self, worker)
+
+    monkeypatch.setattr(ExportJob, "beat", beat_failing_twice)
+
+    def silent_work(claimed: Job) -> Job:
+        claimed_at = claimed.heartbeat_at
+        _wait(lambda: ExportJob.objects.get(pk=job.pk).heartbeat_at > claimed_at, 5, "a beat")
+        return claimed
+
+    job.run_claimed(silent_work)
+    assert len(failures) == 2  # the probe: the failing beats did run, before the one that wrote
 
 
 @pytest.mark.django_db

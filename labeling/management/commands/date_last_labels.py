@@ -1,7 +1,7 @@
 """`manage.py date_last_labels [--since TIME]`: set each labeled queue item's `last_label_at`
 from its current labels again.
 
-For the upgrade to labeling migration 0006 (docs/OPERATIONS.md, "Upgrading"): while a web host
+For the upgrade to labeling migration 0007 (docs/OPERATIONS.md, "Upgrading"): while a web host
 still runs the previous release, the labels it stores leave the item's time behind (that code
 does not know the column). Run this once every host runs the new code; `--since` (the time the
 migration ran) limits it to the items labeled since.
