@@ -147,7 +147,8 @@ if DATABASE_URL:
         # No JIT compilation: PostgreSQL compiles a statement whose estimated cost passes
         # jit_above_cost, and a generic plan's estimate grows with the tables, not with the
         # few rows its LIMIT reads. At ten times the study the queue's next-issue function
-        # crossed it and spent ~20 ms compiling on every call (bench/RESULTS.md, "Ten times the study on a quiet host").
+        # crossed it and spent ~20 ms compiling on every call (bench/RESULTS.md, "Ten times
+        # the study on a quiet host").
         options["options"] = "-c plan_cache_mode=force_generic_plan -c jit=off"
         # Django turns psycopg's statement preparation off (None), which also ignores an
         # explicit prepare=True. Its own queries are bound on the client and never prepared
