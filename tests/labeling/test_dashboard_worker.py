@@ -9,8 +9,7 @@ migrations' data afterwards (`serialized_rollback`).
 from __future__ import annotations
 
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from annotator.models import QueuedTask
 from labeling import dashboard
 from labeling.models import DashboardSnapshot
 from tests.builders import label_item
-from tests.faults.services import celery_worker, database_url, stop_process
+from tests.faults.services import celery_worker, database_url, stop_process, wait_for
 
 pytestmark = [
     pytest.mark.slow,
@@ -43,15 +42,6 @@ def worker(tmp_path) -> Iterator[tuple[subprocess.Popen, Path]]:
         proc = celery_worker(env, stdout=subprocess.DEVNULL, stderr=log_file)
     yield proc, log_path
     stop_process(proc, timeout=10)
-
-
-def _wait(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def _computed_at(project):
@@ -81,8 +71,8 @@ def test_the_refresh_a_stale_page_queued_runs_in_a_worker(
         assert proc.poll() is None, log_path.read_text()[-3000:]
         return _computed_at(project) > stale_at
 
-    _wait(refreshed, 60, "the worker to refresh the snapshot")
-    _wait(lambda: not QueuedTask.objects.filter(pk=queued.pk).exists(), 10, "the row dropped")
+    wait_for(refreshed, 60, "the worker to refresh the snapshot")
+    wait_for(lambda: not QueuedTask.objects.filter(pk=queued.pk).exists(), 10, "the row dropped")
     board = dashboard.dashboard(project)
     otto = next(row for row in board.annotators if row.user_id == other_annotator.pk)
     assert otto.labels == 1 and board.totals.final == 1 and not board.refreshing

@@ -314,6 +314,21 @@ def test_the_full_text_search_reads_the_same_syntax(project, study):
     }
 
 
+def _many_issues(repository, n: int = 3000, **fields) -> list[Issue]:
+    """`n` issues of the repository (numbers from 10,000), each field of `fields` a function
+    of the issue's index: enough that reading them all is the planner's costlier way."""
+    return Issue.objects.bulk_create(
+        Issue(
+            repository=repository,
+            number=str(10_000 + i),
+            url=f"{repository.web_url}/issues/{10_000 + i}",
+            title=f"Report {i}",
+            **{name: value(i) for name, value in fields.items()},
+        )
+        for i in range(n)
+    )
+
+
 def _plan(project, q: str) -> str:
     return issue_list.issue_list(project, issue_list.IssueFilters(q=q)).explain()
 
@@ -331,15 +346,8 @@ def test_the_search_reads_the_stored_document_through_its_gin_index(project, stu
         assert cursor.fetchone() == (0,)  # the expression index is gone
     assert "gin" in definition and "search_document" in definition
     # Enough issues that reading them all through the project is the costlier way.
-    issues = Issue.objects.bulk_create(
-        Issue(
-            repository=vllm,
-            number=str(10_000 + n),
-            url=f"{vllm.web_url}/issues/{10_000 + n}",
-            title=f"Report {n}",
-            body="Throughput drops with long prompts on the scheduler.",
-        )
-        for n in range(3000)
+    issues = _many_issues(
+        vllm, body=lambda n: "Throughput drops with long prompts on the scheduler."
     )
     ProjectIssue.objects.bulk_create(
         ProjectIssue(project=project, issue=issue, position=10 + n)
@@ -597,16 +605,7 @@ def test_a_page_reads_the_issues_in_the_lists_order_and_stops(project, study, vl
     1.5 s (by last label). The list's orders are those of indexes: issues by date (ingest
     migration 0011), queue rows by last label (labeling migration 0007), so a page reads its
     50 rows from one and stops. The probe can fire: without the index the plan sorts."""
-    issues = Issue.objects.bulk_create(
-        Issue(
-            repository=vllm,
-            number=str(10_000 + n),
-            url=f"{vllm.web_url}/issues/{10_000 + n}",
-            title=f"Report {n}",
-            created_at=when("2025-01-01") + timedelta(minutes=n),
-        )
-        for n in range(3000)
-    )
+    issues = _many_issues(vllm, created_at=lambda n: when("2025-01-01") + timedelta(minutes=n))
     ProjectIssue.objects.bulk_create(
         ProjectIssue(
             project=project,
