@@ -78,6 +78,7 @@ COMMITS_IN_THE_FAST_TIER = {
     "tests/ingest/test_pages.py": "a sync run in a thread of the web process",
     "tests/ingest/test_parts.py": "two tasks of one part, in threads",
     "tests/lib/test_jobs.py": "two deliveries claiming one job at once, a heartbeat, in threads",
+    "tests/faults/test_job_taken_over.py": "another worker takes the job over, in a thread",
 }
 LOAD = re.compile(r"\bload_study_taxonomy\(")
 FINAL_BY_HAND = re.compile(r"\bResolution(\.objects\.create)?\(")
