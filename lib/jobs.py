@@ -203,18 +203,16 @@ class Job(models.Model):
         """The heartbeat: `heartbeat_at` = now while the job is `running` under `worker` (a
         job another process took over meanwhile is left to it). Whether it was written. The one
         place it is written but the claim."""
-        return bool(
-            type(self)
-            ._base_manager.filter(pk=self.pk, status=JobStatus.RUNNING.value, worker=worker)
-            .update(heartbeat_at=timezone.now())
-        )
+        return bool(self.while_mine(worker).update(heartbeat_at=timezone.now()))
 
-    def while_mine(self) -> models.QuerySet[Any]:
-        """The job's row while it is `running` under this delivery's worker (`self.worker`):
-        what its end and its progress reports write to, so a worker taken over leaves the row
-        to the worker that took it over."""
+    def while_mine(self, worker: str | None = None) -> models.QuerySet[Any]:
+        """The job's row while it is `running` under this delivery's worker (`self.worker`, or
+        `worker`): what its heartbeat, its end and its progress reports write to, so a worker
+        taken over leaves the row to the worker that took it over."""
         return type(self)._base_manager.filter(
-            pk=self.pk, status=JobStatus.RUNNING.value, worker=self.worker
+            pk=self.pk,
+            status=JobStatus.RUNNING.value,
+            worker=self.worker if worker is None else worker,
         )
 
     def end(
