@@ -471,12 +471,23 @@ def submit(
     return annotation
 
 
+# Items per statement of `refresh_last_label` (SQLite allows 999 parameters before 3.32).
+_REFRESH_CHUNK = 500
+
+
 def refresh_last_label(item_ids: Iterable[int]) -> None:
-    """Set each queue item's `last_label_at` from its current labels again, by the statement a
-    revision runs: for labels whose dates were changed outside a submission (the demo spreads
-    its history's labels over days)."""
-    for item_id in item_ids:
-        sql.execute(_SET_LAST_LABEL_SQL, {"item": item_id})
+    """Set each queue item's `last_label_at` from its current labels again, by the rule a
+    revision runs (`_LAST_LABEL_SQL`), `_REFRESH_CHUNK` items per statement: for labels whose
+    dates were changed outside a submission (the demo spreads its history's labels over days,
+    `manage.py date_last_labels` after an upgrade)."""
+    ids = list(item_ids)
+    for start in range(0, len(ids), _REFRESH_CHUNK):
+        params = {f"item{n}": item for n, item in enumerate(ids[start : start + _REFRESH_CHUNK])}
+        sql.execute(
+            f"UPDATE {_PROJECTISSUE_TABLE} AS pi SET last_label_at = {_LAST_LABEL_SQL}"
+            f" WHERE pi.id IN ({', '.join(f'%({name})s' for name in params)})",
+            params,
+        )
 
 
 def _count(project_id: int, kind: str) -> None:

@@ -215,3 +215,26 @@ def test_after_an_upgrade_the_command_dates_what_the_previous_release_stored(
     call_command("date_last_labels", stdout=out)  # every labeled issue
     assert [last_label_at(item) for item in items] == [before, during]
     assert by_last_label(project, descending=False) == [items[0].pk, items[1].pk]
+
+
+def test_the_command_dates_every_issue_however_many_statements_it_takes(
+    project, repository, annotator, monkeypatch
+):
+    """`refresh_last_label` sets the times a chunk of items per statement: three issues in
+    chunks of two (two statements) are all dated, each from its own label."""
+    monkeypatch.setattr(submission, "_REFRESH_CHUNK", 2)
+    label = submission.parse_label(project, label_data(project, "C.1")).fields()
+    items, times = [], []
+    for n in (1, 2, 3):
+        item = ProjectIssue.objects.create(
+            project=project, issue=make_issue(repository, n), position=n
+        )
+        at = datetime(2026, 11, n, tzinfo=UTC)
+        Annotation.objects.create(
+            project=project, issue=item.issue, annotator=annotator, created_at=at, **label
+        )
+        items.append(item)
+        times.append(at)
+    ProjectIssue.objects.update(last_label_at=None)
+    call_command("date_last_labels", stdout=io.StringIO())
+    assert [last_label_at(item) for item in items] == times
