@@ -26,7 +26,7 @@ from django.urls import reverse
 from annotator.models import Membership, Project, Role
 from ingest.models import Issue, Repository
 from labeling import issue_list, resolution, submission
-from labeling.models import Annotation, ProjectIssue
+from labeling.models import Annotation, ProjectIssue, list_status_rank
 from tests import embedded
 from tests.conftest import STUDY_TAXONOMY_ID, make_issue
 from tests.labeling.conftest import label_data, label_item
@@ -775,3 +775,38 @@ def test_the_list_and_its_search_work_on_the_embedded_sqlite_database(tmp_path, 
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     assert "search and filters work on SQLite" in done.stdout
+
+
+# Every state a queue row can be in (status, labels so far), and the list's status of it.
+ROW_STATES = [
+    (ProjectIssue.Status.OPEN, 0, issue_list.OPEN),
+    (ProjectIssue.Status.OPEN, 2, issue_list.IN_PROGRESS),
+    (ProjectIssue.Status.DISAGREEMENT, 3, issue_list.DISAGREEMENT),
+    (ProjectIssue.Status.FINAL, 3, issue_list.FINAL),
+]
+
+
+def test_the_list_status_is_one_rule_in_its_three_spellings(project, vllm):
+    """A row's list status is read three ways: the filter (`status_filter`), the row's own
+    (`list_status`) and the rank "sort by status" and its indexes use
+    (`models.list_status_rank`). For every state they agree: the filter finds the row, the
+    row names that status, and its rank is the status's place in `STATUS_NAMES`."""
+    rows = {}
+    for n, (status, labels, expected) in enumerate(ROW_STATES):
+        rows[expected] = ProjectIssue.objects.create(
+            project=project,
+            issue=make_issue(vllm, 900 + n),
+            position=n,
+            status=status,
+            annotation_count=labels,
+        )
+    order = list(issue_list.STATUS_NAMES)
+    assert sorted(order) == sorted(rows)  # the probe: every status has its row
+    ranked = ProjectIssue.objects.filter(project=project).alias(rank=list_status_rank())
+    for expected, row in rows.items():
+        found = ProjectIssue.objects.filter(project=project).filter(
+            issue_list.status_filter(expected)
+        )
+        assert list(found) == [row], expected
+        assert issue_list.list_status(row) == expected
+        assert ranked.filter(pk=row.pk, rank=order.index(expected)).exists(), expected
