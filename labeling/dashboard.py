@@ -552,19 +552,18 @@ def _tick_label(value: float) -> str:
 
 def line_chart(title: str, days: list[date], values: list[int]) -> Chart:
     """An SVG line chart of a cumulative series: the polyline's points and the axes' ticks."""
-    left, right, top, bottom = CHART.left, CHART.right, CHART.top, CHART.bottom
     y_max = _nice_top(max(values, default=0))
     span = max(len(days) - 1, 1)
 
     def x(i: int) -> float:
-        return left + (right - left) * i / span
+        return CHART.x(i / span)
 
     def y(v: float) -> float:
-        return bottom - (bottom - top) * v / y_max
+        return CHART.y(v / y_max)
 
     points = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(values))
     if len(values) == 1:  # one day: a flat segment, so the line shows
-        points += f" {right:.1f},{y(values[0]):.1f}"
+        points += f" {CHART.x(1):.1f},{y(values[0]):.1f}"
     # Positions as text: the template must not localise a coordinate's decimal point.
     y_ticks = [(f"{y(y_max * f):.1f}", _tick_label(y_max * f)) for f in (0, 0.5, 1)]
     x_ticks: list[tuple[str, str, str]] = []

@@ -408,3 +408,17 @@ def test_a_disputed_issue_whose_labels_agree_is_counted_as_reopened(scenario, pr
     assert ("type", "type", 1) in board.levels
     # The issue list names the issue's level in the same words.
     assert d3.level_name == "reopened"
+
+
+def test_a_progress_chart_spans_the_plot_from_its_first_day_to_its_last():
+    """The lead's cumulative chart over three days, 0 → 3 → 8 labels: the first day at the
+    plot's left edge (x 64 of the 560-wide drawing, 12 right margin), the last at its right
+    (548); 0 on the bottom edge (220 - 36 = 184) and 8, the axis's top, on the top edge (12);
+    3 at 3/8 of the height. One day alone is drawn as a flat segment across the plot."""
+    days = [datetime(2026, 3, d, tzinfo=UTC).date() for d in (1, 2, 3)]
+    chart = dashboard.line_chart("Labels given", days, [0, 3, 8])
+    assert chart.points == "64.0,184.0 306.0,119.5 548.0,12.0"
+    assert [label for _, label, _ in chart.x_ticks] == ["2026-03-01", "2026-03-02", "2026-03-03"]
+
+    alone = dashboard.line_chart("Labels given", days[:1], [5])
+    assert alone.points == "64.0,12.0 548.0,12.0"
