@@ -17,7 +17,7 @@ Without a broker (no REDIS_URL, tasks eager) a task runs in this process after t
 The Celery app is the site's (`settings.TASK_APP`, config.celery), imported when this process
 first hands a task over (`celery_app`), not at start: Celery with kombu, yaml and click is
 ~10 % of the imports of `manage.py check`, which queues nothing (bench/RESULTS.md, "Start-up
-after issue 30"). Tasks are named by their Celery name (`dataset.exports.EXPORT_TASK`), so
+after issue 30"). Tasks are named by their Celery name (`dataset.models.EXPORT_TASK`), so
 that a module that queues one imports no tasks module, and with it no Celery.
 
 docs/OPERATIONS.md, "Faults".

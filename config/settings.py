@@ -239,6 +239,13 @@ if JOB_HEARTBEAT_SECONDS < 1 or JOB_STALE_SECONDS < 2 * JOB_HEARTBEAT_SECONDS:
         f"JOB_STALE_SECONDS={JOB_STALE_SECONDS} must be at least twice "
         f"JOB_HEARTBEAT_SECONDS={JOB_HEARTBEAT_SECONDS} (and that at least 1)"
     )
+# How often (seconds) celery beat looks for jobs `running` under a worker that is gone (a host
+# lost, a worker killed) and queues their task again (annotator.jobsweep), rather than wait
+# for the broker's visibility timeout to bring the lost worker's message back: such a job
+# starts again within JOB_STALE_SECONDS + JOB_SWEEP_SECONDS of its worker's last heartbeat.
+JOB_SWEEP_SECONDS = env_int("JOB_SWEEP_SECONDS", 60)
+if JOB_SWEEP_SECONDS < 1:
+    raise ImproperlyConfigured(f"JOB_SWEEP_SECONDS={JOB_SWEEP_SECONDS} must be at least 1")
 # Test-only: each step of an export, a release or a rater run sleeps this many ms, so a worker
 # can be killed in the middle of one (tests/faults/test_worker_kill.py). 0 in production.
 JOB_STEP_DELAY_MS = env_int("JOB_STEP_DELAY_MS", 0)
@@ -251,6 +258,8 @@ CELERY_BEAT_SCHEDULE: dict = {
     # The outbox (annotator.outbox): tasks that could not reach Redis, handed over once it is
     # back; tasks lost with a Redis that restarted empty, handed over again.
     "outbox-sweep": {"task": "annotator.tasks.sweep_outbox", "schedule": OUTBOX_SWEEP_SECONDS},
+    # Jobs left `running` by a worker that is gone, queued again (annotator.jobsweep).
+    "job-sweep": {"task": "annotator.tasks.requeue_stale_jobs", "schedule": JOB_SWEEP_SECONDS},
 }
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -311,8 +311,8 @@ def add_dropped_issue(project: Project, issue_id: int) -> ProjectIssue:
 
 # -- asking for a ranking --------------------------------------------------------------------
 
-# The ranking's task, by its Celery name: dataset.tasks calls this module, never the reverse.
-RANKING_TASK = "dataset.tasks.run_ranking"
+# The ranking's task is named by its Celery name (`RecallRanking.TASK`): dataset.tasks calls
+# this module, never the reverse.
 
 
 def start_ranking(
@@ -323,5 +323,5 @@ def start_ranking(
     with transaction.atomic():
         ranking, created = begin_ranking(project, rater, version, user)
         if created:
-            outbox.enqueue(RANKING_TASK, [ranking.pk])
+            outbox.enqueue(ranking.TASK, ranking.task_args())
     return ranking

@@ -767,9 +767,9 @@ def _build(job: ExportJob) -> ExportJob:
 
 # -- asking for an export --------------------------------------------------------------------
 
-# The export's task, by its Celery name: dataset.tasks calls this module, never the reverse, so
-# a page that asks for an export imports no Celery (annotator.outbox).
-EXPORT_TASK = "dataset.tasks.run_export"
+# The export's task is named by its Celery name (`ExportJob.TASK`): dataset.tasks calls this
+# module, never the reverse, so a page that asks for an export imports no Celery
+# (annotator.outbox).
 
 
 def start_export(
@@ -781,5 +781,5 @@ def start_export(
         job = ExportJob.objects.create(
             project=project, requested_by=user, real_names=real_names, everything=everything
         )
-        outbox.enqueue(EXPORT_TASK, [job.pk])
+        outbox.enqueue(job.TASK, job.task_args())
     return job

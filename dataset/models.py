@@ -14,11 +14,20 @@ from django.utils.translation import pgettext_lazy
 from lib import stored_messages
 from lib.jobs import Job
 
+# The jobs' tasks, by their Celery names (dataset.tasks), each its job's `TASK`: a service
+# queues a job through `annotator.outbox.enqueue(job.TASK, job.task_args())`, and so does the
+# sweep of jobs whose worker is gone (`annotator.jobsweep`); neither imports Celery.
+EXPORT_TASK = "dataset.tasks.run_export"
+UPLOAD_TASK = "dataset.tasks.run_upload"
+RELEASE_TASK = "dataset.tasks.run_release"
+RANKING_TASK = "dataset.tasks.run_ranking"
+
 
 class ExportJob(Job):
     """A ZIP of the dataset (`dataset.exports`); its lifecycle and claim are `lib.jobs.Job`'s."""
 
     JOB_KIND = "export"
+    TASK = EXPORT_TASK
     FAILED_RUNS_AGAIN = True  # the same export asked again once the fault is mended
 
     class Status(models.TextChoices):
@@ -79,6 +88,7 @@ class UploadJob(Job):
     its lifecycle and claim are `lib.jobs.Job`'s."""
 
     JOB_KIND = "upload"
+    TASK = UPLOAD_TASK
 
     class Kind(models.TextChoices):
         CSV = "csv", "CSV"
@@ -132,6 +142,12 @@ class UploadJob(Job):
     def __str__(self) -> str:
         return f"upload {self.pk} of {self.file_name} ({self.status})"
 
+    def task_args(self, language: str | None = None) -> list[Any]:
+        """Its id and the language its problems are written in: the uploader's page's when it
+        is asked for; none (the site's default) when it is queued again (`annotator.jobsweep`:
+        the problems are kept in each language of the site all the same)."""
+        return [self.pk, language]
+
     @property
     def is_active(self) -> bool:
         return self.status in (self.Status.PENDING, self.Status.RUNNING)
@@ -168,6 +184,7 @@ class Release(Job):
     """
 
     JOB_KIND = "release"
+    TASK = RELEASE_TASK
 
     class Status(models.TextChoices):
         PENDING = "pending", _("queued")
@@ -378,6 +395,7 @@ class RecallRanking(Job):
     `lib.jobs.Job`'s; a failed ranking is not run again (a new one is asked for)."""
 
     JOB_KIND = "ranking"
+    TASK = RANKING_TASK
 
     class Status(models.TextChoices):
         PENDING = "pending", _("queued")

@@ -678,8 +678,8 @@ def verify_release(release: Release) -> list[str]:
 
 # -- asking for a release --------------------------------------------------------------------
 
-# The release's task, by its Celery name: dataset.tasks calls this module, never the reverse.
-RELEASE_TASK = "dataset.tasks.run_release"
+# The release's task is named by its Celery name (`Release.TASK`): dataset.tasks calls this
+# module, never the reverse.
 
 
 def start_release(
@@ -689,5 +689,5 @@ def start_release(
     the transaction commits. `citation`: title, authors, licence (`create_release`)."""
     with transaction.atomic():
         release = create_release(project, user, version, note, **citation)
-        outbox.enqueue(RELEASE_TASK, [release.pk])
+        outbox.enqueue(release.TASK, release.task_args())
     return release

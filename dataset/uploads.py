@@ -244,8 +244,8 @@ def add_to_queue(project: Project, issue_ids: list[int], repository_ids: list[in
 
 # -- asking for an upload --------------------------------------------------------------------
 
-# The upload's task, by its Celery name: dataset.tasks calls this module, never the reverse.
-UPLOAD_TASK = "dataset.tasks.run_upload"
+# The upload's task is named by its Celery name (`UploadJob.TASK`): dataset.tasks calls this
+# module, never the reverse.
 
 
 def start_upload(
@@ -269,5 +269,5 @@ def start_upload(
     language = translation.get_language()
     with transaction.atomic():
         job = keep_file(project, user, name, data, kind, source, dry_run, add_to_queue, fetch)
-        outbox.enqueue(UPLOAD_TASK, [job.pk, language])
+        outbox.enqueue(job.TASK, job.task_args(language))
     return job

@@ -69,8 +69,8 @@ class JobStatus(models.TextChoices):
 
 class Job(models.Model):
     """What every job has, and its one `claim`. A concrete job names its kind (`JOB_KIND`, the
-    key of `lib.jobclaim`), whether a failed job runs again when its task comes again, and how
-    long a live worker of this host may stay silent."""
+    key of `lib.jobclaim`), its task (`TASK`, `task_args`), whether a failed job runs again
+    when its task comes again, and how long a live worker of this host may stay silent."""
 
     JOB_KIND: ClassVar[str]
     # Whether a delivery runs a failed job again (an export asked again, a rater run resumed),
@@ -82,6 +82,10 @@ class Job(models.Model):
     # A live process of this host not heard of for this long is taken to be gone too (None:
     # while it lives, it runs the job).
     ALIVE_STALE_AFTER: ClassVar[timedelta | None] = None
+    # The Celery task that runs it, by its Celery name, and its arguments (`task_args`): how it
+    # is queued, the first time and again when its worker is gone (`annotator.jobsweep`; lib
+    # does not queue: `annotator.outbox.enqueue` does).
+    TASK: ClassVar[str]
 
     status = models.CharField(max_length=10, choices=JobStatus.choices, default=JobStatus.PENDING)
     # Who asked for it (None: an operator's command).
@@ -101,6 +105,11 @@ class Job(models.Model):
 
     class Meta:
         abstract = True
+
+    def task_args(self) -> list[Any]:
+        """The arguments its task (`TASK`) is queued with: the job's id (a kind that needs more
+        says so here)."""
+        return [self.pk]
 
     @property
     def claim_key(self) -> str:

@@ -45,6 +45,7 @@ class _Metrics:
     task_seconds: Any
     forge_requests: Any
     forge_quota: Any
+    jobs_requeued: Any
 
 
 _MADE: list[_Metrics] = []  # the one set of metrics, once made
@@ -105,6 +106,11 @@ def _make() -> _Metrics:
             ["forge"],
             multiprocess_mode="mostrecent",
         ),
+        jobs_requeued=Counter(
+            "annotator_jobs_requeued",
+            "Jobs found running under a worker that is gone, their task queued again, by kind.",
+            ["kind"],
+        ),
     )
 
 
@@ -135,6 +141,12 @@ def forge_response(forge: str, status: int | str, remaining: int | None) -> None
     m.forge_requests.labels(forge, str(status)).inc()
     if remaining is not None:
         m.forge_quota.labels(forge).set(remaining)
+
+
+def job_requeued(kind: str) -> None:
+    """A job of `kind` (`lib.jobs.Job.JOB_KIND`) left running by a worker that is gone, its
+    task queued again (`annotator.jobsweep`)."""
+    _metrics().jobs_requeued.labels(kind).inc()
 
 
 # -- gauges computed at scrape time ---------------------------------------------------------

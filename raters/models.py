@@ -23,6 +23,10 @@ from lib import stored_messages
 from lib.jobs import Job, JobStatus
 from raters import liveness
 
+# A run's task, by its Celery name (raters.tasks), its `TASK`: queued through the outbox by
+# `raters.runs` and by the sweep of jobs whose worker is gone (`annotator.jobsweep`).
+RUN_TASK = "raters.tasks.run_rater_task"
+
 
 class RaterRun(Job):
     """One run of a rater over a project's issues, with progress for the page (`done` of
@@ -30,6 +34,7 @@ class RaterRun(Job):
     and a process of this host is taken to be alive for `raters.liveness.ALIVE_STALE_AFTER`."""
 
     JOB_KIND = "rater-run"
+    TASK = RUN_TASK
     FAILED_RUNS_AGAIN = True
     ALIVE_STALE_AFTER = liveness.ALIVE_STALE_AFTER
     Status = JobStatus

@@ -540,9 +540,8 @@ def raters_due(project_id: int) -> list[MachineRater]:
 
 # -- asking for a run --------------------------------------------------------------------------
 
-# The tasks, by their Celery names: raters.tasks calls this module, never the reverse, so a page
-# that asks for a run imports no Celery (annotator.outbox).
-RUN_TASK = "raters.tasks.run_rater_task"
+# The tasks, by their Celery names (a run's is `RaterRun.TASK`): raters.tasks calls this module,
+# never the reverse, so a page that asks for a run imports no Celery (annotator.outbox).
 RETRAIN_TASK = "raters.tasks.retrain_due"
 
 
@@ -553,11 +552,11 @@ def start_run(
     queued or running) and queue it once the transaction commits."""
     with transaction.atomic():
         run = begin_run(rater, only, user)
-        outbox.enqueue(RUN_TASK, [run.pk])
+        outbox.enqueue(run.TASK, run.task_args())
     return run
 
 
 def resume_run(run: RaterRun) -> RaterRun:
     """Queue a run that stopped again (it goes on from the issues not labeled yet)."""
-    outbox.enqueue(RUN_TASK, [run.pk])
+    outbox.enqueue(run.TASK, run.task_args())
     return run

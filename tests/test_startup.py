@@ -162,11 +162,14 @@ def _task_names_in_the_code() -> dict[str, str]:
 
 def test_every_task_a_service_queues_by_name_is_one_a_worker_registers():
     # A worker finds the tasks by discovery; a misspelt name would be queued and never run.
-    from annotator import outbox
+    from annotator import jobsweep, outbox
 
     named = _task_names_in_the_code()
-    # The probe: the constants are found (the services' and the dashboard's among them).
-    assert {"dataset/exports.py:EXPORT_TASK", "labeling/dashboard.py:REFRESH_TASK"} <= set(named)
+    # The probe: the constants are found (the jobs' and the dashboard's among them).
+    assert {"dataset/models.py:EXPORT_TASK", "labeling/dashboard.py:REFRESH_TASK"} <= set(named)
     app = outbox.celery_app()
     app.loader.import_default_modules()
     assert {where: name for where, name in named.items() if name not in app.tasks} == {}
+    # Each kind of job, queued by its `TASK` (first, and again by the job sweep).
+    kinds = {kind.__name__: kind.TASK for kind in jobsweep.job_kinds()}
+    assert len(kinds) == 5 and {k: t for k, t in kinds.items() if t not in app.tasks} == {}

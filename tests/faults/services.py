@@ -63,6 +63,10 @@ def stop_process(proc: subprocess.Popen, timeout: float = 15) -> None:
             proc.wait()
 
 
+# `python -m celery`, as `tests.faults.as_host` runs it: its arguments after "-c".
+_CELERY_MAIN = "import sys; sys.argv[0] = 'celery'; from celery.__main__ import main; main()"
+
+
 def celery_worker(
     env: Mapping[str, str],
     *,
@@ -76,6 +80,7 @@ def celery_worker(
     options: Sequence[str] = (),
     stdout: IO[bytes] | int | None = None,
     stderr: IO[bytes] | int | None = None,
+    as_host: str | None = None,
 ) -> subprocess.Popen:
     """A `celery -A app worker` process of the test's own, started from the project's root with
     `env` over this process's environment, in its own session (`stop_process` ends it and its
@@ -85,9 +90,13 @@ def celery_worker(
     process, whose pid is the one a job's row names), `concurrency` (-c), `hostname` (-n, e.g.
     "first@%h"), `beat_schedule` (-B with its schedule file: the worker runs beat too),
     `loglevel` (-l), and `options`, any other option, at the end. Without heartbeat, gossip or
-    mingle: a test's workers need not know of each other, and start sooner."""
+    mingle: a test's workers need not know of each other, and start sooner. `as_host`: the
+    worker runs as if on that host (`tests.faults.as_host`: the jobs it claims name
+    "as_host:pid", which this host's processes judge by their heartbeat alone)."""
     command = [sys.executable, "-m", "celery", "-A", app, "worker", "-P", pool, "-l", loglevel,
                "--without-heartbeat", "--without-gossip", "--without-mingle"]  # fmt: skip
+    if as_host is not None:
+        command[1:3] = ["-m", "tests.faults.as_host", as_host, "-c", _CELERY_MAIN]
     if queues:
         command += ["-Q", ",".join(queues)]
     if concurrency is not None:

@@ -4,7 +4,6 @@ and one a live process runs is left to it."""
 
 from __future__ import annotations
 
-import itertools
 import os
 import socket
 import threading
@@ -20,34 +19,10 @@ from dataset.models import ExportJob, RecallRanking, Release, UploadJob
 from lib import jobclaim
 from lib.jobs import Job
 from raters.models import RaterRun
+from tests.job_helpers import KINDS, make_job
 
 DEAD_PID = 2**22 + 1  # above Linux's highest pid: no such process
 HERE = socket.gethostname()
-_numbers = itertools.count(1)
-
-
-def _job(kind: type[Job], project, **fields) -> Job:
-    """A queued job of that kind in `project`, with `fields` written on its row."""
-    n = next(_numbers)
-    if kind is ExportJob:
-        job: Job = ExportJob.objects.create(project=project)
-    elif kind is UploadJob:
-        job = UploadJob.objects.create(project=project, file_name="a.csv", kind="csv", source="x")
-    elif kind is Release:
-        job = Release.objects.create(project=project, version=f"1.0.{n}")
-    elif kind is RecallRanking:
-        job = RecallRanking.objects.create(project=project, rater_version=n)
-    else:
-        # The rater's model through the run, wherever its app keeps it.
-        raters: Any = RaterRun._meta.get_field("rater").related_model
-        rater = raters._default_manager.create(project=project, name=f"r{n}", kind="classifier")
-        job = RaterRun.objects.create(rater=rater)
-    type(job)._default_manager.filter(pk=job.pk).update(**fields)
-    job.refresh_from_db()
-    return job
-
-
-KINDS = [ExportJob, UploadJob, Release, RaterRun, RecallRanking]
 STATES = {
     "queued": {},
     "running-under-a-dead-pid": {
@@ -95,9 +70,9 @@ def _two_deliveries(kind: type[Job], job_id: int) -> tuple[list[object], set[int
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("state", STATES)
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.__name__)
-def test_of_two_deliveries_at_once_exactly_one_owns_the_job(kind, state, project):
+def test_of_two_deliveries_at_once_exactly_one_owns_themake_job(kind, state, project):
     for _round in range(3):
-        job = _job(kind, project, **STATES[state])
+        job = make_job(kind, project, **STATES[state])
         try:
             outcomes, backends = _two_deliveries(kind, job.pk)
             assert len(backends) == 2  # two connections, not one
@@ -116,7 +91,7 @@ def test_of_two_deliveries_at_once_exactly_one_owns_the_job(kind, state, project
 def test_a_job_whose_worker_is_gone_is_taken_over_and_a_live_workers_is_not(kind, project):
     now = timezone.now()
     alive = f"{HERE}:{os.getppid()}"  # another process of this host, running
-    job = _job(kind, project, status="running", worker=alive, heartbeat_at=now)
+    job = make_job(kind, project, status="running", worker=alive, heartbeat_at=now)
     with pytest.raises(jobclaim.Busy):
         job.claim()
     assert kind.objects.get(pk=job.pk).worker == alive
@@ -151,7 +126,7 @@ def test_a_job_whose_worker_is_gone_is_taken_over_and_a_live_workers_is_not(kind
 def test_a_claim_on_a_row_read_before_another_claimed_it_does_not_own_it(project):
     """The conditional UPDATE, not the row read earlier, decides: a delivery whose copy of the
     row is out of date reads it again and finds the job another's."""
-    job = _job(ExportJob, project)
+    job = make_job(ExportJob, project)
     late = ExportJob.objects.get(pk=job.pk)  # read while still queued
     ExportJob.objects.filter(pk=job.pk).update(
         status="running", worker=f"{HERE}:{os.getppid()}", heartbeat_at=timezone.now()
@@ -175,9 +150,9 @@ def test_a_claim_on_a_row_read_before_another_claimed_it_does_not_own_it(project
     ids=lambda v: v.__name__ if isinstance(v, type) else str(v),
 )
 def test_a_done_job_is_never_claimed_and_a_failed_one_as_its_kind_says(kind, runs_again, project):
-    done = _job(kind, project, status="done")
+    done = make_job(kind, project, status="done")
     assert done.claim() is False
-    failed = _job(kind, project, status="failed")
+    failed = make_job(kind, project, status="failed")
     assert failed.claim() is runs_again
     assert kind.objects.get(pk=failed.pk).status == ("running" if runs_again else "failed")
     failed.unclaim()
@@ -222,7 +197,7 @@ def test_the_heartbeat_beats_while_the_work_is_silent_and_never_revives_a_job_ta
     of its own. Another worker takes the job over meanwhile (its host thought this one gone):
     from then on the heartbeat leaves the row alone and stops."""
     settings.JOB_HEARTBEAT_SECONDS = 0.05
-    job = _job(kind, project)
+    job = make_job(kind, project)
     elsewhere = "worker-7.internal:4242"
     taken_at = timezone.now() - timedelta(hours=1)
     seen: dict[str, Any] = {}
@@ -251,7 +226,7 @@ def test_the_heartbeat_beats_while_the_work_is_silent_and_never_revives_a_job_ta
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_stops_when_the_work_fails(project, settings):
     settings.JOB_HEARTBEAT_SECONDS = 0.05
-    job = _job(ExportJob, project)
+    job = make_job(ExportJob, project)
     beaters: set[int] = set()
 
     def failing_work(claimed: Job) -> Job:
@@ -278,7 +253,7 @@ def test_the_heartbeat_goes_on_after_a_beat_fails_in_any_way(project, settings, 
     it: Django's InterfaceError is no DatabaseError) is logged and the next one is tried: a
     heartbeat that died would let another host take the running job over."""
     settings.JOB_HEARTBEAT_SECONDS = 0.05
-    job = _job(ExportJob, project)
+    job = make_job(ExportJob, project)
     beat, failures = ExportJob.beat, []
 
     def beat_failing_twice(self: Job, worker: str) -> bool:
@@ -305,7 +280,7 @@ def test_a_job_ends_only_while_it_is_this_workers(kind, project, caplog):
     has one) and what it publishes goes out; once another worker took the job over, nothing is
     written or published, the warning names both workers and the instance reads the row."""
     published: list[str] = []
-    job = _job(kind, project)
+    job = make_job(kind, project)
     assert job.claim() is True
     job.unclaim()
     assert job.end("done", publish=lambda: published.append("mine")) is True
@@ -315,7 +290,7 @@ def test_a_job_ends_only_while_it_is_this_workers(kind, project, caplog):
         assert row.progress == 100
     assert row.finished_at is not None
 
-    taken = _job(kind, project)
+    taken = make_job(kind, project)
     assert taken.claim() is True
     taken.unclaim()
     elsewhere, now = "worker-7.internal:4242", timezone.now()
