@@ -5,7 +5,10 @@ into `--db` (a study K times the published one); issue #30 item 5's target at K 
 <= 300 ms for the dashboard and every issue list page. Each case is the function the page
 calls (`labeling.issue_list.issue_page` for page 1: the count, 50 rows, their final labels;
 `labeling.dashboard.dashboard`), one warm-up, then the median of `--runs`; wall and CPU (this
-process plus its PostgreSQL backend).
+process plus its PostgreSQL backend). By number (`labeling.issue_list.ByRepository`) is timed
+on more pages: page 1 each way, page 100 each way, the page where the first repository ends,
+the last page, and with the final + type C + theme filter. `--list-only` leaves the dashboard
+out.
 
 The dashboard keeps its project-wide figures in a snapshot (issue 30 item 5), so it is timed
 four ways: computing them (`fresh=True`: the first render, or one whose refresh is overdue),
@@ -63,6 +66,7 @@ def main() -> None:
     parser.add_argument("--project", default=PROJECT)
     parser.add_argument("--broker", help="a Redis URL: stale reads queue their refresh there")
     parser.add_argument("--dashboard-only", action="store_true")
+    parser.add_argument("--list-only", action="store_true", help="the issue list, no dashboard")
     args = parser.parse_args()
     setup_stage(args.db, broker=args.broker)
 
@@ -85,15 +89,39 @@ def main() -> None:
         version_id=project.taxonomy_version_id, code__startswith="C.", level=2
     ).first()
 
-    def page(**filters: Any) -> Callable[[], object]:
-        return lambda: issue_list.issue_page(project, issue_list.IssueFilters(**filters), 1)
+    def page(number: int = 1, **filters: Any) -> Callable[[], object]:
+        return lambda: issue_list.issue_page(project, issue_list.IssueFilters(**filters), number)
+
+    # By number, the page where the first repository (by owner, name) ends and the next begins.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM annotator_projectissue q"
+            " JOIN ingest_issue i ON i.id = q.issue_id"
+            " JOIN ingest_repository r ON r.id = i.repository_id"
+            " WHERE q.project_id = %s GROUP BY r.owner, r.name ORDER BY r.owner, r.name LIMIT 1",
+            [project.pk],
+        )
+        (first_repository,) = cursor.fetchone() or (0,)
+    across = first_repository // issue_list.PER_PAGE + 1
+    final_c_theme = {"status": "final", "final_type": "C", "theme": theme.code if theme else ""}
 
     cases = {
         "issue list, default (newest first)": page(),
-        "issue list, final + type C + theme": page(
-            status="final", final_type="C", theme=theme.code if theme else ""
-        ),
+        "issue list, final + type C + theme": page(**final_c_theme),
         "issue list, by number": page(sort="number", descending=False),
+        "issue list, by number descending": page(sort="number"),
+        "issue list, page 100 by number": page(100, sort="number", descending=False),
+        "issue list, page 100 by number descending": page(100, sort="number"),
+        f"issue list, page {across} by number (two repositories)": page(
+            across, sort="number", descending=False
+        ),
+        "issue list, last page by number": page(10**6, sort="number", descending=False),
+        "issue list, by number, final + type C + theme": page(
+            sort="number", descending=False, **final_c_theme
+        ),
+        "issue list, page 20 by number descending, final + type C + theme": page(
+            20, sort="number", **final_c_theme
+        ),
         "issue list, by last label": page(sort="last_label"),
         "issue list, page 100 by status": lambda: issue_list.issue_page(
             project, issue_list.IssueFilters(sort="status"), 100
@@ -124,6 +152,8 @@ def main() -> None:
     }
     for name, fn in cases.items():
         print(json.dumps({"case": name, **timed(fn, args.runs)}), flush=True)
+    if args.list_only:
+        dashboard_cases = {}
     try:
         for name, (fn, before) in dashboard_cases.items():
             print(json.dumps({"case": name, **timed(fn, args.runs, before)}), flush=True)

@@ -8,6 +8,7 @@ ETags of pages already stored.
 from __future__ import annotations
 
 from django.db import models
+from django.db.models.functions import Length
 from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
@@ -176,6 +177,15 @@ class Issue(models.Model):
         indexes = [
             models.Index(fields=["repository", "updated_at"]),
             models.Index(fields=["repository", "filter_status"]),
+            # A repository's issues by number, shorter first (the issue list's order "by
+            # number" within a repository, `labeling.issue_list._number_order`), each way.
+            models.Index(
+                models.F("repository"),
+                Length("number"),
+                models.F("number"),
+                models.F("id"),
+                name="ingest_issue_number_order",
+            ),
         ]
 
     def __str__(self) -> str:

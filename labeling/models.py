@@ -100,6 +100,22 @@ class ProjectIssue(models.Model):
     disagreement_level = models.CharField(max_length=20, blank=True)
     split = models.FloatField(default=0)
     added_at = models.DateTimeField(auto_now_add=True)
+    # The issue's repository, a copy the database keeps (triggers of migration 0009, on
+    # PostgreSQL; NULL elsewhere): the issue list by number counts a project's rows per
+    # repository from this table alone (`labeling.issue_list.ByRepository`), not by joining
+    # every issue. Never written by the code: an issue's repository is read from the issue.
+    repository = models.ForeignKey(
+        "ingest.Repository",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        editable=False,
+        db_index=False,  # (the index below leads with the project)
+        # (Its issue's key holds: no check per row written, e.g. 387,420 when filled.)
+        db_constraint=False,
+        related_name="+",
+        verbose_name=_("repository"),
+    )
 
     class Meta:
         verbose_name = _("issue in a project")
@@ -138,6 +154,8 @@ class ProjectIssue(models.Model):
                 F("id"),
                 name="projectissue_list_status_asc",
             ),
+            # The project's rows per repository (the issue list by number's counts).
+            models.Index(fields=["project", "repository"], name="projectissue_repository"),
         ]
 
     def __str__(self) -> str:
