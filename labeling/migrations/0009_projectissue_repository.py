@@ -47,9 +47,6 @@ CREATE TRIGGER projectissue_repository_follows_issue AFTER UPDATE OF repository_
 
 """
 UNINSTALL = f"""
--- Existing rows first, before any trigger would run for each.
-UPDATE {QUEUE} q SET repository_id = i.repository_id FROM {ISSUES} i WHERE i.id = q.issue_id;
-
 DROP TRIGGER IF EXISTS projectissue_repository_follows_issue ON {ISSUES};
 DROP FUNCTION IF EXISTS projectissue_repository_follows_issue();
 DROP TRIGGER IF EXISTS projectissue_repository_update ON {QUEUE};
