@@ -35,7 +35,9 @@ log = logging.getLogger(__name__)
 
 def job_kinds() -> list[type[Job]]:
     """Every concrete job model of the site: those that subclass `lib.jobs.Job`."""
-    return [model for model in apps.get_models() if issubclass(model, Job)]
+    return [
+        model for model in apps.get_models() if issubclass(model, Job) and not model._meta.proxy
+    ]
 
 
 def requeue_stale() -> list[Job]:

@@ -134,6 +134,11 @@ class Job(models.Model):
         """Left `running` by a process that stopped: the next delivery takes it over."""
         return self.status == JobStatus.RUNNING and self.worker_gone()
 
+    def runs_again(self) -> bool:
+        """Whether a delivery runs this failed job again: its kind's `FAILED_RUNS_AGAIN` (a
+        kind may narrow it)."""
+        return self.FAILED_RUNS_AGAIN
+
     def claim_values(self, now: datetime) -> dict[str, Any]:
         """What a claim writes beside the status, worker and heartbeat: a new start, and no
         error (for a job that has them)."""
@@ -154,7 +159,7 @@ class Job(models.Model):
         for _attempt in range(CLAIM_ATTEMPTS):
             if self.status == JobStatus.DONE:
                 return False
-            if self.status == JobStatus.FAILED and not self.FAILED_RUNS_AGAIN:
+            if self.status == JobStatus.FAILED and not self.runs_again():
                 return False
             if self.status == JobStatus.RUNNING and not self.worker_gone():
                 raise jobclaim.Busy(key)

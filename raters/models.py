@@ -39,6 +39,15 @@ class RaterRun(Job):
     ALIVE_STALE_AFTER = liveness.ALIVE_STALE_AFTER
     Status = JobStatus
 
+    def runs_again(self) -> bool:
+        """A failed run is resumed, unless a newer run of its rater replaced it (`begin_run`
+        ends a stale run failed and starts another): a delivery of the old one that comes
+        later (the job sweep's, a lost worker's message) does nothing, so two runs of one
+        rater never overlap and older labels never follow newer ones."""
+        return super().runs_again() and not (
+            type(self)._base_manager.filter(rater_id=self.rater_id, pk__gt=self.pk).exists()
+        )
+
     class Scope(models.TextChoices):
         FINAL = "final", _("final issues")
         OPEN = "open", _("issues not final yet")

@@ -453,8 +453,10 @@ def _run(run: RaterRun) -> RaterRun:
 
 
 def unfinished_run(rater: MachineRater) -> RaterRun | None:
-    """The rater's latest run that did not finish (queued, running, stopped or failed)."""
-    return rater.runs.exclude(status=RaterRun.Status.DONE).order_by("-created_at", "-pk").first()
+    """The rater's latest run, if it did not finish (queued, running, stopped or failed): an
+    older unfinished run was replaced by it and is not resumed (`RaterRun.runs_again`)."""
+    latest = rater.runs.order_by("-created_at", "-pk").first()
+    return None if latest is None or latest.status == RaterRun.Status.DONE else latest
 
 
 def resumable_run(rater: MachineRater) -> RaterRun:

@@ -60,6 +60,13 @@ def install(apps, schema_editor) -> None:
         schema_editor.execute(INSTALL)
 
 
+def analyze(apps, schema_editor) -> None:
+    # Every row was rewritten: statistics now, or the count by repository is not read from the
+    # index alone until autovacuum comes by.
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute(f"ANALYZE {QUEUE}")
+
+
 def uninstall(apps, schema_editor) -> None:
     if schema_editor.connection.vendor == "postgresql":
         schema_editor.execute(UNINSTALL)
@@ -85,4 +92,5 @@ class Migration(migrations.Migration):
             model_name='projectissue',
             index=models.Index(fields=['project', 'repository'], name='projectissue_repository'),
         ),
+        migrations.RunPython(analyze, migrations.RunPython.noop),
     ]

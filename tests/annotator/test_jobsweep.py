@@ -24,6 +24,7 @@ from labeling.models import ProjectIssue
 from lib import jobclaim, metrics
 from lib.jobs import Job
 from raters.models import RaterRun
+from raters.runs import begin_run, unfinished_run
 from tests.builders import final_issue
 from tests.job_helpers import KINDS, make_job
 from tests.metrics_helpers import value
@@ -172,3 +173,28 @@ def test_the_sweeps_delivery_builds_the_export_and_the_lost_workers_own_message_
     # Done: no sweep queues it again.
     assert jobsweep.requeue_stale() == []
     assert QueuedTask.objects.count() == 0
+
+
+def test_a_rater_run_replaced_while_its_requeued_task_waits_is_not_run_again(project):
+    """Lena's rater run was lost with its host and the sweep queued it again; before a worker
+    was free she started a new run, which ended the old one failed. The old run's delivery
+    then finds it replaced: it does nothing (two runs of one rater never overlap), while a
+    failed run nobody replaced is still resumed."""
+    old = make_job(RaterRun, project, status="running", worker=LOST, heartbeat_at=_ago(STALE + 30))
+    assert [j.pk for j in jobsweep.requeue_stale()] == [old.pk]
+    rater = old.rater
+    new = begin_run(rater, user=None)
+    old.refresh_from_db()
+    assert old.status == "failed" and new.pk != old.pk
+    assert unfinished_run(rater).pk == new.pk
+
+    assert old.claim() is False  # the sweep's delivery of the replaced run
+    old.refresh_from_db()
+    assert (old.status, old.worker) == ("failed", LOST)
+
+    # The control: the newest run failed and nobody replaced it: a delivery resumes it.
+    RaterRun.objects.filter(pk=new.pk).update(status="failed")
+    new.refresh_from_db()
+    assert new.claim() is True
+    new.unclaim()
+    assert RaterRun.objects.get(pk=new.pk).status == "running"
