@@ -3,8 +3,6 @@ use, and the controller handing the long ones out one at a time."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -16,7 +14,6 @@ class FakeItem:
     def __init__(self, name: str, *markers: str) -> None:
         self.name = name
         self.markers = set(markers)
-        self.nodeid = f"tests/test_{name}.py::test_{name}"
 
     def get_closest_marker(self, name: str):
         return name if name in self.markers else None
@@ -47,32 +44,6 @@ def test_the_slow_and_browser_tiers_come_first_in_their_own_order():
     ]
     assert long_first.long_first(items) == 3  # type: ignore[arg-type]
     assert [i.name for i in items] == ["serve", "audit", "click", "a", "b", "c"]
-
-
-def test_the_costliest_long_tests_come_first(monkeypatch):
-    monkeypatch.setattr(
-        long_first,
-        "COST",
-        {"tests/test_fuzz.py::test_fuzz": 80, "tests/test_audit.py::test_audit[visitor]": 30},
-    )
-    items = [FakeItem("a"), FakeItem("serve", "slow"), FakeItem("audit", "browser")]
-    items += [FakeItem("fuzz", "slow"), FakeItem("b")]
-    items[2].nodeid += "[visitor]"
-    items[3].nodeid += "[pages-0]"  # parameters: the test's own cost, unless named
-    assert long_first.long_first(items) == 3  # type: ignore[arg-type]
-    # fuzz 80 s, audit 30 s, serve DEFAULT_COST (5 s); then the fast ones in their order.
-    assert [i.name for i in items] == ["fuzz", "audit", "serve", "a", "b"]
-
-
-def test_a_modules_long_tests_keep_their_order_in_the_cost_order(monkeypatch):
-    # The module's committing test (cheap) before its long test that reads shared rows: the
-    # module's two places in the cost order are filled in the module's own order.
-    monkeypatch.setattr(long_first, "COST", {"tests/test_m.py::reads_shared": 60})
-    items = [FakeItem("other", "slow"), FakeItem("commits", "browser"), FakeItem("shared", "slow")]
-    items[1].nodeid = "tests/test_m.py::commits"
-    items[2].nodeid = "tests/test_m.py::reads_shared"
-    long_first.long_first(items)  # type: ignore[arg-type]
-    assert [i.name for i in items] == ["commits", "other", "shared"]
 
 
 class FakeDbItem(FakeItem):
@@ -148,17 +119,3 @@ def test_other_distributions_keep_their_own_scheduler(dist, monkeypatch):
     monkeypatch.setenv(long_first.ENV, "unused")
     config = SimpleNamespace(getoption={"dist": dist}.__getitem__)
     assert long_first.pytest_xdist_make_scheduler(config, None) is None  # type: ignore[arg-type]
-
-
-def test_every_cost_names_a_long_test_of_the_suite():
-    # A renamed or moved test would lose its place silently: each key names a test function
-    # (and a case of it, when given) in its file, marked slow or browser.
-    root = Path(__file__).resolve().parents[1]
-    for key in long_first.COST:
-        path, _, name = key.partition("::")
-        function = name.split("[", 1)[0]
-        source = (root / path).read_text()
-        assert re.search(rf"^def {function}\(", source, re.M), key
-        if "[" in name:
-            assert name.split("[", 1)[1].rstrip("]") in source, key
-        assert "mark.slow" in source or "mark.browser" in source, key

@@ -12,14 +12,6 @@ while the last long tests finish: longest-first scheduling.
 The controller never collects, so the first worker writes how many long tests lead the order
 to a file the controller named in the environment its workers inherit.
 
-Among the long tests the longest come first (`COST`: seconds of one test on a quiet host, from
-the slowest tests of a whole run; a long test not named there counts `DEFAULT_COST`): a
-100-second fuzz chunk handed out last would end the run alone, a minute and more after the
-others ran dry (the tier was in collection order, and the fuzz and accessibility chunks, in
-tests/security/ and tests/test_accessibility.py, came last). A module's own long tests keep
-their order among themselves (its committing tests first, below): they take the module's
-places in the cost order one after another.
-
 Before that, in every run: a module's committing tests come before its other tests. pytest-django
 puts every transactional test after all the others, so in a run of one file its browser test
 would come while the rows the module shares (`module_db`, an open transaction) are still open;
@@ -46,54 +38,10 @@ def is_long(item: pytest.Item) -> bool:
     return any(item.get_closest_marker(name) for name in LONG_MARKERS)
 
 
-# Seconds on a quiet host (whole runs of 2026-11-28, `--durations`); a rough order is enough.
-# Keys are node ids, or node ids without their parameters (every case of the test).
-COST: dict[str, float] = {
-    "tests/security/test_fuzz.py::test_no_input_makes_a_500_and_a_refusal_writes_nothing": 80,
-    "tests/security/test_fuzz.py::test_no_input_makes_a_500_and_a_refusal_writes_nothing"
-    "[addresses-api]": 20,
-    "tests/test_accessibility.py::"
-    "test_every_page_as_every_role_has_no_serious_accessibility_violation": 35,
-    "tests/faults/test_worker_kill.py::"
-    "test_a_worker_killed_mid_job_leaves_it_to_the_other_which_finishes_it_once": 50,
-    "tests/labeling/test_blindness_sweep.py::"
-    "test_machine_labels_change_nothing_an_annotator_sees": 34,
-    "tests/labeling/test_blindness_sweep.py::test_another_annotator_cannot_tell_what_ada_chose": 18,
-    "tests/labeling/test_issue_list.py::"
-    "test_the_list_and_its_search_work_on_the_embedded_sqlite_database": 30,
-    "tests/annotator/test_serve.py::test_sigterm_stops_the_server_and_its_workers": 28,
-    "tests/labeling/test_two_hosts.py::test_two_instances_serve_exactly_k_labels_per_issue": 26,
-    "tests/config/test_backup.py::test_a_restored_backup_exports_the_same_bytes": 18,
-    "tests/ingest/test_worker.py::"
-    "test_exhausted_quota_reschedules_the_task_and_completes_after_the_reset": 18,
-    "tests/config/test_beat.py::test_two_beats_send_each_periodic_task_once_per_period": 16,
-}
-DEFAULT_COST = 5.0
-
-
-def cost(item: pytest.Item) -> float:
-    nodeid = item.nodeid
-    return COST.get(nodeid, COST.get(nodeid.split("[", 1)[0], DEFAULT_COST))
-
-
-def _module(item: pytest.Item) -> str:
-    return item.nodeid.split("::")[0]
-
-
 def long_first(items: list[pytest.Item]) -> int:
-    """Reorder `items` in place: the long tiers first, the costliest of them first (a module's
-    long tests keep their order among themselves), then the rest in their order; how many
-    long tests there are."""
-    long = [item for item in items if is_long(item)]
-    rest = [item for item in items if not is_long(item)]
-    # The places in cost order (a stable sort: equal costs keep the collection's order), each
-    # filled by the module's next long test in its own order.
-    places = [_module(item) for item in sorted(long, key=lambda item: -cost(item))]
-    queues: dict[str, list[pytest.Item]] = {}
-    for item in long:
-        queues.setdefault(_module(item), []).append(item)
-    items[:] = [queues[module].pop(0) for module in places] + rest
-    return len(long)
+    """Reorder `items` in place, the long tiers first; how many they are."""
+    items.sort(key=lambda item: not is_long(item))
+    return sum(map(is_long, items))
 
 
 def commits_first_in_each_module(items: list[pytest.Item]) -> None:
