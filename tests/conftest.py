@@ -85,6 +85,15 @@ def django_db_setup(django_db_setup, django_db_blocker, request) -> Iterator[Non
         yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _static_files_scanned_once() -> Iterator[None]:
+    """A new test client's middleware reuses WhiteNoise's first scan of the static files
+    (`harness.share_static_files`)."""
+    with pytest.MonkeyPatch.context() as patch:
+        harness.share_static_files(patch)
+        yield
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
     """After a test's teardown (a transactional test's flush included), the study taxonomy is

@@ -22,6 +22,11 @@ Under pytest-xdist a fresh checkout would run every migration once per worker: i
 first worker migrates one template database (`test_<name>`, the one a single-process run
 uses) with the taxonomy in it, and each worker copies it (`CREATE DATABASE … TEMPLATE`, as
 Django's own parallel runner clones), in a second or two (`clone_for_worker`).
+
+Every test client (and so nearly every test that makes a request) builds the middleware chain
+anew, and WhiteNoise's middleware reads every static file the finders know (~210, their headers
+parsed one by one): 0.1-0.3 s per new client, most of its set-up; `share_static_files` makes
+the scan once per session (per settings that shape it) and lets later instances reuse it.
 """
 
 from __future__ import annotations
@@ -181,3 +186,50 @@ def transactional(item: pytest.Item) -> bool:
         or "transactional_db" in fixtures
         or "live_server" in fixtures
     )
+
+
+# The settings WhiteNoise's scan depends on: the responders it makes (headers, caching, types)
+# and the files the finders list.
+_STATIC_SETTINGS = (
+    "STATIC_URL",
+    "STATIC_ROOT",
+    "STATICFILES_DIRS",
+    "STATICFILES_FINDERS",
+    "INSTALLED_APPS",
+    "DEBUG",
+    "FORCE_SCRIPT_NAME",
+    "WHITENOISE_MAX_AGE",
+    "WHITENOISE_ALLOW_ALL_ORIGINS",
+    "WHITENOISE_CHARSET",
+    "WHITENOISE_MIMETYPES",
+    "WHITENOISE_ADD_HEADERS_FUNCTION",
+    "WHITENOISE_INDEX_FILE",
+    "WHITENOISE_IMMUTABLE_FILE_TEST",
+    "WHITENOISE_KEEP_ONLY_HASHED_FILES",
+    "WHITENOISE_MANIFEST_STRICT",
+)
+
+
+def share_static_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """WhiteNoise's scan of the finders' static files, made once and reused by every later
+    middleware instance whose settings are the same (the same files, as the same responders):
+    a test client's first request no longer reads every static file."""
+    from django.conf import settings
+    from whitenoise.middleware import WhiteNoiseMiddleware
+
+    scanned: dict[str, dict] = {}
+    scan = WhiteNoiseMiddleware.add_files_from_finders
+
+    def add_files_from_finders(self: WhiteNoiseMiddleware) -> None:
+        key = repr([getattr(settings, name, None) for name in _STATIC_SETTINGS])
+        found = scanned.get(key)
+        if found is None:
+            # Scanned into an empty dictionary, so the copy holds the finders' files alone.
+            before, self.files = self.files, {}
+            scan(self)
+            found = scanned[key] = self.files
+            self.files = before
+        # After STATIC_ROOT's files, over them, as the scan itself would write them.
+        self.files.update(found)
+
+    monkeypatch.setattr(WhiteNoiseMiddleware, "add_files_from_finders", add_files_from_finders)

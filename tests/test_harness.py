@@ -8,6 +8,8 @@
 - A transactional test's flush empties only the tables it wrote (`harness.flush_sql`) and
   misses none; rows a module shares (`module_db`) sit in a transaction no committing test may
   interrupt.
+- A new test client's middleware does not read every static file again: WhiteNoise's scan is
+  made once per session (`harness.share_static_files`), and files are still served.
 - A test that starts a process is in the slow tier (`tests/conftest.py` refuses a subprocess
   to a test not marked `slow` or `browser`), so `bin/test --fast` never waits on one.
 """
@@ -255,3 +257,40 @@ def test_the_labeling_tests_run_twice_only_where_the_path_matters(request):
         if item.get_closest_marker("both_paths") or "functions" in item.fixturenames
     }
     assert twice <= marked
+
+
+def test_a_new_clients_middleware_reuses_the_first_scan_of_the_static_files(monkeypatch):
+    from django.test import Client
+    from whitenoise import base
+    from whitenoise.middleware import WhiteNoiseMiddleware
+
+    first = WhiteNoiseMiddleware(lambda request: None)
+    made: list[str] = []
+    real = base.WhiteNoise.get_static_file
+
+    def counted(self, path, url, **kwargs):
+        made.append(url)
+        return real(self, path, url, **kwargs)
+
+    monkeypatch.setattr(base.WhiteNoise, "get_static_file", counted)
+    second = WhiteNoiseMiddleware(lambda request: None)
+    assert made == []  # no file read again
+    assert second.files == first.files and "/static/css/app.css" in second.files
+    # The client's request is served from the shared scan, as from a fresh one.
+    response = Client().get("/static/css/app.css")
+    assert response.status_code == 200
+    body = b"".join(response.streaming_content)
+    assert body == (Path(settings.BASE_DIR) / "static" / "css" / "app.css").read_bytes()
+    assert made == []
+
+
+def test_a_changed_static_setting_scans_again(settings):
+    from django.test import Client
+    from whitenoise.middleware import WhiteNoiseMiddleware
+
+    before = WhiteNoiseMiddleware(lambda request: None).files["/static/css/app.css"]
+    settings.WHITENOISE_MAX_AGE = 7
+    after = WhiteNoiseMiddleware(lambda request: None).files["/static/css/app.css"]
+    assert after is not before
+    response = Client().get("/static/css/app.css")
+    assert response.status_code == 200 and "max-age=7" in response["Cache-Control"]

@@ -13,6 +13,7 @@ What it saw is kept for the tests to assert on: `pkce_checked` (verifiers that m
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import secrets
@@ -36,9 +37,16 @@ def _s256(verifier: str) -> str:
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
+@functools.cache
+def _signing_key() -> rsa.RSAPrivateKey:
+    """One RSA key per test process: making a 2048-bit key takes 0.1-0.4 s, and each provider
+    is a new issuer on its own port, so none of them tells its key from another's."""
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
 class FakeOIDCProvider:
     def __init__(self) -> None:
-        self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.key = _signing_key()
         self.next_user: dict[str, Any] = {}
         self.codes: dict[str, dict[str, Any]] = {}
         self.access_tokens: dict[str, dict[str, Any]] = {}
