@@ -10,6 +10,7 @@ its children too (a prefork pool's). Every wait polls (50 ms) with a deadline.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import signal
@@ -18,9 +19,10 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 ROOT = Path(__file__).resolve().parents[2]
 PG_BIN = Path(
@@ -289,3 +291,19 @@ class Gunicorn:
     def close(self) -> None:
         stop_process(self.proc)
         self.log.unlink(missing_ok=True)
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def export_built_once(job: Any, path: Path) -> tuple:
+    """Asserts that a done export's file (at `path`) is complete (the checksum and size its row
+    gives, a ZIP that reads, with its manifest) and alone in its folder (no part of a killed
+    build left beside it); returns what tells this build from a later one (the file's inode
+    and mtime, the row's checksum and end), to compare after a later delivery."""
+    assert sha256(path) == job.sha256 and path.stat().st_size == job.size
+    with zipfile.ZipFile(path) as zf:
+        assert zf.testzip() is None and "manifest.json" in zf.namelist()
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
+    return (path.stat().st_ino, path.stat().st_mtime_ns, job.sha256, job.finished_at)

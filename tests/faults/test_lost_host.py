@@ -21,13 +21,11 @@ its process id.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import signal
 import socket
 import subprocess
 import time
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,7 +39,14 @@ from dataset.exports import export_path
 from dataset.models import ExportJob
 from labeling.models import ProjectIssue
 from tests.builders import final_issue
-from tests.faults.services import PrivateRedis, celery_worker, database_url, stop_process, wait_for
+from tests.faults.services import (
+    PrivateRedis,
+    celery_worker,
+    database_url,
+    export_built_once,
+    stop_process,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -110,10 +115,6 @@ def processes(tmp_path, settings) -> Iterator[Processes]:
         yield started
     finally:
         started.close()
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _held(broker: redis.Redis, task_id: str) -> bool:
@@ -196,11 +197,7 @@ def test_an_export_of_a_lost_host_is_finished_once_by_a_live_worker_without_the_
         assert _held(broker, sent.id)
         # Built once: one complete ZIP, alone in its folder; queued again once; outbox empty.
         path = export_path(job)
-        built = (path.stat().st_ino, path.stat().st_mtime_ns, job.sha256, job.finished_at)
-        assert _sha256(path) == job.sha256 and path.stat().st_size == job.size
-        with zipfile.ZipFile(path) as zf:
-            assert zf.testzip() is None and "manifest.json" in zf.namelist()
-        assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
+        built = export_built_once(job, path)
         wait_for(lambda: not QueuedTask.objects.exists(), 10, "the outbox to be empty")
         time.sleep(2 * SWEEP)  # later sweeps find the export done
         assert _requeued(processes.log("live"), job) == 1

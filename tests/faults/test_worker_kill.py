@@ -42,7 +42,15 @@ from labeling.models import MachineLabel, ProjectIssue
 from raters.models import RaterRun
 from raters.runs import RaterSettings, add_rater, create_run
 from tests.builders import final_issue
-from tests.faults.services import PrivateRedis, celery_worker, database_url, stop_process, wait_for
+from tests.faults.services import (
+    PrivateRedis,
+    celery_worker,
+    database_url,
+    export_built_once,
+    sha256,
+    stop_process,
+    wait_for,
+)
 from tests.raters.conftest import add_finals
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -122,10 +130,6 @@ def study(project, issues_in_project, repository, annotator, other_annotator):
     return project
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def _claimed(read: Callable[[], tuple[str, str]]) -> Callable[[], bool]:
     def check() -> bool:
         status, worker = read()
@@ -155,12 +159,8 @@ def test_a_worker_killed_mid_job_leaves_it_to_the_other_which_finishes_it_once(
     wait_for(lambda: export_row()[0] == "done", 90, "the other worker to finish the export")
     job.refresh_from_db()
     assert job.worker.rpartition(":")[2] != str(killed)
-    path = export_path(job)
-    assert _sha256(path) == job.sha256 and path.stat().st_size == job.size
-    with zipfile.ZipFile(path) as zf:
-        assert zf.testzip() is None and "manifest.json" in zf.namelist()
-    # One file, no part of the killed build left beside it.
-    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
+    # One complete file, no part of the killed build left beside it.
+    export_built_once(job, export_path(job))
 
     # A release: the same.
     workers.ensure(2)
@@ -177,7 +177,7 @@ def test_a_worker_killed_mid_job_leaves_it_to_the_other_which_finishes_it_once(
     assert release.worker.rpartition(":")[2] != str(killed)
     assert Release.objects.filter(project=study).count() == 1
     final = release_path(release)
-    assert _sha256(final) == release.sha256
+    assert sha256(final) == release.sha256
     with zipfile.ZipFile(final) as zf:
         assert zf.testzip() is None
         for entry in release.manifest["files"]:
@@ -289,11 +289,7 @@ def test_a_prefork_pool_child_killed_mid_export_is_replaced_and_the_export_finis
     taker = int(job.worker.rpartition(":")[2])
     assert taker != child and taker in _children(main.pid)
     path = export_path(job)
-    built = (path.stat().st_ino, path.stat().st_mtime_ns, job.sha256, job.finished_at)
-    assert _sha256(path) == job.sha256 and path.stat().st_size == job.size
-    with zipfile.ZipFile(path) as zf:
-        assert zf.testzip() is None and "manifest.json" in zf.namelist()
-    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
+    built = export_built_once(job, path)
 
     # Finished once: the task's message acknowledged, none left queued or held unacknowledged
     # (so no delivery is still to come), and the file and row as the one build left them.
