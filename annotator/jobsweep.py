@@ -26,7 +26,6 @@ from django.apps import apps
 from django.db import transaction
 
 from annotator import outbox
-from annotator.models import QueuedTask
 from lib import metrics
 from lib.jobs import Job, JobStatus
 
@@ -62,7 +61,7 @@ def _requeue(kind: type[Job], job_id: int) -> Job | None:
         if job is None or not job.stale:
             return None
         args = job.task_args()
-        if QueuedTask.objects.filter(task=kind.TASK, args=args).exists():
+        if outbox.waiting(kind.TASK, args):
             return None
         row = outbox.enqueue(kind.TASK, args)
     heard = job.last_heard()

@@ -76,6 +76,12 @@ def enqueue(
     return row
 
 
+def waiting(task: str, args: Sequence[Any]) -> bool:
+    """Whether this task with these arguments waits in the outbox: recorded, and not started
+    by a worker yet (handed to the broker or not)."""
+    return QueuedTask.objects.filter(task=task, args=list(args)).exists()
+
+
 def _apply_here(task: str, args: list, kwargs: dict) -> None:
     app = celery_app()
     app.loader.import_default_modules()  # a web process has not imported tasks.py
