@@ -320,7 +320,7 @@ def _ordering(sort: str, descending: bool) -> list[Any]:
         return F(name).desc(nulls_last=True) if descending else F(name).asc(nulls_last=True)
 
     def then(name: str) -> Any:
-        return F(name).desc() if descending else F(name).asc()
+        return _each_way(F(name), descending)
 
     if sort == "number":
         repository, within = _number_order(descending)
@@ -347,14 +347,18 @@ def _number_order(
     reached through `repository`, "" from the repository itself) and, among the issues of
     repositories of one owner and name, the issue's number, then the queue row's id. Numbers
     are text (Gitee's look like IBD6YU): shorter first sorts 9 before 10."""
-
-    def by(expression: Any) -> Any:
-        return expression.desc() if descending else expression.asc()
-
+    keys = [F(f"{repository}owner"), F(f"{repository}name")]
+    within = [Length("issue__number"), F("issue__number"), F("pk")]
     return (
-        [by(F(f"{repository}owner")), by(F(f"{repository}name"))],
-        [by(Length("issue__number")), by(F("issue__number")), by(F("pk"))],
+        [_each_way(key, descending) for key in keys],
+        [_each_way(key, descending) for key in within],
     )
+
+
+def _each_way(expression: Any, descending: bool) -> Any:
+    """The expression ordered descending or ascending (NULLs where PostgreSQL puts them: none
+    of these keys is NULL, and the indexes that serve them say nothing of NULLs either)."""
+    return expression.desc() if descending else expression.asc()
 
 
 class ByRepository:
